@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// CompareOptions configure a side-by-side run of the ffmpeg command line
+// and `vfx render` doing the same composite on the same inputs.
+type CompareOptions struct {
+	VFX    string // path of the vfx binary
+	FFmpeg string // path of ffmpeg; "" = looked up in PATH
+	Dir    string // working folder (fixture and outputs)
+	Width  int
+	Height int
+	Frames int
+	Preset string // x264 preset of both, default "medium"
+	CRF    int    // x264 CRF of both, default 18
+	Rounds int    // alternating rounds; the best of each is kept; default 1
+}
+
+// Measure is one process's cost.
+type Measure struct {
+	Wall   time.Duration
+	CPU    time.Duration // user + system
+	MaxRSS int64         // bytes
+}
+
+// CompareReport is the result of CompareFFmpeg.
+type CompareReport struct {
+	Frames        int
+	Width, Height int
+	Preset        string
+	CRF           int
+	FFmpeg, VFX   Measure
+	Ratio         float64 // VFX.Wall / FFmpeg.Wall
+	FFmpegCmd     []string
+	VFXCmd        []string
+}
+
+// String is a human summary, one measurement per line.
+func (r CompareReport) String() string {
+	return fmt.Sprintf("composite %d frames %dx%d, x264 preset %s crf %d\n"+
+		"ffmpeg (alphamerge+overlay+libx264, 1 output):  %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
+		"vfx render (relight+composite, 3 outputs):      %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
+		"ratio vfx/ffmpeg (wall): %.2fx",
+		r.Frames, r.Width, r.Height, r.Preset, r.CRF,
+		r.FFmpeg.Wall.Seconds(), r.FFmpeg.CPU.Seconds(), r.FFmpeg.MaxRSS>>20,
+		r.VFX.Wall.Seconds(), r.VFX.CPU.Seconds(), r.VFX.MaxRSS>>20, r.Ratio)
+}
+
+// CompareFFmpeg writes the fixture (unless already there), then times the
+// ffmpeg command line (alphamerge + overlay + libx264) and `vfx render
+// --alpha-mode custom` on the same source, matte and background, at the
+// same preset and CRF, one after the other in this process.
+func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error) {
+	if o.Preset == "" {
+		o.Preset = "medium"
+	}
+	if o.CRF == 0 {
+		o.CRF = 18
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 1
+	}
+	ff := o.FFmpeg
+	if ff == "" {
+		p, err := exec.LookPath("ffmpeg")
+		if err != nil {
+			return CompareReport{}, fmt.Errorf("bench: ffmpeg command line not found (apt-get install ffmpeg): %w", err)
+		}
+		ff = p
+	}
+	in := filepath.Join(o.Dir, "input")
+	paths := FixturePaths{
+		Source: filepath.Join(in, "source.mp4"), Matte: filepath.Join(in, "matte.mp4"),
+		Reference: filepath.Join(in, "reference.png"),
+	}
+	stamp := filepath.Join(in, fmt.Sprintf(".fixture-%dx%dx%d", o.Width, o.Height, o.Frames))
+	if _, err := os.Stat(stamp); err != nil {
+		var err error
+		if paths, err = WriteFixture(ctx, in, FixtureOptions{Width: o.Width, Height: o.Height, Frames: o.Frames}); err != nil {
+			return CompareReport{}, err
+		}
+		if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+			return CompareReport{}, fmt.Errorf("bench: %w", err)
+		}
+	}
+	rep := CompareReport{Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF}
+	rep.FFmpegCmd = []string{ff, "-hide_banner", "-loglevel", "error", "-y",
+		"-i", paths.Source, "-i", paths.Matte, "-loop", "1", "-i", paths.Reference,
+		"-filter_complex", "[1:v]format=gray[m];[0:v][m]alphamerge[fg];[2:v][fg]overlay=shortest=1:format=auto,format=yuv420p[out]",
+		"-map", "[out]", "-c:v", "libx264", "-preset", o.Preset, "-crf", strconv.Itoa(o.CRF),
+		filepath.Join(o.Dir, "ffmpeg_render.mp4")}
+	rep.VFXCmd = []string{o.VFX, "render", "--quiet", "--type", "video", "--source", paths.Source,
+		"--alpha-mode", "custom", "--alpha", paths.Matte, "--reference", paths.Reference,
+		"--prompt", "warm key light from the left", "--seed", "1",
+		"--max-resolution", "1080", "--preset", o.Preset, "--crf", strconv.Itoa(o.CRF),
+		"--out", filepath.Join(o.Dir, "vfx")}
+	for i := 0; i < o.Rounds; i++ {
+		m, err := measure(ctx, rep.FFmpegCmd)
+		if err != nil {
+			return rep, fmt.Errorf("bench: ffmpeg: %w", err)
+		}
+		rep.FFmpeg = best(rep.FFmpeg, m)
+		if m, err = measure(ctx, rep.VFXCmd); err != nil {
+			return rep, fmt.Errorf("bench: vfx render: %w", err)
+		}
+		rep.VFX = best(rep.VFX, m)
+	}
+	rep.Ratio = rep.VFX.Wall.Seconds() / rep.FFmpeg.Wall.Seconds()
+	return rep, nil
+}
+
+func best(a, b Measure) Measure {
+	if a.Wall == 0 || b.Wall < a.Wall {
+		return b
+	}
+	return a
+}
+
+// measure runs a command to completion and reports its wall time, CPU time
+// and peak resident set size.
+func measure(ctx context.Context, argv []string) (Measure, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return Measure{}, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	m := Measure{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
+	}
+	return m, nil
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/codec"
+)
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"want a subcommand: fixture or ffmpeg"}
+	}
+	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "out/bench", "output folder")
+	w := fs.Int("width", 1920, "width (even)")
+	h := fs.Int("height", 1080, "height (even)")
+	n := fs.Int("frames", 240, "frames")
+	seed := fs.Uint64("seed", 1, "texture seed (fixture)")
+	preset := fs.String("preset", "medium", "x264 preset (ffmpeg)")
+	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
+	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{}
+	}
+	codec.Quiet()
+	switch args[0] {
+	case "fixture":
+		p, err := bench.WriteFixture(ctx, *out, bench.FixtureOptions{Width: *w, Height: *h, Frames: *n, Seed: *seed})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s %s %s %s %s\n", p.Source, p.Matte, p.Reference, p.Still, p.StillMatte)
+		return nil
+	case "ffmpeg":
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
+			Frames: *n, Preset: *preset, CRF: *crf, Rounds: *rounds})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, rep)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown bench subcommand %q", args[0])}
+}

@@ -1,0 +1,73 @@
+// Command vfx is the single binary of the vfx render farm. This build has
+// the local commands: `vfx render` (one job on this machine, no server) and
+// `vfx bench` (fixtures and the ffmpeg comparison).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `vfx: image and video compositing and relighting
+
+usage:
+  vfx render [flags]          render one job locally (vfx render -h)
+  vfx bench fixture [flags]   write sample media with an exact matte
+  vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
+  vfx version                 print the version
+`
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches a command line and returns the exit code: 0 success,
+// 1 job or input failure, 2 usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "render":
+		err = cmdRender(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "vfx", version)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "vfx: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			if ue.msg != "" {
+				fmt.Fprintf(stderr, "vfx %s: %s\n", args[0], ue.msg)
+			}
+			return 2
+		}
+		fmt.Fprintf(stderr, "vfx %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// usageError is a command-line mistake (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/worker"
+)
+
+func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	typ := fs.String("type", "", "generation type: image or video (required)")
+	source := fs.String("source", "", "source image (PNG, JPEG, WebP) or video (MP4/MOV, H.264/HEVC) (required)")
+	alphaMode := fs.String("alpha-mode", "fill", "alpha mode: fill or custom (select and auto are not supported yet)")
+	alpha := fs.String("alpha", "", "alpha matte: an image for image jobs, a video of the same length for video jobs (custom)")
+	keyframe := fs.Int("alpha-keyframe-index", 0, "reference frame of a select matte (0-based)")
+	reference := fs.String("reference", "", "reference image whose light and colour the render takes (PNG, JPEG, WebP)")
+	prompt := fs.String("prompt", "", "text description of the light and scene (at most 2000 characters)")
+	seed := fs.Int64("seed", -1, "seed 0..4294967295 (default: random)")
+	maxRes := fs.Int("max-resolution", 1080, "shorter side of the output: 720 or 1080 (never upscaled)")
+	preset := fs.String("preset", worker.DefaultPreset, "x264 preset of the render and source videos (ultrafast..veryslow)")
+	crf := fs.Int("crf", worker.DefaultCRF, "x264 constant rate factor 0..51 (lower is better; 18 is visually lossless)")
+	out := fs.String("out", "out", "output folder for render, source and alpha")
+	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usageError{}
+		}
+		return usageError{}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *typ == "" || *source == "" {
+		return usageError{"--type and --source are required"}
+	}
+	if *seed < -1 || *seed > 4294967295 {
+		return fmt.Errorf("INVALID_SEED: seed %d: want 0..4294967295", *seed)
+	}
+	s := uint32(*seed)
+	if *seed == -1 {
+		s = randomSeed()
+	}
+	if err := checkPreset(*preset); err != nil {
+		return err
+	}
+	req := worker.Request{
+		GenerationType:     *typ,
+		AlphaMode:          *alphaMode,
+		AlphaKeyframeIndex: *keyframe,
+		Prompt:             *prompt,
+		Seed:               s,
+		MaxResolution:      *maxRes,
+		Preset:             *preset,
+		CRF:                *crf,
+	}
+	var err error
+	if req.Source, err = fileInput("source", *source); err != nil {
+		return err
+	}
+	if *alpha != "" {
+		if req.Alpha, err = fileInput("alpha", *alpha); err != nil {
+			return err
+		}
+	}
+	if *reference != "" {
+		if req.Reference, err = fileInput("reference", *reference); err != nil {
+			return err
+		}
+	}
+	codec.Quiet()
+	dev := kernels.NewCPU(*workers)
+	defer dev.Close()
+	p := &worker.Pipeline{Device: dev}
+	var bar *progressBar
+	if !*quiet && isTerminal(stderr) {
+		bar = &progressBar{w: stderr, start: time.Now()}
+		p.Progress = bar.update
+	}
+	res, err := p.Run(ctx, req, *out)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return err
+	}
+	secs := res.Elapsed.Seconds()
+	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s %s %s\n",
+		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, res.Render, res.Source, res.Alpha)
+	return nil
+}
+
+func fileInput(what, path string) (*codec.Input, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s: %s is a folder, not a file", what, path)
+	}
+	in := codec.FileInput(path)
+	return &in, nil
+}
+
+var presets = []string{"ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"}
+
+func checkPreset(p string) error {
+	for _, q := range presets {
+		if p == q {
+			return nil
+		}
+	}
+	return fmt.Errorf("INVALID_INPUT: preset %q: want one of %s", p, strings.Join(presets, ", "))
+}
+
+func randomSeed() uint32 {
+	var b [4]byte
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		_, err = io.ReadFull(f, b[:])
+		f.Close()
+	}
+	if err != nil {
+		return uint32(time.Now().UnixNano())
+	}
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws a one-line bar on a terminal.
+type progressBar struct {
+	w     io.Writer
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+func (b *progressBar) update(done, total int) {
+	now := time.Now()
+	if done < total && now.Sub(b.last) < 100*time.Millisecond {
+		return
+	}
+	b.last = now
+	const width = 30
+	fill := width
+	if total > 0 {
+		fill = done * width / total
+	}
+	fps := float64(done) / now.Sub(b.start).Seconds()
+	fmt.Fprintf(b.w, "\r[%s%s] %d/%d frames %.1f frames/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, fps)
+	b.drawn = true
+}
+
+func (b *progressBar) finish() {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+	}
+}

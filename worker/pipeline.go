@@ -1,0 +1,572 @@
+// Package worker runs one job's life: inputs → codec → matte → render →
+// codec → outputs. Pipeline.Run is the whole local render (`vfx render`);
+// the queue daemon wraps the same Pipeline.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/render"
+)
+
+// Request limits and defaults (SPEC.md, SPEC-NOTES.md).
+const (
+	MaxPromptChars       = 2000
+	DefaultMaxResolution = 1080
+	DefaultPreset        = "medium"
+	DefaultCRF           = 18
+	// ReferenceMaxPixels caps a reference image (it is only cover-fitted,
+	// so a large photo is fine; this bounds decode memory).
+	ReferenceMaxPixels = 40_000_000
+)
+
+// Request is one job's inputs, already normalised by the caller.
+type Request struct {
+	GenerationType     string // "image" or "video"
+	Source             *codec.Input
+	AlphaMode          string // auto, fill, custom, select
+	Alpha              *codec.Input
+	AlphaKeyframeIndex int
+	Reference          *codec.Input
+	Prompt             string
+	Seed               uint32
+	MaxResolution      int    // 720 or 1080; 0 means 1080
+	Preset             string // x264 preset; "" means medium
+	CRF                int    // x264 CRF 0..51; -1 means 18
+}
+
+// Result describes the files a job wrote.
+type Result struct {
+	Render, Source, Alpha string // paths of the output files
+	Frames                int
+	Width, Height         int
+	SourceCopied          bool // the source was passed through unchanged (stream copy)
+	Elapsed               time.Duration
+}
+
+// Pipeline runs jobs on one compute device. It holds no per-job state.
+type Pipeline struct {
+	Device kernels.Device
+	// Limits are enforced on the source and the matte before any frame is
+	// decoded. Zero value: codec.DefaultLimits().
+	Limits codec.Limits
+	// Progress, when set, is called after each encoded render frame.
+	Progress func(done, total int)
+}
+
+// Validate checks the request's fields (not its media) and returns an
+// *InputError naming the first problem.
+func Validate(req *Request) error {
+	switch req.GenerationType {
+	case "image", "video":
+	default:
+		return inputErr("INVALID_GENERATION_TYPE", "generation_type %q: want image or video", req.GenerationType)
+	}
+	if req.Source == nil {
+		return inputErr("MISSING_SOURCE", "source is required")
+	}
+	mode, err := matte.ParseMode(req.AlphaMode)
+	if err != nil {
+		return classify("alpha_mode", err)
+	}
+	if mode.NeedsMatte() && req.Alpha == nil {
+		return classify("alpha", fmt.Errorf("%w: alpha_mode %s needs an alpha matte", matte.ErrMissingMatte, mode))
+	}
+	if req.Prompt == "" && req.Reference == nil {
+		return inputErr("MISSING_STYLE_INPUT", "at least one of prompt or reference image is required")
+	}
+	if n := utf8.RuneCountInString(req.Prompt); n > MaxPromptChars {
+		return inputErr("PROMPT_TOO_LONG", "prompt has %d characters, limit %d", n, MaxPromptChars)
+	}
+	switch req.MaxResolution {
+	case 0, 720, 1080:
+	default:
+		return inputErr("INVALID_MAX_RESOLUTION", "max_resolution %d: want 720 or 1080", req.MaxResolution)
+	}
+	if req.AlphaKeyframeIndex < 0 {
+		return inputErr("INVALID_KEYFRAME_INDEX", "alpha_keyframe_index %d: minimum 0", req.AlphaKeyframeIndex)
+	}
+	if req.CRF < -1 || req.CRF > 51 {
+		return inputErr("INVALID_INPUT", "crf %d: want 0..51", req.CRF)
+	}
+	return nil
+}
+
+func (p *Pipeline) limits() codec.Limits {
+	if p.Limits == (codec.Limits{}) {
+		return codec.DefaultLimits()
+	}
+	return p.Limits
+}
+
+// Run renders one job into outDir ("" = current folder), writing render,
+// source and alpha files (.mp4 for video, .png for images). Outputs appear
+// only when the whole job succeeded: they are written to a temporary
+// folder inside outDir and renamed at the end. Input problems are returned
+// as *InputError with an API code; other errors are internal. Run stops at
+// the next frame when ctx is cancelled.
+func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result, error) {
+	start := time.Now()
+	if err := Validate(&req); err != nil {
+		return Result{}, err
+	}
+	if p.Device == nil {
+		return Result{}, errors.New("worker: no compute device")
+	}
+	mode, _ := matte.ParseMode(req.AlphaMode)
+	if err := mode.Supported(); err != nil {
+		return Result{}, classify("alpha_mode", err)
+	}
+	video := req.GenerationType == "video"
+	lim := p.limits()
+
+	srcInfo, err := codec.Probe(ctx, *req.Source, lim)
+	if err != nil {
+		return Result{}, classify("source", err)
+	}
+	if (srcInfo.Kind == codec.KindVideo) != video {
+		return Result{}, inputErr("INVALID_FILE_FORMAT", "source: generation_type %s needs %s, got %s %s",
+			req.GenerationType, kindWant(video), srcInfo.Container, kindOf(srcInfo))
+	}
+	srcGeom := geometry(srcInfo)
+
+	var mInfo codec.Info
+	if mode == matte.Custom {
+		mInfo, err = codec.Probe(ctx, *req.Alpha, lim)
+		if err != nil {
+			return Result{}, classify("alpha", err)
+		}
+		if err := matte.CheckCustom(srcGeom, geometry(mInfo)); err != nil {
+			return Result{}, classify("alpha", err)
+		}
+	}
+
+	maxRes := req.MaxResolution
+	if maxRes == 0 {
+		maxRes = DefaultMaxResolution
+	}
+	outW, outH := render.OutputSize(srcInfo.DisplayWidth, srcInfo.DisplayHeight, maxRes, video)
+
+	var ref *frame.HostFrame
+	if req.Reference != nil {
+		ref, err = decodeReference(ctx, *req.Reference, outW, outH)
+		if err != nil {
+			return Result{}, err
+		}
+	}
+
+	if outDir == "" {
+		outDir = "."
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("worker: output folder: %w", err)
+	}
+	tmp, err := os.MkdirTemp(outDir, ".vfx-partial-")
+	if err != nil {
+		return Result{}, fmt.Errorf("worker: output folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	ext := "png"
+	if video {
+		ext = "mp4"
+	}
+	names := [3]string{"render." + ext, "source." + ext, "alpha." + ext}
+	res := Result{Width: outW, Height: outH}
+
+	rend, err := render.New(ctx, p.Device, render.Params{
+		Prompt:    req.Prompt,
+		Reference: ref,
+		Seed:      req.Seed,
+		Width:     outW,
+		Height:    outH,
+		Fill:      mode == matte.Fill,
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("worker: render setup: %w", err)
+	}
+	defer rend.Close()
+
+	// A video already in the normalised form is passed through untouched.
+	copySource := video && srcInfo.Codec == "h264" && srcInfo.PixelFormat == "yuv420p" &&
+		srcInfo.Rotation == 0 && outW == srcInfo.DisplayWidth && outH == srcInfo.DisplayHeight
+	res.SourceCopied = copySource
+
+	n, err := p.frames(ctx, &req, mode, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
+		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), copySource)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Frames = n
+	final := [3]*string{&res.Render, &res.Source, &res.Alpha}
+	for i, name := range names {
+		dst := filepath.Join(outDir, name)
+		if err := os.Rename(filepath.Join(tmp, name), dst); err != nil {
+			return Result{}, fmt.Errorf("worker: output %s: %w", name, err)
+		}
+		*final[i] = dst
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func kindWant(video bool) string {
+	if video {
+		return "an MP4 or MOV video (H.264 or HEVC)"
+	}
+	return "a PNG, JPEG or WebP image"
+}
+
+func kindOf(i codec.Info) string {
+	if i.Kind == codec.KindVideo {
+		return "video"
+	}
+	return "image"
+}
+
+func geometry(i codec.Info) matte.Geometry {
+	return matte.Geometry{Video: i.Kind == codec.KindVideo, Width: i.DisplayWidth, Height: i.DisplayHeight, Frames: i.Frames}
+}
+
+// decodeReference decodes the reference image as RGB24, scaled down (never
+// up) to the smallest size that still covers outW x outH.
+func decodeReference(ctx context.Context, in codec.Input, outW, outH int) (*frame.HostFrame, error) {
+	lim := codec.Limits{MaxPixels: ReferenceMaxPixels, MaxFrames: 1, MaxAspect: 16}
+	info, err := codec.Probe(ctx, in, lim)
+	if err != nil {
+		return nil, classify("reference", err)
+	}
+	if info.Kind != codec.KindImage {
+		return nil, inputErr("INVALID_FILE_FORMAT", "reference: want a PNG, JPEG or WebP image, got %s video", info.Container)
+	}
+	w, h := info.DisplayWidth, info.DisplayHeight
+	if s := math.Max(float64(outW)/float64(w), float64(outH)/float64(h)); s < 1 {
+		w = max(1, int(math.Ceil(float64(w)*s)))
+		h = max(1, int(math.Ceil(float64(h)*s)))
+	}
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.RGB24, Width: w, Height: h})
+	if err != nil {
+		return nil, classify("reference", err)
+	}
+	defer dec.Close()
+	f := &frame.HostFrame{}
+	if err := dec.Next(ctx, f); err != nil {
+		return nil, classify("reference", fmt.Errorf("%w: %w", codec.ErrCorrupt, err))
+	}
+	return f, nil
+}
+
+// work is one decoded frame on its way through the pipeline.
+type work struct {
+	src, alpha *frame.HostFrame
+}
+
+// frames runs the streaming part: decode → compute → three encoders, each
+// stage in its own goroutine joined by small bounded channels, with frame
+// buffers recycled through pools so that memory does not grow with length.
+func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, info codec.Info,
+	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath string, copySource bool) (int, error) {
+	video := info.Kind == codec.KindVideo
+	lim := p.limits()
+	srcFmt := frame.RGB24
+	container := "png"
+	if video {
+		srcFmt = frame.YUV420P
+		container = "mp4"
+	}
+	preset, crf := req.Preset, req.CRF
+	if preset == "" {
+		preset = DefaultPreset
+	}
+	if crf < 0 {
+		crf = DefaultCRF
+	}
+
+	srcDec, err := codec.NewDecoder(ctx, *req.Source, lim, codec.DecodeOptions{Format: srcFmt, Width: w, Height: h})
+	if err != nil {
+		return 0, classify("source", err)
+	}
+	defer srcDec.Close()
+	var mDec *codec.Decoder
+	if mode == matte.Custom {
+		mDec, err = codec.NewDecoder(ctx, *req.Alpha, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
+		if err != nil {
+			return 0, classify("alpha", err)
+		}
+		defer mDec.Close()
+	}
+
+	base := codec.EncoderOptions{
+		Container: container, Width: w, Height: h,
+		FrameRate: info.FrameRate, TimeBase: info.TimeBase,
+		ColorSpace: frame.BT709, Preset: preset, CRF: crf,
+	}
+	ro := base
+	ro.Input = srcFmt
+	if video && info.HasAudio {
+		ro.AudioFrom = req.Source
+	}
+	renderEnc, err := codec.NewEncoder(ctx, renderPath, ro)
+	if err != nil {
+		return 0, classify("source", err)
+	}
+	defer renderEnc.Close()
+	ao := base
+	ao.Input, ao.Gray = frame.Gray8, true
+	ao.Preset = "veryfast" // a grey matte compresses well; keep its encode off the critical path
+	alphaEnc, err := codec.NewEncoder(ctx, alphaPath, ao)
+	if err != nil {
+		return 0, fmt.Errorf("worker: alpha encoder: %w", err)
+	}
+	defer alphaEnc.Close()
+	var sourceEnc *codec.Encoder
+	if !copySource {
+		so := base
+		so.Input, so.ColorSpace, so.FullRange = srcFmt, info.ColorSpace, info.FullRange
+		sourceEnc, err = codec.NewEncoder(ctx, sourcePath, so)
+		if err != nil {
+			return 0, fmt.Errorf("worker: source encoder: %w", err)
+		}
+		defer sourceEnc.Close()
+	}
+
+	dev := p.Device
+	srcImg, err := dev.NewImage(w, h, 3)
+	if err != nil {
+		return 0, err
+	}
+	defer dev.Free(srcImg)
+	outImg, err := dev.NewImage(w, h, 3)
+	if err != nil {
+		return 0, err
+	}
+	defer dev.Free(outImg)
+	var aImg kernels.Image
+	if mode != matte.Fill {
+		if aImg, err = dev.NewImage(w, h, 1); err != nil {
+			return 0, err
+		}
+		defer dev.Free(aImg)
+	}
+
+	const depth = 3
+	srcPool := newPool(depth + 2)
+	alphaPool := newPool(depth + 2)
+	outPool := newPool(depth)
+	toCompute := make(chan work, depth)
+	toRender := make(chan *frame.HostFrame, depth)
+	toAlpha := make(chan *frame.HostFrame, depth)
+	toSource := make(chan *frame.HostFrame, depth)
+	total := info.Frames
+	if !video {
+		total = 1
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	if copySource {
+		g.Go(func() error {
+			if err := codec.CopyVideo(gctx, *req.Source, sourcePath); err != nil {
+				return fmt.Errorf("worker: copy source: %w", err)
+			}
+			return nil
+		})
+	}
+	// Decode.
+	g.Go(func() error {
+		defer close(toCompute)
+		for i := 0; ; i++ {
+			f, err := srcPool.get(gctx)
+			if err != nil {
+				return err
+			}
+			if err := srcDec.Next(gctx, f); err != nil {
+				if errors.Is(err, io.EOF) {
+					if i == 0 {
+						return inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
+					}
+					if mDec != nil {
+						if err := mDec.Next(gctx, &frame.HostFrame{}); err == nil {
+							return classify("alpha", fmt.Errorf("%w: the matte has more frames than the source's %d", matte.ErrFrameCountMismatch, i))
+						}
+					}
+					return nil
+				}
+				return classify("source", err)
+			}
+			a, err := alphaPool.get(gctx)
+			if err != nil {
+				return err
+			}
+			if mDec != nil {
+				if err := mDec.Next(gctx, a); err != nil {
+					if errors.Is(err, io.EOF) {
+						return classify("alpha", fmt.Errorf("%w: the matte ends after %d frames", matte.ErrFrameCountMismatch, i))
+					}
+					return classify("alpha", err)
+				}
+			} else {
+				a.Format, a.Width, a.Height = frame.Gray8, w, h
+				if err := a.Alloc(); err != nil {
+					return err
+				}
+				for k := range a.Planes[0] {
+					a.Planes[0][k] = 255
+				}
+			}
+			a.PTS = f.PTS
+			if err := send(gctx, toCompute, work{src: f, alpha: a}); err != nil {
+				return err
+			}
+		}
+	})
+	// Compute.
+	g.Go(func() error {
+		defer close(toRender)
+		defer close(toAlpha)
+		defer close(toSource)
+		for wk := range toCompute {
+			if err := dev.Upload(srcImg, wk.src); err != nil {
+				return fmt.Errorf("worker: upload source: %w", err)
+			}
+			var alpha kernels.Image
+			if aImg != nil {
+				if err := dev.Upload(aImg, wk.alpha); err != nil {
+					return fmt.Errorf("worker: upload matte: %w", err)
+				}
+				alpha = aImg
+			}
+			if err := rend.Frame(gctx, outImg, srcImg, alpha); err != nil {
+				return fmt.Errorf("worker: render: %w", err)
+			}
+			out, err := outPool.get(gctx)
+			if err != nil {
+				return err
+			}
+			out.Format, out.Width, out.Height = srcFmt, w, h
+			out.ColorSpace, out.FullRange = frame.BT709, false
+			if err := out.Alloc(); err != nil {
+				return err
+			}
+			if err := dev.Download(out, outImg); err != nil {
+				return fmt.Errorf("worker: download: %w", err)
+			}
+			out.PTS = wk.src.PTS
+			if err := send(gctx, toRender, out); err != nil {
+				return err
+			}
+			if err := send(gctx, toAlpha, wk.alpha); err != nil {
+				return err
+			}
+			if sourceEnc != nil {
+				if err := send(gctx, toSource, wk.src); err != nil {
+					return err
+				}
+			} else {
+				srcPool.put(wk.src)
+			}
+		}
+		return nil
+	})
+	// Encode.
+	var done int
+	g.Go(func() error {
+		for f := range toRender {
+			if err := renderEnc.Write(gctx, f); err != nil {
+				return fmt.Errorf("worker: encode render: %w", err)
+			}
+			outPool.put(f)
+			done++
+			if p.Progress != nil {
+				p.Progress(done, total)
+			}
+		}
+		if err := renderEnc.Close(); err != nil {
+			return fmt.Errorf("worker: finish render: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for f := range toAlpha {
+			if err := alphaEnc.Write(gctx, f); err != nil {
+				return fmt.Errorf("worker: encode alpha: %w", err)
+			}
+			alphaPool.put(f)
+		}
+		if err := alphaEnc.Close(); err != nil {
+			return fmt.Errorf("worker: finish alpha: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for f := range toSource {
+			if err := sourceEnc.Write(gctx, f); err != nil {
+				return fmt.Errorf("worker: encode source: %w", err)
+			}
+			srcPool.put(f)
+		}
+		if sourceEnc != nil {
+			if err := sourceEnc.Close(); err != nil {
+				return fmt.Errorf("worker: finish source: %w", err)
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, err
+	}
+	return done, nil
+}
+
+// pool recycles host frames; its capacity bounds the frames in flight.
+type pool chan *frame.HostFrame
+
+func newPool(n int) pool {
+	p := make(pool, n)
+	for i := 0; i < n; i++ {
+		p <- &frame.HostFrame{}
+	}
+	return p
+}
+
+func (p pool) get(ctx context.Context) (*frame.HostFrame, error) {
+	select {
+	case f := <-p:
+		return f, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// put never blocks: every frame came from this pool, so there is room.
+func (p pool) put(f *frame.HostFrame) {
+	select {
+	case p <- f:
+	default:
+	}
+}
+
+func send[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
