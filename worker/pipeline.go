@@ -29,6 +29,9 @@ const (
 	DefaultMaxResolution = 1080
 	DefaultPreset        = "medium"
 	DefaultCRF           = 18
+	// alphaCRF keeps the matte output near-lossless (mattes are flat and
+	// compress well even so).
+	alphaCRF = 6
 	// ReferenceMaxPixels caps a reference image (it is only cover-fitted,
 	// so a large photo is fine; this bounds decode memory).
 	ReferenceMaxPixels = 40_000_000
@@ -245,7 +248,7 @@ func geometry(i codec.Info) matte.Geometry {
 // decodeReference decodes the reference image as RGB24, scaled down (never
 // up) to the smallest size that still covers outW x outH.
 func decodeReference(ctx context.Context, in codec.Input, outW, outH int) (*frame.HostFrame, error) {
-	lim := codec.Limits{MaxPixels: ReferenceMaxPixels, MaxFrames: 1, MaxAspect: 16}
+	lim := codec.Limits{MaxPixels: ReferenceMaxPixels, MaxFrames: codec.DefaultLimits().MaxFrames, MaxAspect: 16}
 	info, err := codec.Probe(ctx, in, lim)
 	if err != nil {
 		return nil, classify("reference", err)
@@ -327,7 +330,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 	defer renderEnc.Close()
 	ao := base
 	ao.Input, ao.Gray = frame.Gray8, true
-	ao.Preset = "veryfast" // a grey matte compresses well; keep its encode off the critical path
+	ao.Preset, ao.CRF = "veryfast", alphaCRF // a grey matte compresses well; keep its encode off the critical path
 	alphaEnc, err := codec.NewEncoder(ctx, alphaPath, ao)
 	if err != nil {
 		return 0, fmt.Errorf("worker: alpha encoder: %w", err)

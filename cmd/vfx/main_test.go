@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vfxrender/vfx/bench"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, _ := runCLI(); code != 2 {
+		t.Errorf("no args: exit %d, want 2", code)
+	}
+	if code, _, e := runCLI("frobnicate"); code != 2 || !strings.Contains(e, "unknown command") {
+		t.Errorf("unknown command: exit %d, %q", code, e)
+	}
+	if code, _, e := runCLI("render", "--type", "image"); code != 2 || !strings.Contains(e, "--source are required") {
+		t.Errorf("missing source: exit %d, %q", code, e)
+	}
+	if code, out, _ := runCLI("version"); code != 0 || !strings.HasPrefix(out, "vfx ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+func TestRenderCLI(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := bench.WriteFixture(context.Background(), filepath.Join(dir, "in"), bench.FixtureOptions{Width: 64, Height: 48, Frames: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI("render", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom",
+		"--alpha", fx.Matte, "--prompt", "blue rim light", "--seed", "4", "--preset", "ultrafast", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "rendered 3 frame(s) 64x48") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "seed 4") {
+		t.Errorf("summary %q", stdout)
+	}
+	for _, f := range []string{"render.mp4", "source.mp4", "alpha.mp4"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestRenderCLIBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bogus := filepath.Join(dir, "clip.mp4")
+	os.WriteFile(bogus, []byte("not a video at all"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x"}, "INVALID_FILE_FORMAT"},
+		{[]string{"--type", "video", "--source", filepath.Join(dir, "missing.mp4"), "--prompt", "x"}, "no such file"},
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--seed", "4294967296"}, "INVALID_SEED"},
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--preset", "warp"}, "preset"},
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--alpha-mode", "select", "--alpha", bogus}, "not supported yet"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(append([]string{"render", "--out", filepath.Join(dir, "o")}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// fixture writes a small scene once per test binary run folder.
+func fixture(t *testing.T, w, h, frames int) bench.FixturePaths {
+	t.Helper()
+	p, err := bench.WriteFixture(context.Background(), t.TempDir(), bench.FixtureOptions{Width: w, Height: h, Frames: frames, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func in(path string) *codec.Input {
+	i := codec.FileInput(path)
+	return &i
+}
+
+func newPipeline() *Pipeline {
+	return &Pipeline{Device: kernels.NewCPU(2)}
+}
+
+func decodeAll(t *testing.T, path string, f frame.PixelFormat) (codec.Info, []*frame.HostFrame) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := codec.NewDecoder(ctx, codec.FileInput(path), codec.DefaultLimits(), codec.DecodeOptions{Format: f})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer d.Close()
+	var out []*frame.HostFrame
+	for {
+		fr := &frame.HostFrame{}
+		err := d.Next(ctx, fr)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, fr)
+	}
+	return d.Info(), out
+}
+
+func TestRunVideoCustom(t *testing.T) {
+	fx := fixture(t, 96, 64, 12)
+	out := t.TempDir()
+	var calls, last int
+	p := newPipeline()
+	p.Progress = func(done, total int) { calls++; last = done }
+	res, err := p.Run(context.Background(), Request{
+		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
+		Reference: in(fx.Reference), Prompt: "warm light from the left", Seed: 5, CRF: -1, Preset: "ultrafast",
+	}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Frames != 12 || res.Width != 96 || res.Height != 64 || calls != 12 || last != 12 {
+		t.Fatalf("result %+v, progress calls %d last %d", res, calls, last)
+	}
+	if !res.SourceCopied {
+		t.Error("an H.264 yuv420p source at output size should be passed through")
+	}
+	for _, f := range []string{res.Render, res.Source, res.Alpha} {
+		info, err := codec.Probe(context.Background(), codec.FileInput(f), codec.DefaultLimits())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if info.Kind != codec.KindVideo || info.Codec != "h264" || info.Frames != 12 || info.Width != 96 || info.Height != 64 {
+			t.Fatalf("%s: %+v", f, info)
+		}
+	}
+	// The alpha output is the matte that was used.
+	_, want := decodeAll(t, fx.Matte, frame.Gray8)
+	_, got := decodeAll(t, res.Alpha, frame.Gray8)
+	if len(got) != len(want) {
+		t.Fatalf("alpha frames %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if d := maxDiff(got[i].Planes[0], want[i].Planes[0]); d > 12 {
+			t.Fatalf("alpha frame %d differs from the matte by %d codes", i, d)
+		}
+	}
+	// Where the matte is 0 the render shows the reference; where it is 1 it
+	// shows the (relit) subject, not the reference.
+	_, ren := decodeAll(t, res.Render, frame.RGB24)
+	refD, err := codec.NewDecoder(context.Background(), codec.FileInput(fx.Reference), codec.DefaultLimits(), codec.DecodeOptions{Format: frame.RGB24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &frame.HostFrame{}
+	if err := refD.Next(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	refD.Close()
+	var bgErr, bgN, fgRefDiff, fgN float64
+	m := want[0].Planes[0]
+	for y := 0; y < 64; y++ {
+		for x := 0; x < 96; x++ {
+			a := m[y*want[0].Strides[0]+x]
+			for c := 0; c < 3; c++ {
+				r := float64(ren[0].Planes[0][y*ren[0].Strides[0]+3*x+c])
+				b := float64(ref.Planes[0][y*ref.Strides[0]+3*x+c])
+				if a < 5 {
+					bgErr += math.Abs(r - b)
+					bgN++
+				} else if a > 250 {
+					fgRefDiff += math.Abs(r - b)
+					fgN++
+				}
+			}
+		}
+	}
+	if bgN == 0 || fgN == 0 {
+		t.Fatal("fixture has no background or no subject")
+	}
+	if e := bgErr / bgN; e > 6 {
+		t.Errorf("background differs from the reference by %.1f codes on average", e)
+	}
+	if d := fgRefDiff / fgN; d < 15 {
+		t.Errorf("subject looks like the reference (mean difference %.1f codes)", d)
+	}
+	// Nothing but the three outputs is left.
+	entries, _ := os.ReadDir(out)
+	if len(entries) != 3 {
+		t.Errorf("output folder has %d entries, want 3", len(entries))
+	}
+}
+
+func maxDiff(a, b []byte) int {
+	m := 0
+	for i := range a {
+		d := int(a[i]) - int(b[i])
+		if d < 0 {
+			d = -d
+		}
+		m = max(m, d)
+	}
+	return m
+}
+
+func TestRunImageFillAndCustom(t *testing.T) {
+	fx := fixture(t, 80, 60, 2)
+	for _, c := range []struct {
+		mode  string
+		alpha *codec.Input
+	}{{"fill", nil}, {"custom", in(fx.StillMatte)}} {
+		t.Run(c.mode, func(t *testing.T) {
+			out := t.TempDir()
+			res, err := newPipeline().Run(context.Background(), Request{
+				GenerationType: "image", Source: in(fx.Still), AlphaMode: c.mode, Alpha: c.alpha,
+				Prompt: "night city, neon magenta rim light", Seed: 1, CRF: -1,
+			}, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Ext(res.Render) != ".png" || res.Frames != 1 || res.SourceCopied {
+				t.Fatalf("%+v", res)
+			}
+			info, alpha := decodeAll(t, res.Alpha, frame.Gray8)
+			if info.Kind != codec.KindImage || len(alpha) != 1 || alpha[0].Width != 80 || alpha[0].Height != 60 {
+				t.Fatalf("alpha %+v", info)
+			}
+			if c.mode == "fill" {
+				for _, v := range alpha[0].Planes[0] {
+					if v != 255 {
+						t.Fatal("fill alpha is not all 255")
+					}
+				}
+			}
+			_, src := decodeAll(t, res.Source, frame.RGB24)
+			_, still := decodeAll(t, fx.Still, frame.RGB24)
+			if d := maxDiff(src[0].Planes[0], still[0].Planes[0]); d != 0 {
+				t.Errorf("normalised source of a same-size PNG differs by %d codes", d)
+			}
+		})
+	}
+}
+
+func TestRunDeterministic(t *testing.T) {
+	fx := fixture(t, 64, 48, 2)
+	run := func(seed uint32) []byte {
+		res, err := newPipeline().Run(context.Background(), Request{
+			GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
+			Prompt: "studio, soft key light from the right", Seed: seed, CRF: -1,
+		}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, f := decodeAll(t, res.Render, frame.RGB24)
+		return f[0].Planes[0]
+	}
+	a, b, c := run(9), run(9), run(10)
+	if maxDiff(a, b) != 0 {
+		t.Error("same seed and inputs gave different renders")
+	}
+	if maxDiff(a, c) == 0 {
+		t.Error("another seed gave the very same render (the backdrop should vary)")
+	}
+}
+
+func TestRunScalesToMaxResolution(t *testing.T) {
+	fx := fixture(t, 1600, 900, 1)
+	res, err := newPipeline().Run(context.Background(), Request{
+		GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
+		Prompt: "daylight", MaxResolution: 720, CRF: -1,
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Width != 1280 || res.Height != 720 {
+		t.Fatalf("output %dx%d, want 1280x720", res.Width, res.Height)
+	}
+}
+
+// writePNG writes a w x h gray PNG with the project's encoder.
+func writePNG(t *testing.T, path string, w, h int) string {
+	t.Helper()
+	f, _ := frame.New(frame.RGB24, w, h)
+	enc, err := codec.NewEncoder(context.Background(), path, codec.EncoderOptions{Container: "png", Width: w, Height: h, Input: frame.RGB24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Write(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunErrors(t *testing.T) {
+	fx := fixture(t, 64, 48, 6)
+	other := fixture(t, 96, 64, 6)
+	short := fixture(t, 64, 48, 4)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.png")
+	os.WriteFile(text, []byte("this is not an image, whatever its name says\n"), 0o644)
+	wide := writePNG(t, filepath.Join(dir, "wide.png"), 410, 100)
+	huge := writePNG(t, filepath.Join(dir, "huge.png"), 2000, 1400)
+	long := strings.Repeat("é", MaxPromptChars+1)
+
+	base := func() Request {
+		return Request{GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "sunset", CRF: -1}
+	}
+	cases := []struct {
+		name   string
+		mod    func(*Request)
+		limits codec.Limits
+		code   string
+		msg    string
+	}{
+		{"generation type", func(r *Request) { r.GenerationType = "gif" }, codec.Limits{}, "INVALID_GENERATION_TYPE", "gif"},
+		{"missing source", func(r *Request) { r.Source = nil }, codec.Limits{}, "MISSING_SOURCE", "source"},
+		{"alpha mode", func(r *Request) { r.AlphaMode = "magic" }, codec.Limits{}, "INVALID_ALPHA_MODE", "magic"},
+		{"select not yet", func(r *Request) { r.AlphaMode = "select" }, codec.Limits{}, "INVALID_ALPHA_MODE", "not supported yet"},
+		{"auto not yet", func(r *Request) { r.AlphaMode = "auto"; r.Alpha = nil }, codec.Limits{}, "INVALID_ALPHA_MODE", "not supported yet"},
+		{"missing alpha", func(r *Request) { r.Alpha = nil }, codec.Limits{}, "MISSING_ALPHA", "custom"},
+		{"missing style", func(r *Request) { r.Prompt = "" }, codec.Limits{}, "MISSING_STYLE_INPUT", "prompt"},
+		{"prompt too long", func(r *Request) { r.Prompt = long }, codec.Limits{}, "PROMPT_TOO_LONG", "2001 characters"},
+		{"max resolution", func(r *Request) { r.MaxResolution = 480 }, codec.Limits{}, "INVALID_MAX_RESOLUTION", "480"},
+		{"keyframe", func(r *Request) { r.AlphaKeyframeIndex = -1 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "-1"},
+		{"not media", func(r *Request) { r.Source = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "source"},
+		{"image for video", func(r *Request) { r.Source = in(fx.Still) }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs an MP4 or MOV"},
+		{"video for image", func(r *Request) { r.GenerationType = "image" }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs a PNG, JPEG or WebP"},
+		{"too many frames", nil, codec.Limits{MaxPixels: 2_770_000, MaxFrames: 5, MaxAspect: 4}, "VIDEO_TOO_MANY_FRAMES", "6"},
+		{"too many pixels", func(r *Request) { r.GenerationType = "image"; r.Source = in(huge); r.AlphaMode = "fill" }, codec.Limits{}, "SOURCE_TOO_LARGE", "2800000"},
+		{"extreme aspect", func(r *Request) { r.GenerationType = "image"; r.Source = in(wide); r.AlphaMode = "fill" }, codec.Limits{}, "EXTREME_ASPECT_RATIO", "410"},
+		{"image matte for video", func(r *Request) { r.Alpha = in(fx.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "image"},
+		{"matte size", func(r *Request) { r.Alpha = in(other.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "96x64"},
+		{"matte length", func(r *Request) { r.Alpha = in(short.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "4"},
+		{"matte not media", func(r *Request) { r.Alpha = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "alpha"},
+		{"reference video", func(r *Request) { r.Reference = in(fx.Source) }, codec.Limits{}, "INVALID_FILE_FORMAT", "reference"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := base()
+			if c.mod != nil {
+				c.mod(&req)
+			}
+			p := newPipeline()
+			p.Limits = c.limits
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := p.Run(context.Background(), req, out)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if Code(err) != c.code || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v (code %q), want code %s mentioning %q", err, Code(err), c.code, c.msg)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Fatalf("a failed job left %d entries in the output folder", len(entries))
+			}
+		})
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	fx := fixture(t, 64, 48, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := newPipeline()
+	p.Progress = func(done, total int) { cancel() }
+	out := t.TempDir()
+	_, err := p.Run(ctx, Request{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("a cancelled job left %d entries", len(entries))
+	}
+}
+
+func TestRunAudioPassthrough(t *testing.T) {
+	ff, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Skip("ffmpeg command line not installed (make deps installs it): needed to make a source with audio")
+	}
+	fx := fixture(t, 64, 48, 25)
+	src := filepath.Join(t.TempDir(), "with_audio.mp4")
+	cmd := exec.Command(ff, "-hide_banner", "-loglevel", "error", "-i", fx.Source, "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+		"-c:v", "copy", "-c:a", "aac", "-shortest", src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, out)
+	}
+	res, err := newPipeline().Run(context.Background(), Request{
+		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "dusk", CRF: -1, Preset: "ultrafast",
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := codec.Probe(context.Background(), codec.FileInput(res.Render), codec.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.HasAudio || info.AudioCodec != "aac" {
+		t.Fatalf("render lost the audio: %+v", info)
+	}
+}
