@@ -1,0 +1,813 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// Tuning of the look. Distances in pixels are at the low working
+// resolution (shorter side lowShortSide).
+const (
+	// lowShortSide is the shorter side of the working resolution of
+	// everything but the final composite.
+	lowShortSide = 270
+	// envW x envH is the size of the environment image projected on SH.
+	envW, envH = 64, 32
+	// envFront is the radiance of the mirrored front hemisphere relative
+	// to the background behind the subject.
+	envFront = 0.6
+	// envChroma keeps this much of the environment's colour in the
+	// lighting (the rest is its luminance): a red wall tints, not floods.
+	envChroma = 0.4
+	// radiusPerMeanDist: the inflation radius is this times the subject's
+	// mean interior distance (a disc of radius R has mean distance R/3,
+	// so it inflates to a hemisphere).
+	radiusPerMeanDist = 3
+	// detailSigma is the blur whose ratio to the luminance is the relief
+	// detail; detailStrength is its height (pixels per unit of relative
+	// contrast).
+	detailSigma    = 2
+	detailStrength = 1.5
+	// distSigmaPx is the blur of the distance field (pixels at a shorter
+	// side of lowShortSide).
+	distSigmaPx = 2
+	// ridge is the relative ridge regulariser of the SH fit.
+	ridge = 2e-3
+	// emaNew is the weight of the new frame in the temporal smoothing of
+	// the shading fit, the inflation radius and the colour statistics.
+	emaNew = 0.25
+	// maxGain bounds every ratio (relight and final gain).
+	maxGain = 4
+	// oldEpsFrac floors the old shading at this fraction of its mean, so
+	// grazing normals at the silhouette cannot produce a huge gain.
+	oldEpsFrac = 0.2
+	// gainEps floors the source in the final gain division.
+	gainEps = 1e-4
+	// wrapSigmaFrac is the light-wrap band (Gaussian sigma of the matte)
+	// as a fraction of the diagonal; bgBlurFrac the blur of
+	// the background that spills.
+	wrapSigmaFrac = 0.012
+	bgBlurFrac    = 0.02
+)
+
+// Params are one job's render settings.
+type Params struct {
+	// Prompt is the free-text description of the lighting and scene.
+	Prompt string
+	// Reference is the reference image (RGB24 sRGB, or YUV420P; any
+	// size): it becomes the background, cover-fitted, and its light
+	// lights the subject. nil synthesises a backdrop from the prompt.
+	Reference *frame.HostFrame
+	// Seed drives every random choice (backdrop, light jitter, grain).
+	Seed uint32
+	// Width and Height are the output size of every frame.
+	Width, Height int
+	// Fill is alpha_mode fill: the whole frame is the subject, relit and
+	// harmonised, with no background replacement.
+	Fill bool
+}
+
+// Renderer renders the frames of one job on a kernels.Device. Create it
+// with New, call Frame for each frame in order, then Close. It is not safe
+// for concurrent use.
+type Renderer struct {
+	dev    kernels.Device
+	ops    kernels.Ops
+	w, h   int
+	lw, lh int
+	fill   bool
+	light  Lighting
+
+	// Job constants.
+	bg, bgBlur   kernels.Image // full resolution; nil in fill mode
+	newSH        [3][9]float64 // target irradiance, before exposure normalisation
+	bgLab        kernels.LabStats
+	harmStrength float32
+	wrap         float32
+	wrapSigma    float32
+	distSigma    float32
+	relightMix   float64       // how much of the new lighting replaces the old
+	fillNormals  kernels.Image // fill mode: the dome's normals
+
+	// Low-resolution scratch images.
+	srcLow, alphaLow, luma, lumaBlur, detail, dist kernels.Image
+	distSmooth                                     kernels.Image
+	nSmooth, nDetail, eNew, eOld, relit            kernels.Image
+	gain, ones1, ones3, alphaBlur                  kernels.Image
+	// Harmonisation runs at half the low resolution: relitQ, its matte,
+	// the transferred image, its ratio to relitQ, and that ratio
+	// upsampled back (harmGain).
+	relitQ, alphaQ, harmQ, ratioQ, onesQ, harmGain kernels.Image
+
+	// Temporal state.
+	oldSH   [9]float64
+	haveOld bool
+	radius  float32
+	fromLab kernels.LabStats
+	haveLab bool
+
+	closed bool
+}
+
+// lowSize is the working resolution for a w x h output: the shorter side
+// scaled to lowShortSide when larger.
+func lowSize(w, h int) (int, int) {
+	s := min(w, h)
+	if s <= lowShortSide {
+		return w, h
+	}
+	f := float64(lowShortSide) / float64(s)
+	return max(1, int(math.Round(float64(w)*f))), max(1, int(math.Round(float64(h)*f)))
+}
+
+// New prepares a job: it parses the prompt, builds the background B (the
+// cover-fitted reference, or a backdrop synthesised from the prompt and
+// seed), its blurred copy for light wrap, the target lighting (the SH
+// irradiance of B mixed with the prompt's lights) and B's lαβ statistics.
+// It returns an error wrapping the device's error when an allocation or op
+// fails, and ctx.Err() when ctx is done.
+func New(ctx context.Context, dev kernels.Device, p Params) (*Renderer, error) {
+	if dev == nil {
+		return nil, errors.New("render: nil device")
+	}
+	if p.Width <= 0 || p.Height <= 0 {
+		return nil, fmt.Errorf("render: invalid output size %dx%d", p.Width, p.Height)
+	}
+	if p.Reference != nil {
+		if err := p.Reference.Validate(); err != nil {
+			return nil, fmt.Errorf("render: reference: %w", err)
+		}
+		if p.Reference.Format == frame.Gray8 {
+			return nil, errors.New("render: reference must be a colour image")
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &Renderer{dev: dev, ops: dev.Ops(), w: p.Width, h: p.Height, fill: p.Fill}
+	r.lw, r.lh = lowSize(p.Width, p.Height)
+	if err := r.setup(ctx, p); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Renderer) setup(ctx context.Context, p Params) error {
+	r.light = ParsePrompt(p.Prompt)
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x76667872656e6465)) // "vfxrende"
+	jitterLights(r.light.Lights, rng)
+
+	var err error
+	alloc := func(dst *kernels.Image, w, h, c int) {
+		if err == nil {
+			*dst, err = r.dev.NewImage(w, h, c)
+		}
+	}
+	lw, lh := r.lw, r.lh
+	alloc(&r.srcLow, lw, lh, 3)
+	alloc(&r.alphaLow, lw, lh, 1)
+	alloc(&r.luma, lw, lh, 1)
+	alloc(&r.lumaBlur, lw, lh, 1)
+	alloc(&r.detail, lw, lh, 1)
+	alloc(&r.dist, lw, lh, 1)
+	alloc(&r.distSmooth, lw, lh, 1)
+	alloc(&r.nSmooth, lw, lh, 3)
+	alloc(&r.nDetail, lw, lh, 3)
+	alloc(&r.eNew, lw, lh, 3)
+	alloc(&r.eOld, lw, lh, 1)
+	alloc(&r.relit, lw, lh, 3)
+	qw, qh := max(1, lw/2), max(1, lh/2)
+	alloc(&r.relitQ, qw, qh, 3)
+	alloc(&r.alphaQ, qw, qh, 1)
+	alloc(&r.harmQ, qw, qh, 3)
+	alloc(&r.ratioQ, qw, qh, 3)
+	alloc(&r.onesQ, qw, qh, 3)
+	alloc(&r.harmGain, lw, lh, 3)
+	alloc(&r.alphaBlur, qw, qh, 1)
+	alloc(&r.gain, lw, lh, 3)
+	alloc(&r.ones1, lw, lh, 1)
+	alloc(&r.ones3, lw, lh, 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	if err := r.ops.Fill(r.ones1, []float32{1}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
+	}
+	if err := r.ops.Fill(r.ones3, []float32{1, 1, 1}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
+	}
+	if err := r.ops.Fill(r.onesQ, []float32{1, 1, 1}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
+	}
+	diag := math.Hypot(float64(lw), float64(lh))
+	r.wrapSigma = float32(wrapSigmaFrac * diag * float64(max(1, lw/2)) / float64(lw)) // at half resolution
+	r.distSigma = float32(max(1, distSigmaPx*float64(min(lw, lh))/lowShortSide))
+
+	// Background: full resolution (composite) and low resolution (light,
+	// statistics, blur).
+	bgLow, err := r.dev.NewImage(lw, lh, 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	defer r.dev.Free(bgLow)
+	env, err := r.dev.NewImage(min(envW, lw), min(envH, lh), 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	defer r.dev.Free(env)
+	if !r.fill {
+		if r.bg, err = r.dev.NewImage(r.w, r.h, 3); err != nil {
+			return fmt.Errorf("render: allocate: %w", err)
+		}
+	}
+	hasRef := p.Reference != nil
+	if hasRef {
+		if err := r.loadReference(p.Reference, bgLow, env); err != nil {
+			return err
+		}
+	} else {
+		cv := synthBackdrop(&r.light, rng, lw, lh)
+		salt := rng.Uint32()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.fill {
+			f, err := cv.toRGB24(lw, lh, salt)
+			if err != nil {
+				return fmt.Errorf("render: backdrop: %w", err)
+			}
+			if err := r.dev.Upload(bgLow, f); err != nil {
+				return fmt.Errorf("render: backdrop upload: %w", err)
+			}
+		} else {
+			f, err := cv.toRGB24(r.w, r.h, salt)
+			if err != nil {
+				return fmt.Errorf("render: backdrop: %w", err)
+			}
+			if err := r.dev.Upload(r.bg, f); err != nil {
+				return fmt.Errorf("render: backdrop upload: %w", err)
+			}
+			if err := r.ops.ResizeArea(bgLow, r.bg); err != nil {
+				return fmt.Errorf("render: backdrop resize: %w", err)
+			}
+		}
+		if err := r.ops.ResizeArea(env, bgLow); err != nil {
+			return fmt.Errorf("render: environment resize: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	// Blurred background for light wrap: a wide blur, so it is made at
+	// half the low resolution and upsampled.
+	if !r.fill {
+		if err := r.ops.ResizeArea(r.relitQ, bgLow); err != nil {
+			return fmt.Errorf("render: background blur: %w", err)
+		}
+		if err := r.ops.GaussianBlur(r.harmQ, r.relitQ, float32(bgBlurFrac*diag/2)); err != nil {
+			return fmt.Errorf("render: background blur: %w", err)
+		}
+		if r.bgBlur, err = r.dev.NewImage(r.w, r.h, 3); err != nil {
+			return fmt.Errorf("render: allocate: %w", err)
+		}
+		if err := r.ops.ResizeBilinear(r.bgBlur, r.harmQ); err != nil {
+			return fmt.Errorf("render: background blur: %w", err)
+		}
+	}
+
+	// Statistics of the background for harmonisation.
+	if r.bgLab, err = r.ops.LabStats(bgLow, nil); err != nil {
+		return fmt.Errorf("render: background statistics: %w", err)
+	}
+
+	// Target lighting: environment irradiance + prompt lights + ambient.
+	envL, err := r.ops.SHProjectEnv(env, envFront)
+	if err != nil {
+		return fmt.Errorf("render: environment light: %w", err)
+	}
+	r.newSH = targetLighting(&r.light, envL, hasRef)
+	// The fitted old shading is a guess from a matte, so it is never fully
+	// replaced: explicit prompt lights replace most of it, a reference or
+	// a scene's default lights a little less, nothing but ambient light
+	// half of it.
+	switch {
+	case r.light.Explicit:
+		r.relightMix = 0.85
+	case hasRef || len(r.light.Lights) > 0:
+		r.relightMix = 0.7
+	default:
+		r.relightMix = 0.5
+	}
+
+	switch {
+	case hasRef && !r.fill:
+		r.harmStrength = 0.45
+	case hasRef:
+		r.harmStrength = 0.4
+	case !r.fill:
+		r.harmStrength = 0.3
+	default:
+		r.harmStrength = 0.15
+	}
+	r.wrap = 0.35
+	if r.light.Rim {
+		r.wrap = 0.55
+	}
+	if r.fill {
+		r.wrap = 0
+		if err := r.makeFillNormals(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadReference uploads the reference, cover-fits it into the background
+// (full resolution, or only the low-resolution copy in fill mode) and
+// reduces it to the environment image.
+func (r *Renderer) loadReference(ref *frame.HostFrame, bgLow, env kernels.Image) error {
+	// A reference far larger than the output (a 24 MP photo) is first
+	// box-averaged on the host by an integer factor, keeping at least 1.5x
+	// the cover-fit size, so the device never holds a huge float copy.
+	if ref.Format == frame.RGB24 {
+		if k := int(math.Min(float64(ref.Width)/float64(r.w), float64(ref.Height)/float64(r.h)) / 1.5); k >= 2 {
+			ref = decimateRGB24(ref, k)
+		}
+	}
+	img, err := r.dev.NewImage(ref.Width, ref.Height, 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate reference: %w", err)
+	}
+	defer r.dev.Free(img)
+	if err := r.dev.Upload(img, ref); err != nil {
+		return fmt.Errorf("render: reference upload: %w", err)
+	}
+	if r.fill {
+		if err := r.ops.CoverFit(bgLow, img); err != nil {
+			return fmt.Errorf("render: reference fit: %w", err)
+		}
+	} else {
+		if err := r.ops.CoverFit(r.bg, img); err != nil {
+			return fmt.Errorf("render: reference fit: %w", err)
+		}
+		if err := r.ops.ResizeArea(bgLow, r.bg); err != nil {
+			return fmt.Errorf("render: reference resize: %w", err)
+		}
+	}
+	// The environment comes from the whole reference, not the crop.
+	if ref.Width >= env.Width() && ref.Height >= env.Height() {
+		err = r.ops.ResizeArea(env, img)
+	} else {
+		err = r.ops.ResizeBilinear(env, img)
+	}
+	if err != nil {
+		return fmt.Errorf("render: environment resize: %w", err)
+	}
+	return nil
+}
+
+// decimateRGB24 averages k x k blocks of an RGB24 frame in linear light
+// (the last partial row and column of blocks are dropped).
+func decimateRGB24(f *frame.HostFrame, k int) *frame.HostFrame {
+	w, h := f.Width/k, f.Height/k
+	out, err := frame.New(frame.RGB24, w, h)
+	if err != nil {
+		return f
+	}
+	var toLin [256]float32
+	for i := range toLin {
+		toLin[i] = srgbToLinear(float32(i) / 255)
+	}
+	const lutN = 4096
+	var toSRGB [lutN + 1]uint8
+	for i := range toSRGB {
+		toSRGB[i] = uint8(linearToSRGB(float32(i)/lutN)*255 + 0.5)
+	}
+	inv := 1 / float32(k*k)
+	acc := make([]float32, 3*w)
+	for by := 0; by < h; by++ {
+		clear(acc)
+		for y := by * k; y < (by+1)*k; y++ {
+			row := f.Planes[0][y*f.Strides[0]:]
+			for bx := 0; bx < w; bx++ {
+				p := row[3*bx*k : 3*(bx+1)*k]
+				for i := 0; i < len(p); i += 3 {
+					acc[3*bx] += toLin[p[i]]
+					acc[3*bx+1] += toLin[p[i+1]]
+					acc[3*bx+2] += toLin[p[i+2]]
+				}
+			}
+		}
+		o := out.Planes[0][by*out.Strides[0]:]
+		for i, v := range acc {
+			o[i] = toSRGB[min(int(v*inv*lutN+0.5), lutN)]
+		}
+	}
+	return out
+}
+
+// jitterLights perturbs each light's direction (about 3 degrees) and
+// colour (about 2 percent) from the seed.
+func jitterLights(ls []Light, rng *rand.Rand) {
+	for i := range ls {
+		d := ls[i].Dir
+		for k := range d {
+			d[k] += float32(rng.Float64()-0.5) * 0.1
+		}
+		ls[i].Dir = normalize3(d)
+		for k := range ls[i].Color {
+			ls[i].Color[k] *= 1 + float32(rng.Float64()-0.5)*0.04
+		}
+	}
+}
+
+// targetLighting mixes the environment's irradiance (the SH radiance of the
+// background convolved with the cosine lobe, its chroma reduced to
+// envChroma) with the prompt's lights and ambient light. The
+// environment's mean irradiance is scaled to luminance 1 with a reference
+// image and no prompt light, 0.6 with a reference and prompt lights, and
+// 0.3 for a synthesised backdrop (whose look already follows the prompt).
+// Contrast multiplies the lights and divides the ambient light.
+func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64 {
+	var e [3][9]float64
+	var envE [3][9]float64
+	for c := 0; c < 3; c++ {
+		for k := 0; k < 9; k++ {
+			envE[c][k] = cosineLobe[shBand[k]] * float64(envL[c][k])
+		}
+	}
+	// Reduce the environment's chroma, coefficient by coefficient.
+	for k := 0; k < 9; k++ {
+		y := 0.2126*envE[0][k] + 0.7152*envE[1][k] + 0.0722*envE[2][k]
+		for c := 0; c < 3; c++ {
+			envE[c][k] = y + envChroma*(envE[c][k]-y)
+		}
+	}
+	wEnv := 0.3
+	if hasRef {
+		wEnv = 0.6
+		if len(l.Lights) == 0 {
+			wEnv = 1
+		}
+	}
+	dc := (0.2126*envE[0][0] + 0.7152*envE[1][0] + 0.0722*envE[2][0]) * shC0
+	if dc > 1e-9 && !math.IsInf(dc, 0) {
+		s := wEnv / dc
+		for c := 0; c < 3; c++ {
+			for k := 0; k < 9; k++ {
+				e[c][k] += s * envE[c][k]
+			}
+		}
+	}
+	contrast := l.Contrast
+	if contrast <= 0 {
+		contrast = 1
+	}
+	for _, lt := range l.Lights {
+		lightIrradiance(&e, lt.Dir, scale3(lt.Color, contrast), lt.Hardness)
+	}
+	amb := scale3(l.Ambient, 1/contrast)
+	if hasRef && len(l.Lights) == 0 {
+		amb = scale3(amb, 0.35)
+	}
+	ambientIrradiance(&e, amb)
+	return e
+}
+
+// makeFillNormals builds, once, the normals of fill mode, where the whole
+// frame is the subject: a gentle dome h = -a*rho^2 over the frame (rho the
+// distance from the centre) whose slope reaches 0.55 at the corners, so a
+// light from one side brightens that side of the picture. There is no
+// relief detail in fill mode (every edge of the picture would emboss).
+func (r *Renderer) makeFillNormals() error {
+	lw, lh := r.lw, r.lh
+	n := lw * lh
+	hd := math.Hypot(float64(lw), float64(lh)) / 2
+	k := 0.55 / hd // slope per pixel of distance from the centre
+	data := make([]float32, 3*n)
+	cx, cy := float64(lw)/2, float64(lh)/2
+	for y := 0; y < lh; y++ {
+		for x := 0; x < lw; x++ {
+			dx, dy := (float64(x)+0.5-cx)*k, (float64(y)+0.5-cy)*k
+			inv := 1 / math.Sqrt(dx*dx+dy*dy+1)
+			i := y*lw + x
+			data[i], data[n+i], data[2*n+i] = float32(dx*inv), float32(-dy*inv), float32(inv)
+		}
+	}
+	var err error
+	if r.fillNormals, err = r.dev.NewImage(lw, lh, 3); err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	if err := r.dev.WritePixels(r.fillNormals, data); err != nil {
+		return fmt.Errorf("render: fill normals: %w", err)
+	}
+	return nil
+}
+
+// Lighting returns a copy of the lighting parsed from the prompt, with the
+// seed's jitter applied to the lights.
+func (r *Renderer) Lighting() Lighting {
+	l := r.light
+	l.Lights = append([]Light(nil), l.Lights...)
+	l.Palette = append([][3]float32(nil), l.Palette...)
+	l.Backdrop = append([][3]float32(nil), l.Backdrop...)
+	return l
+}
+
+// Frame renders one frame. src is 3-channel linear RGB of the output size;
+// alpha is its 1-channel matte (1 keeps the subject), ignored (and may be
+// nil) in fill mode; dst receives the 3-channel linear RGB composite.
+// Frames of a video are passed in order: the shading fit and colour
+// statistics are smoothed over time so the look does not flicker. It
+// returns an error wrapping kernels.ErrShape for images of the wrong size,
+// the device's error when an op fails, and ctx.Err() when ctx is done.
+func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) error {
+	if r.closed {
+		return errors.New("render: renderer is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.checkShapes(dst, src, alpha); err != nil {
+		return err
+	}
+	ops := r.ops
+	var mask kernels.Image // subject weights at low resolution; nil = all
+	if !r.fill {
+		mask = r.alphaLow
+	}
+	step := func(name string, err error) error {
+		if err != nil {
+			return fmt.Errorf("render: %s: %w", name, err)
+		}
+		return nil
+	}
+
+	// 1. Low resolution copies.
+	if err := step("resize source", ops.ResizeArea(r.srcLow, src)); err != nil {
+		return err
+	}
+	if !r.fill {
+		if err := step("resize matte", ops.ResizeArea(r.alphaLow, alpha)); err != nil {
+			return err
+		}
+	}
+
+	// 2. Pseudo-normals: inflated distance field, and the same plus the
+	// relief of the relative high-pass luminance (luma / blur, whose
+	// constant offset of 1 has no gradient).
+	if err := step("luma", ops.Luma(r.luma, r.srcLow)); err != nil {
+		return err
+	}
+	nSmooth, nDetail := r.fillNormals, r.fillNormals
+	if !r.fill {
+		if err := r.normals(step); err != nil {
+			return err
+		}
+		nSmooth, nDetail = r.nSmooth, r.nDetail
+	}
+
+	// 3. Old shading: SH fit of the subject's luminance, smoothed in time.
+	ata, atb, err := ops.SHNormalEquations(r.luma, nSmooth, mask)
+	if err != nil {
+		return step("shading fit", err)
+	}
+	meanY, weight := meanBasis(ata)
+	relight := weight >= 1
+	if relight {
+		if x, ok := solveRidge(ata, atb, ridge); ok {
+			if r.haveOld {
+				for k := range x {
+					x[k] = r.oldSH[k] + emaNew*(x[k]-r.oldSH[k])
+				}
+			}
+			r.oldSH, r.haveOld = x, true
+		}
+		relight = r.haveOld
+	}
+
+	// 4. New lighting, scaled so that the subject's mean luminance is
+	// kept (times the prompt's intensity).
+	var coeffs [3]kernels.SH9
+	var oldMean float64
+	if relight {
+		oldMean = shDot(r.oldSH, meanY)
+		var mNew [3]float64
+		for c := 0; c < 3; c++ {
+			mNew[c] = shDot(r.newSH[c], meanY)
+		}
+		lumNew := 0.2126*mNew[0] + 0.7152*mNew[1] + 0.0722*mNew[2]
+		relight = oldMean > 1e-6 && lumNew > 1e-9 && !math.IsInf(oldMean, 0)
+		s := float64(r.light.Intensity) * oldMean / lumNew
+		m := r.relightMix
+		for c := 0; c < 3; c++ {
+			var v [9]float64
+			for k := range v {
+				v[k] = m*s*r.newSH[c][k] + (1-m)*float64(r.light.Intensity)*r.oldSH[k]
+			}
+			coeffs[c] = toSH9(v)
+		}
+	}
+
+	// 5. Relight gain, then harmonisation toward the background.
+	if relight {
+		if err := step("shading", ops.SHEval(r.eNew, nDetail, coeffs[:])); err != nil {
+			return err
+		}
+		if err := step("shading", ops.SHEval(r.eOld, nSmooth, []kernels.SH9{toSH9(r.oldSH)})); err != nil {
+			return err
+		}
+		eps := float32(oldEpsFrac * oldMean)
+		if err := step("relight", ops.RatioRelight(r.relit, r.srcLow, r.eNew, r.eOld, nil, eps, maxGain)); err != nil {
+			return err
+		}
+	} else if err := step("relight", ops.Copy(r.relit, r.srcLow)); err != nil {
+		return err
+	}
+	// The harmonisation is a smooth colour change, so it is computed at
+	// half the low resolution as a gain field (transferred / relit) and
+	// upsampled: the lαβ conversions are the most expensive per-pixel
+	// work of the frame.
+	if err := step("harmonise resize", ops.ResizeArea(r.relitQ, r.relit)); err != nil {
+		return err
+	}
+	var maskQ kernels.Image
+	if !r.fill {
+		if err := step("harmonise resize", ops.ResizeArea(r.alphaQ, r.alphaLow)); err != nil {
+			return err
+		}
+		maskQ = r.alphaQ
+	}
+	from, err := ops.LabStats(r.relitQ, maskQ)
+	if err != nil {
+		return step("subject statistics", err)
+	}
+	if from.Weight >= 0.25 && finiteLab(from) {
+		if r.haveLab {
+			from = emaLab(r.fromLab, from, emaNew)
+		}
+		r.fromLab, r.haveLab = from, true
+	}
+	if r.haveLab && r.harmStrength > 0 {
+		to := partialTarget(r.fromLab, r.bgLab, r.harmStrength)
+		if err := step("harmonise", ops.LabTransfer(r.harmQ, r.relitQ, nil, r.fromLab, to, 1)); err != nil {
+			return err
+		}
+		if err := step("harmonise", ops.RatioRelight(r.ratioQ, r.onesQ, r.harmQ, r.relitQ, nil, gainEps, maxGain)); err != nil {
+			return err
+		}
+		if err := step("harmonise", ops.ResizeBilinear(r.harmGain, r.ratioQ)); err != nil {
+			return err
+		}
+		// gain = harmGain * relit / src.
+		if err := step("gain", ops.RatioRelight(r.gain, r.harmGain, r.relit, r.srcLow, nil, gainEps, maxGain)); err != nil {
+			return err
+		}
+	} else if err := step("gain", ops.RatioRelight(r.gain, r.ones3, r.relit, r.srcLow, nil, gainEps, maxGain)); err != nil {
+		return err
+	}
+
+	// 6-7. Light-wrap matte and the fused full-resolution pass.
+	if r.fill {
+		return step("composite", ops.GainComposite(dst, src, nil, r.gain, nil, nil, nil, 0, 1))
+	}
+	// The wrap band is a wide blur: it runs on the half-resolution matte
+	// (GainComposite samples it bilinearly).
+	if err := step("wrap matte", ops.GaussianBlur(r.alphaBlur, r.alphaQ, r.wrapSigma)); err != nil {
+		return err
+	}
+	return step("composite", ops.GainComposite(dst, src, alpha, r.gain, r.bg, r.bgBlur, r.alphaBlur, r.wrap, 1))
+}
+
+// normals builds the subject's pseudo-normals at low resolution: nSmooth
+// from the inflated distance field of the matte (radius radiusPerMeanDist
+// times the subject's mean interior distance, smoothed in time), nDetail
+// the same plus the relief of the relative high-pass luminance (luma over
+// its blur, whose constant offset of 1 has no gradient).
+func (r *Renderer) normals(step func(string, error) error) error {
+	ops := r.ops
+	if err := step("detail blur", ops.GaussianBlur(r.lumaBlur, r.luma, detailSigma)); err != nil {
+		return err
+	}
+	if err := step("detail", ops.RatioRelight(r.detail, r.ones1, r.luma, r.lumaBlur, nil, 1e-3, maxGain)); err != nil {
+		return err
+	}
+	if err := step("distance", ops.DistanceTransform(r.dist, r.alphaLow, 0.5)); err != nil {
+		return err
+	}
+	st, err := ops.MaskedStats(r.dist, r.alphaLow)
+	if err != nil {
+		return step("distance statistics", err)
+	}
+	rad := float32(radiusPerMeanDist * st.Mean[0])
+	rad = clamp32(rad, 2, float32(max(r.lw, r.lh)))
+	if r.radius > 0 {
+		rad = r.radius + emaNew*(rad-r.radius)
+	}
+	r.radius = rad
+	// The exact distance of a pixel-staircase boundary ripples along the
+	// edge; a small blur removes the radial streaks it would leave in the
+	// normals.
+	if err := step("distance blur", ops.GaussianBlur(r.distSmooth, r.dist, r.distSigma)); err != nil {
+		return err
+	}
+	if err := step("normals", ops.NormalsFromMatte(r.nSmooth, r.distSmooth, nil, rad, 0)); err != nil {
+		return err
+	}
+	return step("normals", ops.NormalsFromMatte(r.nDetail, r.distSmooth, r.detail, rad, detailStrength))
+}
+
+func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
+	is := func(img kernels.Image, c int) bool {
+		return img != nil && img.Width() == r.w && img.Height() == r.h && img.Channels() == c
+	}
+	if !is(dst, 3) || !is(src, 3) {
+		return fmt.Errorf("render: frame: dst and src must be %dx%d with 3 channels: %w", r.w, r.h, kernels.ErrShape)
+	}
+	if !r.fill && !is(alpha, 1) {
+		return fmt.Errorf("render: frame: alpha must be %dx%d with 1 channel: %w", r.w, r.h, kernels.ErrShape)
+	}
+	return nil
+}
+
+// partialTarget returns the lαβ statistics that, applied at strength 1,
+// move from part of the way toward to: the colour channels (α, β) by
+// strength, the lightness by a third of it (the relight already set the
+// exposure). The shifts are limited so that a strongly coloured background
+// tints the subject rather than dyeing it (at most maxChromaShift in the
+// αβ plane, maxLightShift in l), and the standard-deviation ratios are
+// limited (0.8..1.25 for lightness, 0.6..1.6 for colour) so that a flat
+// background cannot flatten the subject nor a busy one over-saturate it.
+func partialTarget(from, to kernels.LabStats, strength float32) kernels.LabStats {
+	const maxLightShift, maxChromaShift = 0.25, 0.2
+	out := from
+	k := [3]float64{float64(strength) / 3, float64(strength), float64(strength)}
+	lo := [3]float64{0.8, 0.6, 0.6}
+	hi := [3]float64{1.25, 1.6, 1.6}
+	var shift [3]float64
+	for c := 0; c < 3; c++ {
+		shift[c] = k[c] * (to.Mean[c] - from.Mean[c])
+		if from.Std[c] > 1e-6 {
+			ratio := math.Min(math.Max(to.Std[c]/from.Std[c], lo[c]), hi[c])
+			out.Std[c] = from.Std[c] * (1 + k[c]*(ratio-1))
+		}
+	}
+	shift[0] = math.Min(math.Max(shift[0], -maxLightShift), maxLightShift)
+	if n := math.Hypot(shift[1], shift[2]); n > maxChromaShift {
+		shift[1] *= maxChromaShift / n
+		shift[2] *= maxChromaShift / n
+	}
+	for c := 0; c < 3; c++ {
+		out.Mean[c] = from.Mean[c] + shift[c]
+	}
+	return out
+}
+
+func emaLab(old, cur kernels.LabStats, a float64) kernels.LabStats {
+	out := cur
+	for c := 0; c < 3; c++ {
+		out.Mean[c] = old.Mean[c] + a*(cur.Mean[c]-old.Mean[c])
+		out.Std[c] = old.Std[c] + a*(cur.Std[c]-old.Std[c])
+	}
+	return out
+}
+
+func finiteLab(s kernels.LabStats) bool {
+	for c := 0; c < 3; c++ {
+		for _, v := range [2]float64{s.Mean[c], s.Std[c]} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Close frees the renderer's device images. It is idempotent and always
+// returns nil.
+func (r *Renderer) Close() error {
+	if r == nil || r.closed {
+		return nil
+	}
+	r.closed = true
+	for _, img := range []*kernels.Image{
+		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
+		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,
+		&r.relitQ, &r.alphaQ, &r.harmQ, &r.ratioQ, &r.onesQ, &r.harmGain,
+		&r.ones1, &r.ones3, &r.alphaBlur,
+	} {
+		if *img != nil {
+			r.dev.Free(*img)
+			*img = nil
+		}
+	}
+	return nil
+}
