@@ -27,9 +27,18 @@ build: deps
 	$(GO) build -o $(BIN)/vfx ./cmd/vfx
 
 ## test: every test, with real FFmpeg.
-test: deps
+test: deps minio
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## minio: build the MinIO server that the S3 tests run (store/storetest) into .tools/bin when missing
+## (about 3 minutes the first time; AGPL, used only as a separate test process).
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO_BIN := $(CURDIR)/.tools/bin/minio
+.PHONY: minio
+minio: $(MINIO_BIN)
+$(MINIO_BIN):
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 
 ## bench: go test benchmarks of every package.
 bench: deps
