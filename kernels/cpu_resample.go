@@ -1,0 +1,264 @@
+package kernels
+
+import "math"
+
+// taps is a separable resampling table: output i reads inputs
+// start[i] .. start[i]+n-1 with weights w[off[i]:off[i+1]] (n of them),
+// normalised to sum 1 and already folded at the clamped edges.
+type taps struct {
+	start []int32
+	off   []int32
+	w     []float32
+}
+
+func newTaps(n int) taps {
+	return taps{start: make([]int32, n), off: make([]int32, 1, n+1)}
+}
+
+// push appends the taps of the next output from float64 weights ws that
+// start at input index s; leading and trailing zero weights are dropped
+// and the rest normalised.
+func (t *taps) push(s int, ws []float64) {
+	for len(ws) > 1 && ws[0] == 0 {
+		ws = ws[1:]
+		s++
+	}
+	for len(ws) > 1 && ws[len(ws)-1] == 0 {
+		ws = ws[:len(ws)-1]
+	}
+	sum := 0.0
+	for _, v := range ws {
+		sum += v
+	}
+	i := len(t.off) - 1
+	t.start[i] = int32(s)
+	if sum == 0 {
+		t.w = append(t.w, 1)
+		t.off = append(t.off, int32(len(t.w)))
+		t.start[i] = int32(s + len(ws)/2)
+		return
+	}
+	for _, v := range ws {
+		t.w = append(t.w, float32(v/sum))
+	}
+	t.off = append(t.off, int32(len(t.w)))
+}
+
+// areaTaps gives exact box coverage of in samples by out (<= in) bins:
+// output i covers [i*in/out, (i+1)*in/out), each input weighted by its
+// overlap (fractional at the bin edges).
+func areaTaps(out, in int) taps {
+	t := newTaps(out)
+	buf := make([]float64, 0, in/out+3)
+	for i := range out {
+		lo := float64(i*in) / float64(out)
+		hi := float64((i+1)*in) / float64(out)
+		j0 := int(math.Floor(lo))
+		j1 := min(int(math.Ceil(hi)), in)
+		buf = buf[:0]
+		for j := j0; j < j1; j++ {
+			buf = append(buf, max(0, math.Min(hi, float64(j+1))-math.Max(lo, float64(j))))
+		}
+		t.push(j0, buf)
+	}
+	return t
+}
+
+// lanczos3 is sinc(x)*sinc(x/3) on |x| < 3, exactly 1 at 0 and exactly 0
+// at the other integers.
+func lanczos3(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	if x <= -3 || x >= 3 || x == math.Trunc(x) {
+		return 0
+	}
+	px := math.Pi * x
+	return 3 * math.Sin(px) * math.Sin(px/3) / (px * px)
+}
+
+// lanczosTaps maps output i to the input position
+// c = (i + 0.5 + off)*inv - 0.5 (inv = input samples per output sample)
+// and weights inputs by Lanczos-3, stretched by inv when inv > 1.
+func lanczosTaps(out, in int, inv, off float64) taps {
+	t := newTaps(out)
+	fs := max(inv, 1)
+	support := 3 * fs
+	buf := make([]float64, 0, int(2*support)+4)
+	for i := range out {
+		c := (float64(i)+0.5+off)*inv - 0.5
+		jlo := int(math.Ceil(c - support))
+		jhi := int(math.Floor(c + support))
+		s0 := min(max(jlo, 0), in-1)
+		s1 := min(max(jhi, 0), in-1)
+		buf = buf[:0]
+		for range s1 - s0 + 1 {
+			buf = append(buf, 0)
+		}
+		for j := jlo; j <= jhi; j++ {
+			jj := min(max(j, 0), in-1)
+			buf[jj-s0] += lanczos3((float64(j) - c) / fs)
+		}
+		t.push(s0, buf)
+	}
+	return t
+}
+
+// separable resamples s into o (channels equal) with the tables tx
+// (columns) and ty (rows): rows first into a per-worker line, then columns.
+func (d *CPU) separable(o, s *cpuImage, tx, ty *taps) {
+	sw, dw := s.w, o.w
+	tmps := make([][]float32, d.workers)
+	d.parallel(o.h, bandRows(dw), func(wk, y0, y1 int) {
+		if tmps[wk] == nil {
+			tmps[wk] = make([]float32, sw)
+		}
+		t := tmps[wk]
+		for c := range o.c {
+			sp := s.plane(c)
+			dp := o.plane(c)
+			for y := y0; y < y1; y++ {
+				st := int(ty.start[y])
+				vtaps(t, sp, sw, st, ty.w[ty.off[y]:ty.off[y+1]])
+				htaps(dp[y*dw:][:dw], t, tx)
+			}
+		}
+	})
+}
+
+// vtaps writes t = sum_k ws[k] * row(st+k) of the plane sp (width len(t)).
+func vtaps(t, sp []float32, sw, st int, ws []float32) {
+	n := len(t)
+	r := sp[st*sw:][:n]
+	w0 := ws[0]
+	for x := range t {
+		t[x] = w0 * r[x]
+	}
+	for k := 1; k < len(ws); k++ {
+		r := sp[(st+k)*sw:][:n]
+		wv := ws[k]
+		for x := range t {
+			t[x] += wv * r[x]
+		}
+	}
+}
+
+// htaps writes q[x] = sum_k w[k] * t[start[x]+k] over x's taps.
+func htaps(q, t []float32, tx *taps) {
+	n := len(q)
+	starts := tx.start[:n]
+	offs := tx.off[:n+1]
+	for x := range q {
+		wx := tx.w[offs[x]:offs[x+1]]
+		seg := t[starts[x]:][:len(wx)]
+		// Two interleaved sums halve the add dependency chain.
+		var a0, a1 float32
+		k := 0
+		for ; k+1 < len(wx); k += 2 {
+			a0 += wx[k] * seg[k]
+			a1 += wx[k+1] * seg[k+1]
+		}
+		if k < len(wx) {
+			a0 += wx[k] * seg[k]
+		}
+		q[x] = a0 + a1
+	}
+}
+
+// ResizeArea downsamples src to dst's size by exact area averaging (see
+// Ops.ResizeArea). ErrShape if dst is larger than src in either axis or
+// the channel counts differ.
+func (d *CPU) ResizeArea(dst, src Image) error {
+	const op = "ResizeArea"
+	o, err := cpuImg(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	s, err := cpuImg(op, "src", src)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c || o.w > s.w || o.h > s.h {
+		return shapeErr(op, "src %s, dst %s", dims(s), dims(o))
+	}
+	if o == s {
+		return nil
+	}
+	if o.w == s.w && o.h == s.h {
+		d.copyPix(o.pix, s.pix)
+		return nil
+	}
+	tx, ty := areaTaps(o.w, s.w), areaTaps(o.h, s.h)
+	d.separable(o, s, &tx, &ty)
+	return nil
+}
+
+// ResizeLanczos3 resamples src to dst's size with a separable Lanczos-3
+// filter, widened by the scale when downsampling, edges clamped (see
+// Ops.ResizeLanczos3). The same size is an exact copy.
+func (d *CPU) ResizeLanczos3(dst, src Image) error {
+	const op = "ResizeLanczos3"
+	o, err := cpuImg(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	s, err := cpuImg(op, "src", src)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return shapeErr(op, "src %s, dst %s", dims(s), dims(o))
+	}
+	if o == s {
+		return nil
+	}
+	if o.w == s.w && o.h == s.h {
+		d.copyPix(o.pix, s.pix)
+		return nil
+	}
+	tx := lanczosTaps(o.w, s.w, float64(s.w)/float64(o.w), 0)
+	ty := lanczosTaps(o.h, s.h, float64(s.h)/float64(o.h), 0)
+	d.separable(o, s, &tx, &ty)
+	return nil
+}
+
+// CoverFit scales src uniformly with Lanczos-3 so that it covers dst and
+// crops the overflow equally on both sides (see Ops.CoverFit). The scaled
+// size is not rounded: the crop may be a fraction of a pixel, so the
+// centre of src always lands on the centre of dst.
+func (d *CPU) CoverFit(dst, src Image) error {
+	const op = "CoverFit"
+	o, err := cpuImg(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	s, err := cpuImg(op, "src", src)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return shapeErr(op, "src %s, dst %s", dims(s), dims(o))
+	}
+	if o == s {
+		return nil
+	}
+	if o.w == s.w && o.h == s.h {
+		d.copyPix(o.pix, s.pix)
+		return nil
+	}
+	var tx, ty taps
+	if o.w*s.h >= o.h*s.w {
+		// dst is relatively wider: width fits exactly, height overflows.
+		inv := float64(s.w) / float64(o.w)
+		offY := (float64(s.h)/inv - float64(o.h)) / 2
+		tx = lanczosTaps(o.w, s.w, inv, 0)
+		ty = lanczosTaps(o.h, s.h, inv, offY)
+	} else {
+		inv := float64(s.h) / float64(o.h)
+		offX := (float64(s.w)/inv - float64(o.w)) / 2
+		tx = lanczosTaps(o.w, s.w, inv, offX)
+		ty = lanczosTaps(o.h, s.h, inv, 0)
+	}
+	d.separable(o, s, &tx, &ty)
+	return nil
+}

@@ -1,0 +1,97 @@
+package kernels
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vfxrender/vfx/frame"
+)
+
+func TestFastLogExp(t *testing.T) {
+	rng := newRNG(60)
+	worstLog, worstExp := 0.0, 0.0
+	for i := range 200000 {
+		// Log over [1e-4, 1e6], log-uniform, plus exact powers of two.
+		x := math.Exp(math.Log(1e-4) + rng.Float64()*(math.Log(1e6)-math.Log(1e-4)))
+		if i < 64 {
+			x = math.Ldexp(1, i-14)
+		}
+		worstLog = max(worstLog, math.Abs(fastLog(x)-math.Log(x)))
+		y := -700 + 1400*rng.Float64()
+		if i < 40 {
+			y = float64(i-20) * 0.6931471805599453 / 32 // table knots
+		}
+		worstExp = max(worstExp, math.Abs(fastExp(y)-math.Exp(y))/math.Exp(y))
+	}
+	if worstLog > 1e-12 {
+		t.Errorf("fastLog abs error %g > 1e-12", worstLog)
+	}
+	if worstExp > 1e-11 {
+		t.Errorf("fastExp rel error %g > 1e-11", worstExp)
+	}
+	t.Logf("fastLog max abs error %.3g, fastExp max rel error %.3g", worstLog, worstExp)
+	// Clamped and odd inputs never panic.
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e300, -1e300, 0, -1} {
+		_ = fastExp(v)
+		_ = fastLog(v)
+	}
+}
+
+// TestConversionTableInvariants checks the facts the conversion code
+// relies on instead of clamping at run time.
+func TestConversionTableInvariants(t *testing.T) {
+	lt := newLUTs()
+	// Every Y'CbCr sum indexes inside the extended EOTF table, with R'
+	// outside [0,1] clamped.
+	for cs := range 2 {
+		for full := range 2 {
+			tb := &lt.yuvIn[cs][full]
+			lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+			for _, c := range [][256]int32{tb.rv, tb.bu} {
+				for y := range 256 {
+					for v := range 256 {
+						s := (tb.y[y] + c[v]) >> yuvFrac
+						lo, hi = min(lo, s), max(hi, s)
+					}
+				}
+			}
+			for y := range 256 {
+				for u := range 256 {
+					for v := range 256 {
+						s := (tb.y[y] + tb.gu[u] + tb.gv[v]) >> yuvFrac
+						lo, hi = min(lo, s), max(hi, s)
+					}
+				}
+			}
+			if lo < 0 || hi >= eotfExtSize {
+				t.Errorf("%v full=%d: index range [%d, %d] outside the table", frame.ColorSpace(cs), full, lo, hi)
+			}
+		}
+	}
+	if lt.eotfExt[0] != 0 || lt.eotfExt[eotfExtOff] != 0 || lt.eotfExt[eotfExtOff+eotfFixN] != 1 || lt.eotfExt[eotfExtSize-1] != 1 {
+		t.Error("extended EOTF table ends are not clamped")
+	}
+	// An OETF bucket never holds two code thresholds.
+	for k := range obN - 1 {
+		top := math.Float32frombits(uint32((k+1)<<obShift - 1))
+		c := lt.codeB[k]
+		n := 0
+		for c+uint8(n) < 255 && top >= lt.codeThr[c+uint8(n)] {
+			n++
+		}
+		if n > 1 {
+			t.Fatalf("bucket %d holds %d thresholds", k, n)
+		}
+	}
+	// Bucket values are within 2.5e-4 of the exact OETF over the bucket.
+	worst := 0.0
+	for k := 1; k < obN-1; k++ {
+		for _, off := range []int{0, 1 << (obShift - 1), 1<<obShift - 1} {
+			v := math.Float32frombits(uint32(k<<obShift + off))
+			worst = max(worst, math.Abs(float64(lt.oetfB[k])-refOETF(float64(v))))
+		}
+	}
+	if worst > 2.5e-4 {
+		t.Errorf("OETF bucket error %g > 2.5e-4", worst)
+	}
+}
