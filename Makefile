@@ -42,7 +42,7 @@ $(MINIO_BIN):
 
 ## bench: go test benchmarks of every package.
 bench: deps
-	$(GO) test -run=NONE -bench=. -benchtime=10x ./...
+	$(GO) test -run=NONE -bench=. -timeout 30m ./...
 
 ## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on a 240-frame 1080p custom-matte job.
 bench-ffmpeg: build

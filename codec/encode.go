@@ -41,6 +41,9 @@ type EncoderOptions struct {
 	CRF int
 	// Threads is the encoder thread count; 0 means automatic.
 	Threads int
+	// X264Params is passed to libx264 as its x264-params option
+	// ("key=value:key=value", e.g. "rc-lookahead=20"); "" = none. mp4 only.
+	X264Params string
 	// AudioFrom, when set, names an input whose first audio stream is
 	// copied unchanged (no re-encode) into the mp4, interleaved with the
 	// video by time. An input without audio adds none; an audio codec that
@@ -271,6 +274,11 @@ func (e *Encoder) openMP4(ctx context.Context) error {
 		{"colorspace", matrix}, {"color_primaries", prim}, {"color_trc", trc}, {"color_range", rng}} {
 		if err := d.Set(kv[0], kv[1], 0); err != nil {
 			return fmt.Errorf("codec: new encoder: option %s: %w", kv[0], err)
+		}
+	}
+	if o.X264Params != "" {
+		if err := d.Set("x264-params", o.X264Params, 0); err != nil {
+			return fmt.Errorf("codec: new encoder: option x264-params: %w", err)
 		}
 	}
 	if err := e.cc.Open(c, d); err != nil {

@@ -50,6 +50,10 @@ type Request struct {
 	MaxResolution      int    // 720 or 1080; 0 means 1080
 	Preset             string // x264 preset; "" means medium
 	CRF                int    // x264 CRF 0..51; -1 means 18
+	// X264Params are extra libx264 options for the render ("key=value:...",
+	// "" = none). Operator/CLI use only: libx264 accepts options that write
+	// files, so never forward an API caller's text here.
+	X264Params string
 }
 
 // Result describes the files a job wrote.
@@ -320,6 +324,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 	}
 	ro := base
 	ro.Input = srcFmt
+	ro.X264Params = req.X264Params
 	if video && info.HasAudio {
 		ro.AudioFrom = req.Source
 	}
@@ -331,6 +336,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 	ao := base
 	ao.Input, ao.Gray = frame.Gray8, true
 	ao.Preset, ao.CRF = "veryfast", alphaCRF // a grey matte compresses well; keep its encode off the critical path
+	ao.Threads = 1
 	alphaEnc, err := codec.NewEncoder(ctx, alphaPath, ao)
 	if err != nil {
 		return 0, fmt.Errorf("worker: alpha encoder: %w", err)

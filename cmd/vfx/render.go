@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -29,9 +30,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	maxRes := fs.Int("max-resolution", 1080, "shorter side of the output: 720 or 1080 (never upscaled)")
 	preset := fs.String("preset", worker.DefaultPreset, "x264 preset of the render and source videos (ultrafast..veryslow)")
 	crf := fs.Int("crf", worker.DefaultCRF, "x264 constant rate factor 0..51 (lower is better; 18 is visually lossless)")
+	x264Params := fs.String("x264-params", "", "extra libx264 options for the render video, e.g. rc-lookahead=20:threads=2 (less memory)")
 	out := fs.String("out", "out", "output folder for render, source and alpha")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return usageError{}
@@ -63,6 +66,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		MaxResolution:      *maxRes,
 		Preset:             *preset,
 		CRF:                *crf,
+		X264Params:         *x264Params,
 	}
 	var err error
 	if req.Source, err = fileInput("source", *source); err != nil {
@@ -77,6 +81,17 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if req.Reference, err = fileInput("reference", *reference); err != nil {
 			return err
 		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	codec.Quiet()
 	dev := kernels.NewCPU(*workers)
