@@ -44,6 +44,9 @@ const (
 	obHi    = 0x3F800000        // float32 bits of 1.0
 	obN     = obHi>>obShift + 1 // buckets for every float in [0, 1]
 	obSize  = 1 << 17           // table size (power of two >= obN)
+	// obuSize covers every float32 bit pattern shifted right by obShift:
+	// the YUV420P download indexes oetfU with no clamp at all.
+	obuSize = 1 << (32 - obShift)
 )
 
 type yuvTab struct {
@@ -64,6 +67,7 @@ type luts struct {
 	gray8   [256]float32
 	eotfExt [eotfExtSize]float32
 	oetfB   [obSize]float32
+	oetfU   [obuSize]float32 // oetfB[obIdx(v)] at index bits(v)>>obShift
 	codeB   [obSize]uint8
 	codeThr [256]float32
 	yuvIn   [2][2]yuvTab // [bt709][fullRange]
@@ -130,6 +134,19 @@ func newLUTs() *luts {
 		}
 		t.codeB[k] = code
 	}
+	// oetfU: patterns of positive floats above 1 (+Inf and positive NaN
+	// included) take the value of 1.0's bucket, every negative pattern
+	// that of 0: exactly what obIdx's clamp does.
+	for k := range obuSize {
+		switch {
+		case k < obN:
+			t.oetfU[k] = t.oetfB[k]
+		case k < obuSize/2:
+			t.oetfU[k] = t.oetfB[obN-1]
+		default:
+			t.oetfU[k] = t.oetfB[0]
+		}
+	}
 	for cs := range 2 {
 		kr, kb := matrixK(frame.ColorSpace(cs))
 		kg := 1 - kr - kb
@@ -160,6 +177,9 @@ func newLUTs() *luts {
 	}
 	return t
 }
+
+// obu is obIdx without the clamp, for the oetfU table.
+func obu(v float32) uint32 { return math.Float32bits(v) >> obShift }
 
 // obIdx is the OETF bucket of linear v: its float32 bits clamped to
 // [0, obHi] (negative values to 0), without branches.
@@ -414,7 +434,7 @@ func grayOutRow(o []byte, s []float32) {
 func (d *CPU) downloadYUV(f *frame.HostFrame, m *cpuImage) {
 	csi, fri := fullRangeIdx(f)
 	k := &d.lut.yuvOut[csi][fri]
-	ob := &d.lut.oetfB
+	ob := &d.lut.oetfU
 	w, h := m.w, m.h
 	cw := (w + 1) / 2
 	n := w * h
@@ -451,7 +471,7 @@ func (k *yuvOut) cCodes(r, g, b float32) (uint8, uint8) {
 // luma codes and their shared chroma row. When a and b are the same row,
 // writing it twice is harmless and the chroma average is over the 2x1
 // block (each pixel counted twice).
-func yuvOutRows(k *yuvOut, ob *[obSize]float32, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []float32) {
+func yuvOutRows(k *yuvOut, ob *[obuSize]float32, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []float32) {
 	w := len(ra)
 	ya, yb = ya[:w], yb[:w]
 	ga, ba, rb, gb, bb = ga[:w], ba[:w], rb[:w], gb[:w], bb[:w]
@@ -459,10 +479,10 @@ func yuvOutRows(k *yuvOut, ob *[obSize]float32, ya, yb, uo, vo []byte, ra, ga, b
 	vo = vo[:cw]
 	for cx := 0; cx < w>>1 && cx < cw; cx++ {
 		x := 2 * cx
-		r0, g0, b0 := ob[obIdx(ra[x])], ob[obIdx(ga[x])], ob[obIdx(ba[x])]
-		r1, g1, b1 := ob[obIdx(ra[x+1])], ob[obIdx(ga[x+1])], ob[obIdx(ba[x+1])]
-		r2, g2, b2 := ob[obIdx(rb[x])], ob[obIdx(gb[x])], ob[obIdx(bb[x])]
-		r3, g3, b3 := ob[obIdx(rb[x+1])], ob[obIdx(gb[x+1])], ob[obIdx(bb[x+1])]
+		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
+		r1, g1, b1 := ob[obu(ra[x+1])], ob[obu(ga[x+1])], ob[obu(ba[x+1])]
+		r2, g2, b2 := ob[obu(rb[x])], ob[obu(gb[x])], ob[obu(bb[x])]
+		r3, g3, b3 := ob[obu(rb[x+1])], ob[obu(gb[x+1])], ob[obu(bb[x+1])]
 		ya[x] = k.yCode(r0, g0, b0)
 		ya[x+1] = k.yCode(r1, g1, b1)
 		yb[x] = k.yCode(r2, g2, b2)
@@ -471,8 +491,8 @@ func yuvOutRows(k *yuvOut, ob *[obSize]float32, ya, yb, uo, vo []byte, ra, ga, b
 	}
 	if w&1 == 1 && cw > 0 {
 		x := w - 1
-		r0, g0, b0 := ob[obIdx(ra[x])], ob[obIdx(ga[x])], ob[obIdx(ba[x])]
-		r2, g2, b2 := ob[obIdx(rb[x])], ob[obIdx(gb[x])], ob[obIdx(bb[x])]
+		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
+		r2, g2, b2 := ob[obu(rb[x])], ob[obu(gb[x])], ob[obu(bb[x])]
 		ya[x] = k.yCode(r0, g0, b0)
 		yb[x] = k.yCode(r2, g2, b2)
 		uo[cw-1], vo[cw-1] = k.cCodes((r0+r2)*0.5, (g0+g2)*0.5, (b0+b2)*0.5)

@@ -1,5 +1,12 @@
 package kernels
 
+import (
+	"fmt"
+	"math"
+
+	"github.com/vfxrender/vfx/frame"
+)
+
 // Per-pixel operations of the CPU device. They are pointwise, so they also
 // work in place (dst equal to an input), although the contract does not
 // promise it.
@@ -335,17 +342,26 @@ func vlerp(o, a, b []float32, w0, w1 float32) {
 // sampling is horizontal first, then vertical: consecutive output rows
 // share source rows, so each source row is resampled once per band.
 // Every user of bilinear sampling (ResizeBilinear, GainComposite) goes
-// through it, so they agree bit for bit.
+// through it, so they agree bit for bit. Only the output columns
+// [xl, xr) set by reset are computed (the rest of a row is stale).
 type hrows struct {
-	tag [2]int
-	buf [2][]float32
+	tag    [2]int
+	buf    [2][]float32
+	xl, xr int
 }
 
 func newHrows(w int) *hrows {
-	return &hrows{tag: [2]int{-1, -1}, buf: [2][]float32{make([]float32, w), make([]float32, w)}}
+	return &hrows{tag: [2]int{-1, -1}, buf: [2][]float32{make([]float32, w), make([]float32, w)}, xr: w}
 }
 
-func (c *hrows) reset() { c.tag = [2]int{-1, -1} }
+// reset drops the cached rows and computes the full width from now on.
+func (c *hrows) reset() { c.resetRange(0, len(c.buf[0])) }
+
+// resetRange drops the cached rows and computes only columns [xl, xr).
+func (c *hrows) resetRange(xl, xr int) {
+	c.tag = [2]int{-1, -1}
+	c.xl, c.xr = xl, xr
+}
 
 // pair returns the resampled source rows j0 and j1 of plane p (width sw).
 func (c *hrows) pair(p []float32, sw int, j0, j1 int, xt *bilin) (r0, r1 []float32) {
@@ -362,9 +378,22 @@ func (c *hrows) get(p []float32, sw int, j, keep int, xt *bilin) []float32 {
 	if c.tag[0] == keep {
 		k = 1
 	}
-	hlerp(c.buf[k], p[j*sw:][:sw], xt)
+	hlerpRange(c.buf[k], p[j*sw:][:sw], xt, c.xl, c.xr)
 	c.tag[k] = j
 	return c.buf[k]
+}
+
+// hlerpRange is hlerp on output columns [xl, xr) only.
+func hlerpRange(o, r []float32, xt *bilin, xl, xr int) {
+	if xl >= xr {
+		return
+	}
+	if xl == 0 && xr == len(o) {
+		hlerp(o, r, xt)
+		return
+	}
+	sub := bilin{xt.i0[xl:xr], xt.i1[xl:xr], xt.w0[xl:xr], xt.w1[xl:xr]}
+	hlerp(o[xl:xr], r, &sub)
 }
 
 // ResizeBilinear resamples src to dst's size with bilinear interpolation,
@@ -418,115 +447,352 @@ func (d *CPU) ResizeBilinear(dst, src Image) error {
 // when bgBlur and alphaBlurLow are both given; with alpha set, bg is
 // required and the wrap term is skipped when bgBlur or alphaBlurLow is
 // nil.
+//
+// With alpha set, pixels are processed in runs along each row: where
+// a == 0 dst is a copy of bg (src, the gain, bgBlur and the wrap matte
+// are not read), where a == 1 bg is not read. For finite inputs this is
+// bit-identical to evaluating the formula everywhere.
 func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
 	const op = "GainComposite"
-	o, s, err := pair(op, dst, src)
+	o, err := cpuImg(op, "dst", dst)
 	if err != nil {
 		return err
 	}
-	gl, err := cpuImg(op, "gainLow", gainLow)
+	if err := wantChannels(op, "dst", o, 3); err != nil {
+		return err
+	}
+	j, err := newGCJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
 		return err
 	}
-	a, err := optImg(op, "alpha", alpha)
-	if err != nil {
-		return err
-	}
-	b, err := optImg(op, "bg", bg)
-	if err != nil {
-		return err
-	}
-	bb, err := optImg(op, "bgBlur", bgBlur)
-	if err != nil {
-		return err
-	}
-	abl, err := optImg(op, "alphaBlurLow", alphaBlurLow)
-	if err != nil {
-		return err
-	}
-	if a != nil && b == nil {
-		return shapeErr(op, "bg is required when alpha is given")
-	}
-	for _, x := range []struct {
-		n string
-		m *cpuImage
-	}{{"src", s}, {"dst", o}, {"gainLow", gl}, {"bg", b}, {"bgBlur", bb}} {
-		if err := wantChannels(op, x.n, x.m, 3); err != nil {
-			return err
+	w := o.w
+	scr := make([]*gcScratch, d.workers)
+	band := bandRows(w)
+	d.parallel(o.h, band, func(wk, y0, y1 int) {
+		if scr[wk] == nil {
+			scr[wk] = j.newScratch(band)
 		}
-	}
-	if err := wantChannels(op, "alpha", a, 1); err != nil {
-		return err
-	}
-	if err := wantChannels(op, "alphaBlurLow", abl, 1); err != nil {
-		return err
-	}
-	if err := sameSize(op, o, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
-		return err
-	}
-	doWrap := bb != nil && abl != nil
-	w, h := o.w, o.h
-	gx, gy := bilinTable(w, gl.w), bilinTable(h, gl.h)
-	var ax, ay bilin
-	if doWrap {
-		ax, ay = bilinTable(w, abl.w), bilinTable(h, abl.h)
-	}
-	type scratch struct {
-		g       [3]*hrows
-		ab      *hrows
-		abx, wf []float32
-	}
-	scr := make([]*scratch, d.workers)
-	d.parallel(h, bandRows(w), func(wk, y0, y1 int) {
 		sc := scr[wk]
-		if sc == nil {
-			sc = &scratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}}
-			if doWrap {
-				sc.ab = newHrows(w)
-				sc.abx = make([]float32, w)
-				sc.wf = make([]float32, w)
-			}
-			scr[wk] = sc
-		}
-		for c := range 3 {
-			sc.g[c].reset()
-		}
-		if doWrap {
-			sc.ab.reset()
-		}
+		j.begin(sc, y0, y1)
 		for y := y0; y < y1; y++ {
 			lo := y * w
-			var al, wf []float32
-			if a != nil {
-				al = a.plane(0)[lo:][:w]
-			}
-			if doWrap {
-				r0, r1 := sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), &ax)
-				vlerp(sc.abx, r0, r1, ay.w0[y], ay.w1[y])
-				wf = sc.wf
-				wrapFactor(wf, al, sc.abx, wrap)
-			}
-			gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
-			gw0, gw1 := gy.w0[y], gy.w1[y]
-			for c := range 3 {
-				g0, g1 := sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, &gx)
-				ss := s.plane(c)[lo:][:w]
-				q := o.plane(c)[lo:][:w]
-				switch {
-				case al != nil && doWrap:
-					gainCompWrapRow(q, ss, g0, g1, gw0, gw1, maxValue, al, b.plane(c)[lo:][:w], wf, bb.plane(c)[lo:][:w])
-				case al != nil:
-					gainCompRow(q, ss, g0, g1, gw0, gw1, maxValue, al, b.plane(c)[lo:][:w])
-				case doWrap:
-					gainWrapRow(q, ss, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
-				default:
-					gainRow(q, ss, g0, g1, gw0, gw1, maxValue)
-				}
-			}
+			j.row(sc, y, y0, [3][]float32{o.plane(0)[lo:][:w], o.plane(1)[lo:][:w], o.plane(2)[lo:][:w]})
 		}
 	})
 	return nil
 }
+
+// GainCompositeDownload is GainComposite into a temporary image followed
+// by Download of it into dst (see Ops.GainCompositeDownload), in one pass
+// over two-row strips: the full-resolution float result is never
+// written to memory. The output is bit-identical to the two-op chain.
+func (d *CPU) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
+	const op = "GainCompositeDownload"
+	if err := dst.Validate(); err != nil {
+		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
+	}
+	switch dst.Format {
+	case frame.YUV420P, frame.RGB24:
+	case frame.Gray8:
+		return shapeErr(op, "3 channels into gray8")
+	default:
+		return fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, dst.Format)
+	}
+	w, h := dst.Width, dst.Height
+	j, err := newGCJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	if err != nil {
+		return err
+	}
+	type strip struct {
+		sc  *gcScratch
+		pix []float32 // two rows of 3 channels: [c*2*w + r*w : ...]
+	}
+	band := bandRows(w)
+	band += band & 1
+	strips := make([]*strip, d.workers)
+	yuv := dst.Format == frame.YUV420P
+	csi, fri := fullRangeIdx(dst)
+	k := &d.lut.yuvOut[csi][fri]
+	ob := &d.lut.oetfU
+	cw := (w + 1) / 2
+	d.parallel(h, band, func(wk, y0, y1 int) {
+		st := strips[wk]
+		if st == nil {
+			st = &strip{sc: j.newScratch(band), pix: make([]float32, 6*w)}
+			strips[wk] = st
+		}
+		j.begin(st.sc, y0, y1)
+		rowOf := func(r int) [3][]float32 {
+			return [3][]float32{st.pix[(0+r)*w:][:w], st.pix[(2+r)*w:][:w], st.pix[(4+r)*w:][:w]}
+		}
+		if !yuv {
+			q := rowOf(0)
+			for y := y0; y < y1; y++ {
+				j.row(st.sc, y, y0, q)
+				d.lut.rgbOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
+			}
+			return
+		}
+		for y := y0; y < y1; y += 2 {
+			cy := y >> 1
+			y2 := min(y+1, h-1) // odd height: the last row pairs with itself
+			qa, qb := rowOf(0), rowOf(1)
+			j.row(st.sc, y, y0, qa)
+			if y2 != y {
+				j.row(st.sc, y2, y0, qb)
+			} else {
+				qb = qa
+			}
+			yuvOutRows(k, ob,
+				dst.Planes[0][y*dst.Strides[0]:][:w], dst.Planes[0][y2*dst.Strides[0]:][:w],
+				dst.Planes[1][cy*dst.Strides[1]:][:cw], dst.Planes[2][cy*dst.Strides[2]:][:cw],
+				qa[0], qa[1], qa[2], qb[0], qb[1], qb[2])
+		}
+	})
+	return nil
+}
+
+// gcJob is a validated GainComposite: inputs and sampling tables. Its
+// rows are written by begin (once per band) and row (per row, in order).
+type gcJob struct {
+	w, h           int
+	s, a, b, bb    *cpuImage
+	gl, abl        *cpuImage
+	gx, gy, ax, ay bilin
+	doWrap         bool
+	wrap, maxV     float32
+}
+
+// gcScratch is the per-worker state of a gcJob.
+type gcScratch struct {
+	g       [3]*hrows
+	ab      *hrows
+	abx, wf []float32
+	span    [][2]int
+}
+
+// newGCJob checks GainComposite's inputs against a w x h output.
+func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*gcJob, error) {
+	s, err := cpuImg(op, "src", src)
+	if err != nil {
+		return nil, err
+	}
+	if s.w != w || s.h != h {
+		return nil, shapeErr(op, "src %s, dst %dx%d", dims(s), w, h)
+	}
+	gl, err := cpuImg(op, "gainLow", gainLow)
+	if err != nil {
+		return nil, err
+	}
+	a, err := optImg(op, "alpha", alpha)
+	if err != nil {
+		return nil, err
+	}
+	b, err := optImg(op, "bg", bg)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := optImg(op, "bgBlur", bgBlur)
+	if err != nil {
+		return nil, err
+	}
+	abl, err := optImg(op, "alphaBlurLow", alphaBlurLow)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil && b == nil {
+		return nil, shapeErr(op, "bg is required when alpha is given")
+	}
+	for _, x := range []struct {
+		n string
+		m *cpuImage
+	}{{"src", s}, {"gainLow", gl}, {"bg", b}, {"bgBlur", bb}} {
+		if err := wantChannels(op, x.n, x.m, 3); err != nil {
+			return nil, err
+		}
+	}
+	if err := wantChannels(op, "alpha", a, 1); err != nil {
+		return nil, err
+	}
+	if err := wantChannels(op, "alphaBlurLow", abl, 1); err != nil {
+		return nil, err
+	}
+	if err := sameSize(op, s, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
+		return nil, err
+	}
+	j := &gcJob{w: w, h: h, s: s, a: a, b: b, bb: bb, gl: gl, abl: abl,
+		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue}
+	j.gx, j.gy = bilinTable(w, gl.w), bilinTable(h, gl.h)
+	if j.doWrap {
+		j.ax, j.ay = bilinTable(w, abl.w), bilinTable(h, abl.h)
+	}
+	return j, nil
+}
+
+func (j *gcJob) newScratch(band int) *gcScratch {
+	w := j.w
+	sc := &gcScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band)}
+	if j.doWrap {
+		sc.ab = newHrows(w)
+		sc.abx = make([]float32, w)
+		sc.wf = make([]float32, w)
+	}
+	return sc
+}
+
+// begin prepares sc for the rows [y0, y1) (at most the scratch's band).
+// With a matte, the columns outside [first, last] nonzero alpha of a row
+// are pure background, and the gain and alphaBlur rows are only
+// resampled over the band's hull of the nonzero spans.
+func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
+	w := j.w
+	hl, hr := 0, w
+	if j.a != nil {
+		hl, hr = w, 0
+		for y := y0; y < y1; y++ {
+			l, r := nonzeroSpan(j.a.plane(0)[y*w:][:w])
+			sc.span[y-y0] = [2]int{l, r}
+			if l < r {
+				hl, hr = min(hl, l), max(hr, r)
+			}
+		}
+	}
+	for c := range 3 {
+		sc.g[c].resetRange(hl, hr)
+	}
+	if j.doWrap {
+		sc.ab.resetRange(hl, hr)
+	}
+}
+
+// row writes output row y (of the band begun at y0) into qs.
+func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
+	w, s, a, b, bb := j.w, j.s, j.a, j.b, j.bb
+	gl, abl, doWrap, wrap, maxValue := j.gl, j.abl, j.doWrap, j.wrap, j.maxV
+	gx, gy, ax, ay := &j.gx, &j.gy, &j.ax, &j.ay
+	lo := y * w
+	gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
+	gw0, gw1 := gy.w0[y], gy.w1[y]
+	if a == nil {
+		var wf []float32
+		if doWrap {
+			r0, r1 := sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), ax)
+			vlerp(sc.abx, r0, r1, ay.w0[y], ay.w1[y])
+			wf = sc.wf
+			wrapFactor(wf, nil, sc.abx, wrap)
+		}
+		for c := range 3 {
+			g0, g1 := sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
+			ss := s.plane(c)[lo:][:w]
+			q := qs[c][:w]
+			if doWrap {
+				gainWrapRow(q, ss, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
+			} else {
+				gainRow(q, ss, g0, g1, gw0, gw1, maxValue)
+			}
+		}
+		return
+	}
+	al := a.plane(0)[lo:][:w]
+	var bs, ss, bbs, g0s, g1s [3][]float32
+	for c := range 3 {
+		qs[c] = qs[c][:w]
+		bs[c] = b.plane(c)[lo:][:w]
+	}
+	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
+	if l >= r {
+		for c := range 3 {
+			copy(qs[c], bs[c])
+		}
+		return
+	}
+	for c := range 3 {
+		copy(qs[c][:l], bs[c][:l])
+		copy(qs[c][r:], bs[c][r:])
+		ss[c] = s.plane(c)[lo:][:w]
+		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
+		if doWrap {
+			bbs[c] = bb.plane(c)[lo:][:w]
+		}
+	}
+	var ab0, ab1 []float32
+	if doWrap {
+		ab0, ab1 = sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), ax)
+	}
+	for x := l; x < r; {
+		// A run of nonzero alpha [x, xe), then zeros [xe, xz).
+		xe := x + 1
+		for xe < r && al[xe] != 0 {
+			xe++
+		}
+		if doWrap {
+			vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.w0[y], ay.w1[y])
+			wrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)
+		}
+		// Split into runs of a == 1 (bg is not read) and of
+		// fractional alpha.
+		for u := x; u < xe; {
+			one := al[u] == 1
+			v := u + 1
+			for v < xe && (al[v] == 1) == one {
+				v++
+			}
+			for c := range 3 {
+				q, sv, g0, g1 := qs[c][u:v], ss[c][u:v], g0s[c][u:v], g1s[c][u:v]
+				switch {
+				case one && doWrap:
+					gainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
+				case one:
+					gainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
+				case doWrap:
+					gainCompWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v], sc.wf[u:v], bbs[c][u:v])
+				default:
+					gainCompRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v])
+				}
+			}
+			u = v
+		}
+		xz := xe
+		for xz < r && al[xz] == 0 {
+			xz++
+		}
+		for c := range 3 {
+			copy(qs[c][xe:xz], bs[c][xe:xz])
+		}
+		x = xz
+	}
+}
+
+// nonzeroSpan returns [l, r): from the first to one past the last nonzero
+// value of al (l == r when there is none).
+func nonzeroSpan(al []float32) (l, r int) {
+	r = len(al)
+	// Eight values at a time: their bits ORed, less the sign bits, are 0
+	// only when all eight are ±0.
+	for l+8 <= r {
+		p := al[l : l+8 : l+8]
+		if (bits(p[0])|bits(p[1])|bits(p[2])|bits(p[3])|bits(p[4])|bits(p[5])|bits(p[6])|bits(p[7]))<<1 != 0 {
+			break
+		}
+		l += 8
+	}
+	for l < r && al[l] == 0 {
+		l++
+	}
+	for r-8 >= l {
+		p := al[r-8 : r : r]
+		if (bits(p[0])|bits(p[1])|bits(p[2])|bits(p[3])|bits(p[4])|bits(p[5])|bits(p[6])|bits(p[7]))<<1 != 0 {
+			break
+		}
+		r -= 8
+	}
+	for r > l && al[r-1] == 0 {
+		r--
+	}
+	return l, r
+}
+
+func bits(v float32) uint32 { return math.Float32bits(v) }
 
 // wrapFactor writes wf = wrap * a * (1 - ab) (a = 1 when al is nil).
 func wrapFactor(wf, al, ab []float32, wrap float32) {
@@ -605,5 +871,39 @@ func gainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32)
 			f = maxV
 		}
 		q[x] = f + wf[x]*bb[x]
+	}
+}
+
+// gainOneRow and gainOneWrapRow are gainCompRow and gainCompWrapRow where
+// every a is 1: a*f + (1-a)*b is f + 0 for finite b (the + 0 keeps the
+// sign of a zero f exactly as the general formula does), so bg is not
+// read.
+
+func gainOneRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
+	n := len(q)
+	s, g0, g1 = s[:n], g0[:n], g1[:n]
+	for x := range q {
+		f := s[x] * (w0*g0[x] + w1*g1[x])
+		if f < 0 {
+			f = 0
+		} else if f > maxV {
+			f = maxV
+		}
+		q[x] = f + 0
+	}
+}
+
+func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32) {
+	n := len(q)
+	s, g0, g1 = s[:n], g0[:n], g1[:n]
+	wf, bb = wf[:n], bb[:n]
+	for x := range q {
+		f := s[x] * (w0*g0[x] + w1*g1[x])
+		if f < 0 {
+			f = 0
+		} else if f > maxV {
+			f = maxV
+		}
+		q[x] = (f + 0) + wf[x]*bb[x]
 	}
 }

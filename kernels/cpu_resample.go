@@ -9,6 +9,7 @@ type taps struct {
 	start []int32
 	off   []int32
 	w     []float32
+	fixed int // the tap count of every output, or -1 when they differ
 }
 
 func newTaps(n int) taps {
@@ -36,12 +37,24 @@ func (t *taps) push(s int, ws []float64) {
 		t.w = append(t.w, 1)
 		t.off = append(t.off, int32(len(t.w)))
 		t.start[i] = int32(s + len(ws)/2)
+		t.setFixed(i)
 		return
 	}
 	for _, v := range ws {
 		t.w = append(t.w, float32(v/sum))
 	}
 	t.off = append(t.off, int32(len(t.w)))
+	t.setFixed(i)
+}
+
+// setFixed updates fixed after output i was pushed.
+func (t *taps) setFixed(i int) {
+	k := int(t.off[i+1] - t.off[i])
+	if i == 0 {
+		t.fixed = k
+	} else if t.fixed != k {
+		t.fixed = -1
+	}
 }
 
 // areaTaps gives exact box coverage of in samples by out (<= in) bins:
@@ -126,17 +139,52 @@ func (d *CPU) separable(o, s *cpuImage, tx, ty *taps) {
 	})
 }
 
-// vtaps writes t = sum_k ws[k] * row(st+k) of the plane sp (width len(t)).
+// vtaps writes t = sum_k ws[k] * row(st+k) of the plane sp (width len(t)),
+// summing in k order. Up to four rows are summed per pass over t (the
+// same left-to-right sums as one row per pass, so bit-identical), which
+// saves the loads and stores of t in between.
 func vtaps(t, sp []float32, sw, st int, ws []float32) {
 	n := len(t)
-	r := sp[st*sw:][:n]
-	w0 := ws[0]
-	for x := range t {
-		t[x] = w0 * r[x]
+	row := func(k int) []float32 { return sp[(st+k)*sw:][:n] }
+	var k int
+	switch {
+	case len(ws) >= 4:
+		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
+		w0, w1, w2, w3 := ws[0], ws[1], ws[2], ws[3]
+		for x := range t {
+			t[x] = w0*r0[x] + w1*r1[x] + w2*r2[x] + w3*r3[x]
+		}
+		k = 4
+	case len(ws) == 3:
+		r0, r1, r2 := row(0), row(1), row(2)
+		w0, w1, w2 := ws[0], ws[1], ws[2]
+		for x := range t {
+			t[x] = w0*r0[x] + w1*r1[x] + w2*r2[x]
+		}
+		k = 3
+	case len(ws) == 2:
+		r0, r1 := row(0), row(1)
+		w0, w1 := ws[0], ws[1]
+		for x := range t {
+			t[x] = w0*r0[x] + w1*r1[x]
+		}
+		k = 2
+	default:
+		r0, w0 := row(0), ws[0]
+		for x := range t {
+			t[x] = w0 * r0[x]
+		}
+		k = 1
 	}
-	for k := 1; k < len(ws); k++ {
-		r := sp[(st+k)*sw:][:n]
-		wv := ws[k]
+	for ; k+3 <= len(ws); k += 3 {
+		r0, r1, r2 := row(k), row(k+1), row(k+2)
+		w0, w1, w2 := ws[k], ws[k+1], ws[k+2]
+		for x := range t {
+			t[x] = t[x] + w0*r0[x] + w1*r1[x] + w2*r2[x]
+		}
+	}
+	for ; k < len(ws); k++ {
+		r, wv := row(k), ws[k]
 		for x := range t {
 			t[x] += wv * r[x]
 		}
@@ -148,6 +196,22 @@ func htaps(q, t []float32, tx *taps) {
 	n := len(q)
 	starts := tx.start[:n]
 	offs := tx.off[:n+1]
+	if n > 0 && tx.fixed == 4 && len(tx.w) >= 4*n {
+		// Every output has four taps (integer 4x area downsampling):
+		// the same two interleaved sums, unrolled.
+		ws := tx.w[:4*n]
+		for x := range q {
+			wx := ws[4*x : 4*x+4 : 4*x+4]
+			seg := t[starts[x]:][:4]
+			var a0, a1 float32
+			a0 += wx[0] * seg[0]
+			a1 += wx[1] * seg[1]
+			a0 += wx[2] * seg[2]
+			a1 += wx[3] * seg[3]
+			q[x] = a0 + a1
+		}
+		return
+	}
 	for x := range q {
 		wx := tx.w[offs[x]:offs[x+1]]
 		seg := t[starts[x]:][:len(wx)]

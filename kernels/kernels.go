@@ -191,5 +191,13 @@ type Ops interface {
 	//   dst = a*f + (1-a)*bg + wrap * a * (1 - ab) * bgBlur
 	// alpha is 1 channel at full size (nil = 1, then bg, bgBlur and
 	// alphaBlurLow may be nil); bg and bgBlur are 3 channels at full size.
+	// Where a == 0 the result is bg exactly and where a == 1 it does not
+	// depend on bg (for finite inputs), so backends may skip reading the
+	// inputs that do not contribute.
 	GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error
+	// GainCompositeDownload is GainComposite into a 3-channel image of
+	// dst's size followed by Download of that image into the host frame
+	// dst (YUV420P or RGB24), with the same result, without the
+	// full-resolution intermediate image.
+	GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error
 }

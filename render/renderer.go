@@ -530,13 +530,40 @@ func (r *Renderer) Lighting() Lighting {
 // returns an error wrapping kernels.ErrShape for images of the wrong size,
 // the device's error when an op fails, and ctx.Err() when ctx is done.
 func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) error {
+	if err := r.checkShapes(dst, src, alpha); err != nil {
+		return err
+	}
+	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+		return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+	})
+}
+
+// FrameHost is Frame with the result converted straight into the host
+// frame dst (YUV420P or RGB24, Width x Height, planes allocated, ColorSpace
+// and FullRange set by the caller): the fused composite-and-download pass
+// never writes the full-resolution linear image, which saves a quarter of
+// the per-frame memory traffic.
+func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alpha kernels.Image) error {
+	if err := r.checkShapes(src, src, alpha); err != nil {
+		return err
+	}
+	if dst == nil || dst.Width != r.w || dst.Height != r.h {
+		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
+	}
+	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+		return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+	})
+}
+
+// frame runs the low-resolution analysis of one frame, then finish, the
+// fused full-resolution pass, with the matte, background, blurred
+// background, blurred low-resolution matte and wrap strength to use.
+func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
+	finish func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error) error {
 	if r.closed {
 		return errors.New("render: renderer is closed")
 	}
 	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := r.checkShapes(dst, src, alpha); err != nil {
 		return err
 	}
 	ops := r.ops
@@ -677,14 +704,14 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 
 	// 6-7. Light-wrap matte and the fused full-resolution pass.
 	if r.fill {
-		return step("composite", ops.GainComposite(dst, src, nil, r.gain, nil, nil, nil, 0, 1))
+		return step("composite", finish(nil, nil, nil, nil, 0))
 	}
 	// The wrap band is a wide blur: it runs on the half-resolution matte
 	// (GainComposite samples it bilinearly).
 	if err := step("wrap matte", ops.GaussianBlur(r.alphaBlur, r.alphaQ, r.wrapSigma)); err != nil {
 		return err
 	}
-	return step("composite", ops.GainComposite(dst, src, alpha, r.gain, r.bg, r.bgBlur, r.alphaBlur, r.wrap, 1))
+	return step("composite", finish(alpha, r.bg, r.bgBlur, r.alphaBlur, r.wrap))
 }
 
 // normals builds the subject's pseudo-normals at low resolution: nSmooth

@@ -359,11 +359,6 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 		return 0, err
 	}
 	defer dev.Free(srcImg)
-	outImg, err := dev.NewImage(w, h, 3)
-	if err != nil {
-		return 0, err
-	}
-	defer dev.Free(outImg)
 	var aImg kernels.Image
 	if mode != matte.Fill {
 		if aImg, err = dev.NewImage(w, h, 1); err != nil {
@@ -458,9 +453,6 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 				}
 				alpha = aImg
 			}
-			if err := rend.Frame(gctx, outImg, srcImg, alpha); err != nil {
-				return fmt.Errorf("worker: render: %w", err)
-			}
 			out, err := outPool.get(gctx)
 			if err != nil {
 				return err
@@ -470,8 +462,8 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 			if err := out.Alloc(); err != nil {
 				return err
 			}
-			if err := dev.Download(out, outImg); err != nil {
-				return fmt.Errorf("worker: download: %w", err)
+			if err := rend.FrameHost(gctx, out, srcImg, alpha); err != nil {
+				return fmt.Errorf("worker: render: %w", err)
 			}
 			out.PTS = wk.src.PTS
 			if err := send(gctx, toRender, out); err != nil {
