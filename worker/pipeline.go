@@ -62,6 +62,7 @@ type Result struct {
 	Frames                int
 	Width, Height         int
 	SourceCopied          bool // the source was passed through unchanged (stream copy)
+	AlphaCopied           bool // the custom matte video was passed through unchanged
 	Elapsed               time.Duration
 }
 
@@ -209,12 +210,15 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	defer rend.Close()
 
 	// A video already in the normalised form is passed through untouched.
-	copySource := video && srcInfo.Codec == "h264" && srcInfo.PixelFormat == "yuv420p" &&
-		srcInfo.Rotation == 0 && outW == srcInfo.DisplayWidth && outH == srcInfo.DisplayHeight
+	copySource := video && passThrough(srcInfo, outW, outH, "yuv420p")
 	res.SourceCopied = copySource
+	// Likewise a custom matte video already at the output size: its luma is
+	// the matte used, bit for bit, and no re-encode can lose precision.
+	copyAlpha := mode == matte.Custom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
+	res.AlphaCopied = copyAlpha
 
 	n, err := p.frames(ctx, &req, mode, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
-		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), copySource)
+		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), copySource, copyAlpha)
 	if err != nil {
 		return Result{}, err
 	}
@@ -229,6 +233,21 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// passThrough reports whether a video can be stream-copied as a
+// normalised output: H.264 in one of the pixel formats, unrotated, already
+// at the output size.
+func passThrough(i codec.Info, w, h int, pixFmts ...string) bool {
+	if i.Kind != codec.KindVideo || i.Codec != "h264" || i.Rotation != 0 || i.DisplayWidth != w || i.DisplayHeight != h {
+		return false
+	}
+	for _, p := range pixFmts {
+		if i.PixelFormat == p {
+			return true
+		}
+	}
+	return false
 }
 
 func kindWant(video bool) string {
@@ -286,7 +305,7 @@ type work struct {
 // stage in its own goroutine joined by small bounded channels, with frame
 // buffers recycled through pools so that memory does not grow with length.
 func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, info codec.Info,
-	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath string, copySource bool) (int, error) {
+	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath string, copySource, copyAlpha bool) (int, error) {
 	video := info.Kind == codec.KindVideo
 	lim := p.limits()
 	srcFmt := frame.RGB24
@@ -337,11 +356,14 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 	ao.Input, ao.Gray = frame.Gray8, true
 	ao.Preset, ao.CRF = "veryfast", alphaCRF // a grey matte compresses well; keep its encode off the critical path
 	ao.Threads = 1
-	alphaEnc, err := codec.NewEncoder(ctx, alphaPath, ao)
-	if err != nil {
-		return 0, fmt.Errorf("worker: alpha encoder: %w", err)
+	var alphaEnc *codec.Encoder
+	if !copyAlpha {
+		alphaEnc, err = codec.NewEncoder(ctx, alphaPath, ao)
+		if err != nil {
+			return 0, fmt.Errorf("worker: alpha encoder: %w", err)
+		}
+		defer alphaEnc.Close()
 	}
-	defer alphaEnc.Close()
 	var sourceEnc *codec.Encoder
 	if !copySource {
 		so := base
@@ -385,6 +407,14 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 		g.Go(func() error {
 			if err := codec.CopyVideo(gctx, *req.Source, sourcePath); err != nil {
 				return fmt.Errorf("worker: copy source: %w", err)
+			}
+			return nil
+		})
+	}
+	if copyAlpha {
+		g.Go(func() error {
+			if err := codec.CopyVideo(gctx, *req.Alpha, alphaPath); err != nil {
+				return fmt.Errorf("worker: copy alpha: %w", err)
 			}
 			return nil
 		})
@@ -469,8 +499,12 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 			if err := send(gctx, toRender, out); err != nil {
 				return err
 			}
-			if err := send(gctx, toAlpha, wk.alpha); err != nil {
-				return err
+			if alphaEnc != nil {
+				if err := send(gctx, toAlpha, wk.alpha); err != nil {
+					return err
+				}
+			} else {
+				alphaPool.put(wk.alpha)
 			}
 			if sourceEnc != nil {
 				if err := send(gctx, toSource, wk.src); err != nil {
@@ -507,8 +541,10 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 			}
 			alphaPool.put(f)
 		}
-		if err := alphaEnc.Close(); err != nil {
-			return fmt.Errorf("worker: finish alpha: %w", err)
+		if alphaEnc != nil {
+			if err := alphaEnc.Close(); err != nil {
+				return fmt.Errorf("worker: finish alpha: %w", err)
+			}
 		}
 		return nil
 	})

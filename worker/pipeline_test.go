@@ -75,8 +75,8 @@ func TestRunVideoCustom(t *testing.T) {
 	if res.Frames != 12 || res.Width != 96 || res.Height != 64 || calls != 12 || last != 12 {
 		t.Fatalf("result %+v, progress calls %d last %d", res, calls, last)
 	}
-	if !res.SourceCopied {
-		t.Error("an H.264 yuv420p source at output size should be passed through")
+	if !res.SourceCopied || !res.AlphaCopied {
+		t.Errorf("an H.264 source and matte at output size should be passed through: %+v", res)
 	}
 	for _, f := range []string{res.Render, res.Source, res.Alpha} {
 		info, err := codec.Probe(context.Background(), codec.FileInput(f), codec.DefaultLimits())
@@ -213,6 +213,38 @@ func TestRunDeterministic(t *testing.T) {
 	}
 	if maxDiff(a, c) == 0 {
 		t.Error("another seed gave the very same render (the backdrop should vary)")
+	}
+}
+
+func TestRunVideoScaledReencodes(t *testing.T) {
+	fx := fixture(t, 1296, 736, 3)
+	res, err := newPipeline().Run(context.Background(), Request{
+		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
+		Prompt: "overcast daylight", MaxResolution: 720, CRF: -1, Preset: "ultrafast",
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SourceCopied || res.AlphaCopied || res.Height != 720 || res.Width%2 != 0 {
+		t.Fatalf("%+v", res)
+	}
+	for _, f := range []string{res.Source, res.Alpha} {
+		info, frames := decodeAll(t, f, frame.Gray8)
+		if info.Frames != 3 || len(frames) != 3 || info.Width != res.Width || info.Height != 720 {
+			t.Fatalf("%s: %+v", f, info)
+		}
+	}
+	_, alpha := decodeAll(t, res.Alpha, frame.Gray8)
+	var lo, hi int
+	for _, v := range alpha[1].Planes[0] {
+		if v < 8 {
+			lo++
+		} else if v > 247 {
+			hi++
+		}
+	}
+	if lo == 0 || hi == 0 {
+		t.Fatalf("scaled matte lost its subject or background (%d low, %d high)", lo, hi)
 	}
 }
 

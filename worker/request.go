@@ -1,0 +1,65 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// JobRequest is a generation request as the API stores it in a job
+// record (queue.Record.Request), normalised: defaults filled in, the seed
+// chosen. The JSON names are those of SPEC.md's generation request.
+type JobRequest struct {
+	// GenerationType is "image" or "video".
+	GenerationType string `json:"generation_type"`
+	// SourceURI is a vfx://uploads/…, https:// or data: URI.
+	SourceURI string `json:"source_uri"`
+	// AlphaMode is auto, fill, custom or select.
+	AlphaMode string `json:"alpha_mode"`
+	// AlphaURI is the matte for custom and select; ignored otherwise.
+	AlphaURI string `json:"alpha_uri,omitempty"`
+	// AlphaKeyframeIndex is the 0-based keyframe of a select matte.
+	AlphaKeyframeIndex int `json:"alpha_keyframe_index"`
+	// ReferenceImageURI is an optional reference image URI.
+	ReferenceImageURI string `json:"reference_image_uri,omitempty"`
+	// Prompt is the text description of the look (may be empty when a
+	// reference image is given).
+	Prompt string `json:"prompt,omitempty"`
+	// Seed drives every random choice of the render.
+	Seed uint32 `json:"seed"`
+	// MaxResolution is 720 or 1080 (0 means 1080).
+	MaxResolution int `json:"max_resolution,omitempty"`
+}
+
+// DecodeJobRequest parses a record's request JSON. Unknown fields are
+// ignored (an API newer than this worker may add some). A missing, empty
+// or malformed request is an *InputError with code INVALID_INPUT; field
+// rules are checked later, by Validate, when the request is run.
+func DecodeJobRequest(raw []byte) (JobRequest, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return JobRequest{}, inputErr("INVALID_INPUT", "request: the job record has no request")
+	}
+	var r JobRequest
+	if err := json.Unmarshal(raw, &r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return JobRequest{}, inputErr("INVALID_INPUT", "request: field %s: want %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return JobRequest{}, inputErr("INVALID_INPUT", "request: %v", err)
+	}
+	return r, nil
+}
+
+// needsAlpha reports whether the request's alpha mode uses alpha_uri
+// (custom and select); for auto and fill the URI is ignored, as SPEC.md
+// says.
+func (r JobRequest) needsAlpha() bool {
+	return r.AlphaMode == "custom" || r.AlphaMode == "select"
+}
+
+// String is a short description for logs (no URIs: data: URIs are huge and
+// https:// URLs can carry secrets in their query).
+func (r JobRequest) String() string {
+	return fmt.Sprintf("%s/%s seed %d max %d", r.GenerationType, r.AlphaMode, r.Seed, r.MaxResolution)
+}
