@@ -23,7 +23,10 @@ type CompareOptions struct {
 	Frames int
 	Preset string // x264 preset of both, default "medium"
 	CRF    int    // x264 CRF of both, default 18
-	Rounds int    // alternating rounds; the best of each is kept; default 1
+	// X264Params are libx264 options given to both ("" = x264's own
+	// defaults for the preset).
+	X264Params string
+	Rounds     int // alternating rounds; the best of each is kept; default 1
 }
 
 // Measure is one process's cost.
@@ -39,6 +42,7 @@ type CompareReport struct {
 	Width, Height int
 	Preset        string
 	CRF           int
+	X264Params    string
 	FFmpeg, VFX   Measure
 	Ratio         float64 // VFX.Wall / FFmpeg.Wall
 	FFmpegCmd     []string
@@ -47,11 +51,11 @@ type CompareReport struct {
 
 // String is a human summary, one measurement per line.
 func (r CompareReport) String() string {
-	return fmt.Sprintf("composite %d frames %dx%d, x264 preset %s crf %d\n"+
+	return fmt.Sprintf("composite %d frames %dx%d, x264 preset %s crf %d x264-params %s\n"+
 		"ffmpeg (alphamerge+overlay+libx264, 1 output):  %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
 		"vfx render (relight+composite, 3 outputs):      %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
 		"ratio vfx/ffmpeg (wall): %.2fx",
-		r.Frames, r.Width, r.Height, r.Preset, r.CRF,
+		r.Frames, r.Width, r.Height, r.Preset, r.CRF, r.X264Params,
 		r.FFmpeg.Wall.Seconds(), r.FFmpeg.CPU.Seconds(), r.FFmpeg.MaxRSS>>20,
 		r.VFX.Wall.Seconds(), r.VFX.CPU.Seconds(), r.VFX.MaxRSS>>20, r.Ratio)
 }
@@ -70,6 +74,7 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 	if o.Rounds <= 0 {
 		o.Rounds = 1
 	}
+
 	ff := o.FFmpeg
 	if ff == "" {
 		p, err := exec.LookPath("ffmpeg")
@@ -93,16 +98,19 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 			return CompareReport{}, fmt.Errorf("bench: %w", err)
 		}
 	}
-	rep := CompareReport{Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF}
+	rep := CompareReport{Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF, X264Params: o.X264Params}
 	rep.FFmpegCmd = []string{ff, "-hide_banner", "-loglevel", "error", "-y",
 		"-i", paths.Source, "-i", paths.Matte, "-loop", "1", "-i", paths.Reference,
 		"-filter_complex", "[1:v]format=gray[m];[0:v][m]alphamerge[fg];[2:v][fg]overlay=shortest=1:format=auto,format=yuv420p[out]",
-		"-map", "[out]", "-c:v", "libx264", "-preset", o.Preset, "-crf", strconv.Itoa(o.CRF),
-		filepath.Join(o.Dir, "ffmpeg_render.mp4")}
+		"-map", "[out]", "-c:v", "libx264", "-preset", o.Preset, "-crf", strconv.Itoa(o.CRF)}
+	if o.X264Params != "" {
+		rep.FFmpegCmd = append(rep.FFmpegCmd, "-x264-params", o.X264Params)
+	}
+	rep.FFmpegCmd = append(rep.FFmpegCmd, filepath.Join(o.Dir, "ffmpeg_render.mp4"))
 	rep.VFXCmd = []string{o.VFX, "render", "--quiet", "--type", "video", "--source", paths.Source,
 		"--alpha-mode", "custom", "--alpha", paths.Matte, "--reference", paths.Reference,
 		"--prompt", "warm key light from the left", "--seed", "1",
-		"--max-resolution", "1080", "--preset", o.Preset, "--crf", strconv.Itoa(o.CRF),
+		"--max-resolution", "1080", "--preset", o.Preset, "--crf", strconv.Itoa(o.CRF), "--x264-params", o.X264Params,
 		"--out", filepath.Join(o.Dir, "vfx")}
 	for i := 0; i < o.Rounds; i++ {
 		m, err := measure(ctx, rep.FFmpegCmd)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/worker"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,6 +26,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	preset := fs.String("preset", "medium", "x264 preset (ffmpeg)")
 	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
+	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{}
 	}
@@ -43,7 +45,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
-			Frames: *n, Preset: *preset, CRF: *crf, Rounds: *rounds})
+			Frames: *n, Preset: *preset, CRF: *crf, Rounds: *rounds, X264Params: *x264Params})
 		if err != nil {
 			return err
 		}

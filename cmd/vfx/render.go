@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -30,11 +32,12 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	maxRes := fs.Int("max-resolution", 1080, "shorter side of the output: 720 or 1080 (never upscaled)")
 	preset := fs.String("preset", worker.DefaultPreset, "x264 preset of the render and source videos (ultrafast..veryslow)")
 	crf := fs.Int("crf", worker.DefaultCRF, "x264 constant rate factor 0..51 (lower is better; 18 is visually lossless)")
-	x264Params := fs.String("x264-params", "", "extra libx264 options for the render video, e.g. rc-lookahead=20:threads=2 (less memory)")
+	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options for the render video (key=value:...); rc-lookahead=40 restores the medium preset's lookahead")
 	out := fs.String("out", "out", "output folder for render, source and alpha")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
+	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return usageError{}
@@ -93,10 +96,24 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	codec.Quiet()
 	dev := kernels.NewCPU(*workers)
 	defer dev.Close()
 	p := &worker.Pipeline{Device: dev}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// One job per process: keep the Go heap near the job's live set
+		// instead of letting it grow to twice that before collecting.
+		p.OnPlan = func(pl worker.Plan) { debug.SetMemoryLimit(pl.HeapBytes + pl.HeapBytes/10 + 16<<20) }
+	}
 	var bar *progressBar
 	if !*quiet && isTerminal(stderr) {
 		bar = &progressBar{w: stderr, start: time.Now()}
