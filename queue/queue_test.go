@@ -360,6 +360,28 @@ func TestMaxDeliveries(t *testing.T) {
 	if n := calls.Load(); n != 5 {
 		t.Errorf("handler ran %d times on gen_flaky, want 5", n)
 	}
+	// Exactly one failed event for the exhausted job (two watchers ran).
+	eventually(t, 10*time.Second, "failed event", func() (bool, string) {
+		n := 0
+		for seq := uint64(1); seq <= e.streamInfo(t, StreamEvents).State.LastSeq; seq++ {
+			m, err := e.q.js.Stream(context.Background(), StreamEvents)
+			if err != nil {
+				return false, err.Error()
+			}
+			raw, err := m.GetMsg(context.Background(), seq)
+			if err != nil {
+				continue
+			}
+			var ev Event
+			if json.Unmarshal(raw.Data, &ev) == nil && ev.JobID == "gen_flaky" {
+				if ev.Status != StatusFailed {
+					return false, "event status " + string(ev.Status)
+				}
+				n++
+			}
+		}
+		return n == 1, fmt.Sprintf("%d events for gen_flaky", n)
+	})
 	eventually(t, 10*time.Second, "advisory acked", func() (bool, string) {
 		c, err := e.q.js.Consumer(context.Background(), StreamAdvisories, ConsumerMaxDeliveries)
 		if err != nil {

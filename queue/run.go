@@ -148,13 +148,15 @@ pull:
 		return runErr
 	case <-drain.C:
 	}
-	hcancel()
+	// Release first, then cancel: a handler that sees its ctx end before its
+	// job is released would settle it as a delayed retry instead.
 	mu.Lock()
 	left := make([]*Delivery, 0, len(inFlight))
 	for d := range inFlight {
 		left = append(left, d)
 	}
 	mu.Unlock()
+	defer hcancel()
 	for _, d := range left {
 		if err := d.Release(context.Background()); err != nil && !errors.Is(err, ErrSettled) {
 			log.Warn("release failed", zap.String("job", d.JobID), zap.Error(err))
@@ -162,6 +164,7 @@ pull:
 			log.Info("released unfinished job", zap.String("job", d.JobID), zap.Int("attempt", d.Attempt))
 		}
 	}
+	hcancel()
 	<-finished
 	return runErr
 }

@@ -141,13 +141,20 @@ func (q *Queue) handleMaxDeliveries(ctx context.Context, msg jetstream.Msg, log 
 		return fmt.Errorf("queue: max deliveries %s: %w", id, err)
 	}
 	if valid {
-		_, err := q.Update(ctx, id, func(r *Record) error {
+		rec, err := q.Update(ctx, id, func(r *Record) error {
 			r.Status = StatusFailed
 			r.Error = reason
 			return nil
 		})
 		if err != nil && !errors.Is(err, ErrTerminal) && !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("queue: max deliveries: %w", err)
+		}
+		// The job's end is an event like any other (webhooks hang on it);
+		// the event's message id makes a second watcher's copy a no-op.
+		if err == nil && rec.Status == StatusFailed {
+			if err := q.PublishEvent(ctx, Event{JobID: id, Kind: kind, Status: StatusFailed}); err != nil {
+				return fmt.Errorf("queue: max deliveries: %w", err)
+			}
 		}
 	}
 	if err := q.deleteJobMsg(ctx, id, raw.Sequence); err != nil {

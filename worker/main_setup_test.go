@@ -8,7 +8,10 @@ import (
 )
 
 // TestMain silences FFmpeg's own logging: failures come back as errors.
+// It also removes what the farm tests built once for the whole run.
 func TestMain(m *testing.M) {
 	codec.Quiet()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeFarmShared()
+	os.Exit(code)
 }

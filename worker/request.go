@@ -51,13 +51,6 @@ func DecodeJobRequest(raw []byte) (JobRequest, error) {
 	return r, nil
 }
 
-// needsAlpha reports whether the request's alpha mode uses alpha_uri
-// (custom and select); for auto and fill the URI is ignored, as SPEC.md
-// says.
-func (r JobRequest) needsAlpha() bool {
-	return r.AlphaMode == "custom" || r.AlphaMode == "select"
-}
-
 // String is a short description for logs (no URIs: data: URIs are huge and
 // https:// URLs can carry secrets in their query).
 func (r JobRequest) String() string {

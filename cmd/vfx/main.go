@@ -1,6 +1,7 @@
 // Command vfx is the single binary of the vfx render farm. This build has
-// the local commands: `vfx render` (one job on this machine, no server) and
-// `vfx bench` (fixtures and the ffmpeg comparison).
+// `vfx worker` (the queue worker daemon), the local commands `vfx render`
+// (one job on this machine, no server) and `vfx bench` (fixtures and the
+// ffmpeg comparison).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 const usage = `vfx: image and video compositing and relighting
 
 usage:
+  vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
@@ -41,6 +43,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "worker":
+		err = cmdWorker(ctx, args[1:], stdout, stderr)
 	case "render":
 		err = cmdRender(ctx, args[1:], stdout, stderr)
 	case "bench":

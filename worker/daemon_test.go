@@ -1,0 +1,466 @@
+package worker
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/store"
+)
+
+// testQueueConfig is shared by the test process and the worker processes
+// (whose flags say the same: see farmArgs). AckWait and MaxDeliver are
+// consumer settings on the server, so every party must agree on them.
+func testQueueConfig() queue.Config {
+	return queue.Config{
+		AckWait:        3 * time.Second,
+		MaxDeliver:     5,
+		RetryDelays:    []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, time.Second},
+		MaxJobDuration: 2 * time.Minute,
+		PollWait:       250 * time.Millisecond,
+	}
+}
+
+// qenv is an embedded NATS server with the queue opened on it.
+type qenv struct {
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	q   *queue.Queue
+}
+
+func startQueue(t *testing.T) *qenv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := queue.StartEmbedded(ctx, queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatalf("start nats: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := queue.Connect(ctx, queue.ConnConfig{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	q, err := queue.Open(ctx, nc, testQueueConfig())
+	if err != nil {
+		t.Fatalf("open queue: %v", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &qenv{url: srv.ClientURL(), nc: nc, js: js, q: q}
+}
+
+func tctx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond every 50 ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s (last: %s)", timeout, what, detail)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *qenv) submit(t *testing.T, id string, jr any) {
+	t.Helper()
+	raw, err := json.Marshal(jr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed uint32
+	if r, ok := jr.(JobRequest); ok {
+		seed = r.Seed
+	}
+	_, created, err := e.q.Submit(tctx(t, 10*time.Second), queue.Record{ID: id, Kind: queue.KindGeneration, Owner: "acct_test", Request: raw, Seed: seed})
+	if err != nil || !created {
+		t.Fatalf("submit %s: created %v, %v", id, created, err)
+	}
+}
+
+func (e *qenv) record(t *testing.T, id string) queue.Record {
+	t.Helper()
+	rec, _, err := e.q.Get(tctx(t, 10*time.Second), id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return rec
+}
+
+// waitStatus waits until the record of id is in a terminal state and
+// returns it.
+func (e *qenv) waitTerminal(t *testing.T, id string, timeout time.Duration) queue.Record {
+	t.Helper()
+	var rec queue.Record
+	eventually(t, timeout, id+" terminal", func() (bool, string) {
+		rec = e.record(t, id)
+		return rec.Status.Terminal(), fmt.Sprintf("%s progress %d attempt %d worker %s last error %q", rec.Status, rec.Progress, rec.Attempt, rec.Worker, rec.LastError)
+	})
+	return rec
+}
+
+// streamMsgs is the number of messages stored in a stream now.
+func (e *qenv) streamMsgs(t *testing.T, name string) (msgs, lastSeq uint64) {
+	t.Helper()
+	s, err := e.js.Stream(tctx(t, 10*time.Second), name)
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	info, err := s.Info(tctx(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	return info.State.Msgs, info.State.LastSeq
+}
+
+// events reads every event stored in VFX_EVENTS through a fresh durable of
+// queue.Events and counts those of job id by status.
+func (e *qenv) events(t *testing.T, id string) map[queue.Status]int {
+	t.Helper()
+	n, _ := e.streamMsgs(t, queue.StreamEvents)
+	ctx := tctx(t, 30*time.Second)
+	ec, err := e.q.Events(ctx, fmt.Sprintf("count-%d", time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[queue.Status]int{}
+	for i := uint64(0); i < n; i++ {
+		ed, err := ec.Next(ctx)
+		if err != nil {
+			t.Fatalf("event %d of %d: %v", i+1, n, err)
+		}
+		if ed.Event.JobID == id {
+			got[ed.Event.Status]++
+		}
+	}
+	return got
+}
+
+// deadLetter returns the DLQ entry of job id, or ok=false.
+func (e *qenv) deadLetter(t *testing.T, id string) (queue.DeadLetter, bool) {
+	t.Helper()
+	n, last := e.streamMsgs(t, queue.StreamDLQ)
+	if n == 0 {
+		return queue.DeadLetter{}, false
+	}
+	s, err := e.js.Stream(tctx(t, 10*time.Second), queue.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= last; seq++ {
+		m, err := s.GetMsg(tctx(t, 10*time.Second), seq)
+		if err != nil {
+			continue
+		}
+		var dl queue.DeadLetter
+		if json.Unmarshal(m.Data, &dl) == nil && dl.JobID == id {
+			return dl, true
+		}
+	}
+	return queue.DeadLetter{}, false
+}
+
+// localStore is a local-directory store for in-process tests.
+func localStore(t *testing.T) *store.Local {
+	t.Helper()
+	st, err := store.NewLocal(t.TempDir(), "", []byte("test-secret-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// putFile uploads a local file as vfx://uploads/{new id}/{name}.
+func putFile(t *testing.T, st store.Store, path, name string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	id := store.NewUploadID()
+	if _, err := st.Put(tctx(t, 30*time.Second), store.UploadKey(id, name), f, fi.Size(), ""); err != nil {
+		t.Fatalf("upload %s: %v", name, err)
+	}
+	return store.UploadURI(id, name)
+}
+
+// runDaemon works jobs in this process until the test ends.
+func runDaemon(t *testing.T, e *qenv, st store.Store, res *store.Resolver) *Daemon {
+	t.Helper()
+	dm := &Daemon{
+		Queue:            e.q,
+		Store:            st,
+		Resolver:         res,
+		Pipeline:         &Pipeline{Device: kernels.NewCPU(2)},
+		Name:             "inproc",
+		TempDir:          t.TempDir(),
+		Preset:           "ultrafast",
+		ProgressInterval: 100 * time.Millisecond,
+		Logger:           zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel)),
+	}
+	cons, err := e.q.Consumer(tctx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := cons.Run(ctx, queue.RunConfig{Slots: 2, Drain: 10 * time.Second, Logger: zap.NewNop()}, dm.Handle); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return dm
+}
+
+func TestDecodeJobRequest(t *testing.T) {
+	raw := `{"generation_type":"video","source_uri":"vfx://uploads/upload_abcdefgh/a.mp4","alpha_mode":"custom",
+		"alpha_uri":"vfx://uploads/upload_abcdefgh/m.mp4","alpha_keyframe_index":3,"reference_image_uri":"https://x.test/r.png",
+		"prompt":"dusk","seed":4294967295,"max_resolution":720,"callback_url":"https://ignored.test"}`
+	got, err := DecodeJobRequest([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JobRequest{GenerationType: "video", SourceURI: "vfx://uploads/upload_abcdefgh/a.mp4", AlphaMode: "custom",
+		AlphaURI: "vfx://uploads/upload_abcdefgh/m.mp4", AlphaKeyframeIndex: 3, ReferenceImageURI: "https://x.test/r.png",
+		Prompt: "dusk", Seed: 4294967295, MaxResolution: 720}
+	if got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	back, _ := json.Marshal(got)
+	for _, name := range []string{"generation_type", "source_uri", "alpha_mode", "alpha_uri", "alpha_keyframe_index", "reference_image_uri", "prompt", "seed", "max_resolution"} {
+		if !strings.Contains(string(back), `"`+name+`":`) {
+			t.Errorf("encoded request lacks %q: %s", name, back)
+		}
+	}
+	for _, bad := range []string{``, `null`, `{`, `{"seed":-1}`, `{"seed":4294967296}`, `{"generation_type":5}`} {
+		_, err := DecodeJobRequest([]byte(bad))
+		if Code(err) != "INVALID_INPUT" {
+			t.Errorf("%q: %v, want INVALID_INPUT", bad, err)
+		}
+	}
+}
+
+// TestFetchErrorClassification: which resolver errors are permanent (and
+// with which code) and which are retried.
+func TestFetchErrorClassification(t *testing.T) {
+	wrapped := func(sentinel error) error { return fmt.Errorf("store: something: %w", sentinel) }
+	cases := []struct {
+		name      string
+		err       error
+		permanent bool
+		prefix    string // start of the error text
+	}{
+		{"invalid uri", wrapped(store.ErrInvalidURI), true, "INVALID_URI: source: "},
+		{"invalid key", wrapped(store.ErrInvalidKey), true, "INVALID_URI: source: "},
+		{"forbidden address", wrapped(store.ErrForbiddenAddress), true, "INVALID_URI: source: "},
+		{"mime mismatch", wrapped(store.ErrMIMEMismatch), true, "INVALID_FILE_FORMAT: source: "},
+		{"too large", wrapped(store.ErrTooLarge), true, "SOURCE_TOO_LARGE: source: "},
+		{"upload missing", wrapped(store.ErrNotFound), true, "SOURCE_UNREACHABLE: source: "},
+		{"http 404", &store.StatusError{URL: "https://x.test/a.png", StatusCode: 404}, true, "SOURCE_UNREACHABLE: source: "},
+		{"http 410", &store.StatusError{URL: "https://x.test/a.png", StatusCode: 410}, true, "SOURCE_UNREACHABLE: source: "},
+		{"http 503", &store.StatusError{URL: "https://x.test/a.png", StatusCode: 503}, false, "SOURCE_UNREACHABLE: source: "},
+		{"http 429", &store.StatusError{URL: "https://x.test/a.png", StatusCode: 429}, false, "SOURCE_UNREACHABLE: source: "},
+		{"http 408", &store.StatusError{URL: "https://x.test/a.png", StatusCode: 408}, false, "SOURCE_UNREACHABLE: source: "},
+		{"fetch timeout", fmt.Errorf("store: fetch timed out: %w: %w", store.ErrUnreachable, context.DeadlineExceeded), false, "SOURCE_UNREACHABLE: source: "},
+		{"connection refused", fmt.Errorf("store: fetch: %w: dial tcp: connection refused", store.ErrUnreachable), false, "SOURCE_UNREACHABLE: source: "},
+		{"s3 down", errors.New("store: open uploads/x/a.mp4: dial tcp 127.0.0.1:9000: connect: connection refused"), false, "worker: fetch source: "},
+		{"bucket missing", wrapped(store.ErrBucketNotFound), false, "worker: fetch source: "},
+		{"cancelled", fmt.Errorf("store: open: %w", context.Canceled), false, "worker: fetch source: "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := fetchError("source", c.err)
+			if permanent(got) != c.permanent {
+				t.Errorf("permanent = %v, want %v (%v)", permanent(got), c.permanent, got)
+			}
+			if !strings.HasPrefix(got.Error(), c.prefix) {
+				t.Errorf("error %q, want prefix %q", got, c.prefix)
+			}
+			if !errors.Is(got, c.err) {
+				t.Errorf("%v does not wrap the cause", got)
+			}
+		})
+	}
+	// Handle's own rule: input errors and queue.Permanent are permanent.
+	if !permanent(queue.Permanent(errors.New("x"))) || !permanent(inputErr("INVALID_INPUT", "x")) || permanent(errors.New("x")) {
+		t.Error("permanent(): wrong rule")
+	}
+}
+
+// TestDaemonErrorClassification runs jobs with bad inputs through a real
+// queue and the daemon in this process: each fails at once with its code
+// at the start of the record's error, a DLQ entry and a failed event,
+// after one attempt; a source answering 503 is retried instead.
+func TestDaemonErrorClassification(t *testing.T) {
+	e := startQueue(t)
+	st := localStore(t)
+	var hits503 atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/busy.png":
+			hits503.Add(1)
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	res := &store.Resolver{Store: st, AllowHTTP: true, AllowHosts: []string{"127.0.0.1"}, MaxDataBytes: 1024}
+	runDaemon(t, e, st, res)
+
+	text := filepath.Join(t.TempDir(), "notes.png")
+	if err := os.WriteFile(text, []byte("this is not an image, whatever its name says\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	textURI := putFile(t, st, text, "notes.png")
+	notPNG := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("GIF89a, not a png"))
+	huge := "data:image/png;base64," + strings.Repeat("A", 4096)
+	img := func(src string) JobRequest {
+		return JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "soft light", Seed: 1}
+	}
+	cases := []struct {
+		id   string
+		req  any
+		code string
+	}{
+		{"bad-uri", img("ftp://example.com/a.png"), "INVALID_URI"},
+		{"forbidden", img("https://10.0.0.1/a.png"), "INVALID_URI"},
+		{"mime", img(notPNG), "INVALID_FILE_FORMAT"},
+		{"text-as-png", img(textURI), "INVALID_FILE_FORMAT"},
+		{"no-upload", img(store.UploadURI("upload_doesnotexist1", "a.png")), "SOURCE_UNREACHABLE"},
+		{"http-404", img(srv.URL + "/gone.png"), "SOURCE_UNREACHABLE"},
+		{"too-large", img(huge), "SOURCE_TOO_LARGE"},
+		{"bad-json", map[string]any{"generation_type": 5}, "INVALID_INPUT"},
+		{"bad-type", JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, "INVALID_GENERATION_TYPE"},
+		{"no-style", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, "MISSING_STYLE_INPUT"},
+		{"no-alpha", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, "MISSING_ALPHA"},
+		{"select", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_ALPHA_MODE"},
+		{"resolution", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, "INVALID_MAX_RESOLUTION"},
+	}
+	for _, c := range cases {
+		e.submit(t, c.id, c.req)
+	}
+	e.submit(t, "busy", img(srv.URL+"/busy.png"))
+
+	for _, c := range cases {
+		t.Run(c.id, func(t *testing.T) {
+			rec := e.waitTerminal(t, c.id, 30*time.Second)
+			if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, c.code+": ") {
+				t.Errorf("status %s error %q, want failed with %s", rec.Status, rec.Error, c.code)
+			}
+			if rec.Attempt != 1 || rec.LastError != "" {
+				t.Errorf("attempt %d last error %q: want one attempt, no retry", rec.Attempt, rec.LastError)
+			}
+			eventually(t, 10*time.Second, "dead letter", func() (bool, string) {
+				dl, ok := e.deadLetter(t, c.id)
+				return ok && dl.Reason == rec.Error, fmt.Sprintf("%+v", dl)
+			})
+			eventually(t, 10*time.Second, "failed event", func() (bool, string) {
+				ev := e.events(t, c.id)
+				return ev[queue.StatusFailed] == 1, fmt.Sprint(ev)
+			})
+		})
+	}
+
+	// The 503 is transient: retried with the code in LastError, never failed.
+	eventually(t, 30*time.Second, "busy retried", func() (bool, string) {
+		rec := e.record(t, "busy")
+		return rec.Attempt >= 3 && strings.HasPrefix(rec.LastError, "SOURCE_UNREACHABLE: source: ") && !rec.Status.Terminal(),
+			fmt.Sprintf("%s attempt %d last error %q hits %d", rec.Status, rec.Attempt, rec.LastError, hits503.Load())
+	})
+	if _, ok := e.deadLetter(t, "busy"); ok {
+		t.Error("a transient failure was dead-lettered")
+	}
+	if msgs, _ := e.streamMsgs(t, queue.StreamJobs); msgs != 1 {
+		t.Errorf("VFX_JOBS holds %d messages, want only the retried job's", msgs)
+	}
+}
+
+// TestDaemonCompletesInProcess: a video and an image job through the
+// queue and a local store: records completed with progress 100 and the
+// output keys, objects typed, one completed event each, progress reported
+// on the way.
+func TestDaemonCompletesInProcess(t *testing.T) {
+	e := startQueue(t)
+	st := localStore(t)
+	fx := fixture(t, 64, 48, 24)
+	src := putFile(t, st, fx.Source, "clip.mp4")
+	mat := putFile(t, st, fx.Matte, "matte.mp4")
+	ref, err := os.ReadFile(fx.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	still := putFile(t, st, fx.Still, "still.png")
+	runDaemon(t, e, st, nil)
+
+	e.submit(t, "vid", JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
+		ReferenceImageURI: "data:image/png;base64," + base64.StdEncoding.EncodeToString(ref), Prompt: "rim light", Seed: 9, MaxResolution: 720})
+	e.submit(t, "img", JobRequest{GenerationType: "image", SourceURI: still, AlphaMode: "fill", AlphaURI: "ignored://for-fill", Prompt: "noon", Seed: 2})
+
+	for _, c := range []struct {
+		id, ext, ct string
+		frames      int
+	}{{"vid", "mp4", "video/mp4", 24}, {"img", "png", "image/png", 1}} {
+		rec := e.waitTerminal(t, c.id, 60*time.Second)
+		if rec.Status != queue.StatusCompleted || rec.Progress != 100 || rec.Worker != "inproc" || rec.Attempt != 1 || rec.CompletedAt == nil {
+			t.Fatalf("%s: record %+v", c.id, rec)
+		}
+		for _, name := range []string{OutputRender, OutputSource, OutputAlpha} {
+			key := "jobs/" + c.id + "/" + name + "." + c.ext
+			if rec.Outputs[name] != key {
+				t.Errorf("%s: output %s = %q, want %q", c.id, name, rec.Outputs[name], key)
+			}
+			obj, err := st.Stat(tctx(t, 5*time.Second), key)
+			if err != nil || obj.ContentType != c.ct || obj.Size == 0 {
+				t.Errorf("%s: %s: %+v %v", c.id, key, obj, err)
+			}
+		}
+		eventually(t, 10*time.Second, "message acked", func() (bool, string) {
+			n, _ := e.streamMsgs(t, queue.StreamJobs)
+			return n == 0, fmt.Sprint(n, " messages")
+		})
+		if ev := e.events(t, c.id); ev[queue.StatusCompleted] != 1 || len(ev) != 1 {
+			t.Errorf("%s: events %v, want one completed", c.id, ev)
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package worker
+
+import "os/exec"
+
+// dieWithParent is a no-op where Pdeathsig does not exist.
+func dieWithParent(*exec.Cmd) {}
