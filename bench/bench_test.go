@@ -107,8 +107,9 @@ func benchJob(b *testing.B, typ string, w, h, frames int, preset string) {
 // (decode, relight, composite, three encodes) at x264 preset medium.
 func BenchmarkJobVideo1080p240(b *testing.B) { benchJob(b, "video", 1920, 1080, 240, "medium") }
 
-// BenchmarkJobImage2_7MP is a 1920x1440 (2.76 MP) image job.
-func BenchmarkJobImage2_7MP(b *testing.B) { benchJob(b, "image", 1920, 1440, 1, "medium") }
+// BenchmarkJobImage2_7MP is a 2560x1080 (2.76 MP) image job: the largest
+// source that is not scaled down by max_resolution 1080.
+func BenchmarkJobImage2_7MP(b *testing.B) { benchJob(b, "image", 2560, 1080, 1, "medium") }
 
 // BenchmarkDecodeFixture1080p decodes the fixture video (H.264 1080p).
 func BenchmarkDecodeFixture1080p(b *testing.B) {
