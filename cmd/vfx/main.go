@@ -1,7 +1,8 @@
 // Command vfx is the single binary of the vfx render farm. This build has
-// `vfx worker` (the queue worker daemon), the local commands `vfx render`
-// (one job on this machine, no server) and `vfx bench` (fixtures and the
-// ffmpeg comparison).
+// `vfx serve` (API, NATS, store and workers in one process), `vfx worker`
+// (the queue worker daemon), the local commands `vfx render` (one job on
+// this machine, no server) and `vfx bench` (fixtures and the ffmpeg
+// comparison).
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 const usage = `vfx: image and video compositing and relighting
 
 usage:
+  vfx serve [flags]           API, embedded NATS, local store and workers in one process (vfx serve -h)
   vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
@@ -43,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "worker":
 		err = cmdWorker(ctx, args[1:], stdout, stderr)
 	case "render":

@@ -1,0 +1,257 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/store"
+)
+
+// uploadRecord is the body of POST /v1/uploads.
+type uploadRecord struct {
+	ID        string `json:"id"`
+	UploadURL string `json:"upload_url"`
+	VfxURI    string `json:"vfx_uri"`
+}
+
+// postUpload is POST /v1/uploads: a presigned PUT URL (1 h) for a new
+// upload and its vfx:// URI.
+func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	raw, ok := fields["filename"]
+	if !ok || strings.TrimSpace(string(raw)) == "null" {
+		return unprocessable([]any{"body", "filename"}, "Field required", "missing")
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
+	}
+	if err := store.ValidateUploadFilename(name); err != nil {
+		return badRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav)",
+			strings.TrimPrefix(err.Error(), "store: "))
+	}
+	id := store.NewUploadID()
+	u, err := s.st.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
+	if err != nil {
+		return fmt.Errorf("api: presign upload: %w", err)
+	}
+	writeJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
+	return nil
+}
+
+// usageLimit is one rate_limits entry of account info.
+type usageLimit struct {
+	Usage int `json:"usage"`
+	Limit int `json:"limit"`
+}
+
+// accountInfo is the body of GET /v1/account/info.
+type accountInfo struct {
+	Email         string  `json:"email"`
+	BillingType   string  `json:"billing_type"`
+	SpendingLimit float64 `json:"spending_limit"`
+	RateLimits    struct {
+		RPM         usageLimit `json:"rpm"`
+		Concurrency usageLimit `json:"concurrency"`
+	} `json:"rate_limits"`
+}
+
+// accountInfo is GET /v1/account/info: live usage and limits. It counts
+// against the read rate limit.
+func (s *Server) accountInfo(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	if err := s.limit(ctx, w, account.ClassRead); err != nil {
+		return err
+	}
+	p := principalOf(ctx)
+	acct, err := s.acc.GetAccount(ctx, p.Account.ID)
+	if err != nil {
+		return fmt.Errorf("api: account: %w", err)
+	}
+	d, err := s.acc.Peek(ctx, acct, account.ClassWrite)
+	if err != nil {
+		return fmt.Errorf("api: rate limit: %w", err)
+	}
+	n, err := s.acc.InFlight(ctx, acct.ID)
+	if err != nil {
+		return fmt.Errorf("api: in flight: %w", err)
+	}
+	var out accountInfo
+	out.Email, out.BillingType, out.SpendingLimit = acct.Email, acct.BillingType, acct.SpendingLimit
+	out.RateLimits.RPM = usageLimit{Usage: max(0, d.Limit-d.Remaining), Limit: acct.RateLimits.RPM}
+	out.RateLimits.Concurrency = usageLimit{Usage: n, Limit: acct.RateLimits.Concurrency}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// billingMeter is one meters element of billing info.
+type billingMeter struct {
+	ID         string  `json:"id"`
+	Label      string  `json:"label"`
+	Unit       string  `json:"unit"`
+	TotalUsage float64 `json:"total_usage"`
+}
+
+// billingInfo is the body of GET /v1/account/billing.
+type billingInfo struct {
+	BillingPeriodStart int64          `json:"billing_period_start"`
+	BillingPeriodEnd   int64          `json:"billing_period_end"`
+	PrepaidBalance     float64        `json:"prepaid_balance"`
+	CurrentPeriodUsage float64        `json:"current_period_usage"`
+	Meters             []billingMeter `json:"meters"`
+}
+
+// accountBilling is GET /v1/account/billing (billing rate class).
+func (s *Server) accountBilling(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	if err := s.limit(ctx, w, account.ClassBilling); err != nil {
+		return err
+	}
+	b, err := s.acc.Billing(ctx, principalOf(ctx).Account.ID)
+	if err != nil {
+		return fmt.Errorf("api: billing: %w", err)
+	}
+	out := billingInfo{BillingPeriodStart: b.PeriodStart.Unix(), BillingPeriodEnd: b.PeriodEnd.Unix(),
+		PrepaidBalance: b.PrepaidBalance, CurrentPeriodUsage: b.CurrentPeriodUsage, Meters: []billingMeter{}}
+	for _, m := range b.Meters {
+		out.Meters = append(out.Meters, billingMeter{ID: m.ID, Label: m.Label, Unit: m.Unit, TotalUsage: m.TotalUsage})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// adminAccountInput is the body of POST /admin/v1/accounts.
+type adminAccountInput struct {
+	Email          string   `json:"email"`
+	BillingType    string   `json:"billing_type,omitempty"`
+	SpendingLimit  *float64 `json:"spending_limit,omitempty"`
+	PrepaidBalance *float64 `json:"prepaid_balance,omitempty"`
+}
+
+// adminAccountPatch is the body of PATCH /admin/v1/accounts/{id}.
+type adminAccountPatch struct {
+	SpendingLimit  *float64            `json:"spending_limit,omitempty"`
+	PrepaidBalance *float64            `json:"prepaid_balance,omitempty"`
+	RateLimits     *account.RateLimits `json:"rate_limits,omitempty"`
+}
+
+// decodeStrict decodes an admin body, refusing unknown fields (422).
+func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeObject(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
+		}
+		return unprocessable([]any{"body"}, err.Error(), "value_error")
+	}
+	return nil
+}
+
+// adminErr maps account errors of the operator API.
+func adminErr(err error, what string) error {
+	switch {
+	case errors.Is(err, account.ErrNotFound):
+		code := CodeAccountNotFound
+		if what == "key" {
+			code = CodeKeyNotFound
+		}
+		return newError(http.StatusNotFound, code, "%s not found", what)
+	case errors.Is(err, account.ErrInvalid):
+		return badRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
+	case errors.Is(err, account.ErrExists):
+		return newError(http.StatusConflict, CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
+	}
+	return fmt.Errorf("api: %s: %w", what, err)
+}
+
+func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) error {
+	var in adminAccountInput
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	a, err := s.acc.CreateAccount(r.Context(), account.AccountInput{Email: in.Email, BillingType: in.BillingType,
+		SpendingLimit: in.SpendingLimit, PrepaidBalance: in.PrepaidBalance})
+	if err != nil {
+		return adminErr(err, "account")
+	}
+	writeJSON(w, http.StatusCreated, a)
+	return nil
+}
+
+func (s *Server) adminUpdateAccount(w http.ResponseWriter, r *http.Request) error {
+	var in adminAccountPatch
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	a, err := s.acc.UpdateAccount(r.Context(), r.PathValue("id"), account.AccountPatch{SpendingLimit: in.SpendingLimit,
+		PrepaidBalance: in.PrepaidBalance, RateLimits: in.RateLimits})
+	if err != nil {
+		return adminErr(err, "account")
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// adminKeyInput is the optional body of POST /admin/v1/accounts/{id}/keys.
+type adminKeyInput struct {
+	Kind string `json:"kind,omitempty"`
+}
+
+func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
+	in := adminKeyInput{Kind: string(account.KindPersonal)}
+	if r.ContentLength != 0 {
+		if err := s.decodeStrict(w, r, &in); err != nil {
+			return err
+		}
+	}
+	if in.Kind == "" {
+		in.Kind = string(account.KindPersonal)
+	}
+	if in.Kind != string(account.KindPersonal) && in.Kind != string(account.KindOrganization) {
+		return badRequest(CodeInvalidInput, "kind %q: want personal or organization", truncate(in.Kind, 40))
+	}
+	k, secret, err := s.acc.CreateKey(r.Context(), r.PathValue("id"), account.Kind(in.Kind))
+	if err != nil {
+		return adminErr(err, "account")
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"id": k.ID, "key": secret, "kind": string(k.Kind)})
+	return nil
+}
+
+func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
+	if err := s.acc.RevokeKey(r.Context(), r.PathValue("key_id")); err != nil {
+		return adminErr(err, "key")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) adminWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+	secret, err := s.acc.WebhookSecret(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return adminErr(err, "account")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"secret": secret})
+	return nil
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/worker"
+)
+
+// runBilling settles the reservation of every finished generation job
+// until ctx ends: a completed job is charged its actual cost (the render's
+// frame count), a failed one is released uncharged. The account service
+// settles a job once, so redelivered events charge nothing twice.
+func (s *Server) runBilling(ctx context.Context, ec *queue.EventConsumer) {
+	log := s.log.Named("billing")
+	for {
+		d, err := ec.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("pull event", zap.Error(err))
+			if !sleepCtx(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		if err := s.settle(ctx, d.Event); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("settle job; retrying", zap.String("job_id", d.Event.JobID), zap.Error(err))
+			_ = d.Nak(context.WithoutCancel(ctx), min(time.Duration(d.Attempt)*time.Second, 30*time.Second))
+			continue
+		}
+		_ = d.Ack(context.WithoutCancel(ctx))
+	}
+}
+
+// settle charges or releases one finished job.
+func (s *Server) settle(ctx context.Context, ev queue.Event) error {
+	if ev.Kind != queue.KindGeneration || !ev.Status.Terminal() {
+		return nil
+	}
+	rec, _, err := s.q.Get(ctx, ev.JobID)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("api: job: %w", err)
+	}
+	m, err := s.getMeta(ctx, rec.ID)
+	if err != nil {
+		return nil // not submitted through this API: nothing reserved
+	}
+	if rec.Status != queue.StatusCompleted {
+		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
+	}
+	jr, err := worker.DecodeJobRequest(rec.Request)
+	if err != nil {
+		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
+	}
+	frames := 1
+	if jr.GenerationType == "video" {
+		frames = s.renderFrames(ctx, rec, m.EstFrames)
+	}
+	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
+	return s.acc.Settle(ctx, rec.Owner, rec.ID, true, meter, float64(frames), cost)
+}
+
+// renderFrames counts the frames of a completed video job's render, or
+// returns fallback when it cannot be probed.
+func (s *Server) renderFrames(ctx context.Context, rec queue.Record, fallback int) int {
+	key, ok := rec.Outputs[worker.OutputRender]
+	if !ok {
+		return fallback
+	}
+	in := codec.Input{Open: func() (io.ReadSeekCloser, error) {
+		rc, _, err := s.st.Open(ctx, key)
+		return rc, err
+	}}
+	info, err := codec.Probe(ctx, in, codec.Limits{MaxPixels: 1 << 30, MaxFrames: 1 << 20, MaxAspect: 1 << 10})
+	if err != nil || info.Frames < 1 {
+		return fallback
+	}
+	return info.Frames
+}

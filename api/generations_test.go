@@ -1,0 +1,563 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/worker"
+)
+
+func TestAuth(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	for _, tc := range []struct{ name, key string }{{"missing", ""}, {"unknown", "vfx_sk_nope"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range []string{"/v1/vfx/generations", "/v1/account/info", "/v1/account/billing", "/v1/vfx/generations/vfx_x"} {
+				r := e.do("GET", p, tc.key, nil)
+				if r.status != 401 || r.code() != CodeInvalidAPIKey {
+					t.Fatalf("%s: %d %s", p, r.status, r.body)
+				}
+			}
+			r := e.do("POST", "/v1/uploads", tc.key, map[string]any{"filename": "a.png"})
+			if r.status != 401 || r.code() != CodeInvalidAPIKey {
+				t.Fatalf("uploads: %d %s", r.status, r.body)
+			}
+		})
+	}
+	t.Run("revoked", func(t *testing.T) {
+		r := e.adminDo("POST", "/admin/v1/accounts/"+a.ID+"/keys", map[string]any{"kind": "organization"})
+		if r.status != 201 {
+			t.Fatalf("create key: %d %s", r.status, r.body)
+		}
+		m := r.json(t)
+		k2 := m["key"].(string)
+		if r := e.do("GET", "/v1/account/info", k2, nil); r.status != 200 {
+			t.Fatalf("new key: %d %s", r.status, r.body)
+		}
+		if r := e.adminDo("DELETE", "/admin/v1/keys/"+m["id"].(string), nil); r.status != 204 {
+			t.Fatalf("revoke: %d %s", r.status, r.body)
+		}
+		if r := e.do("GET", "/v1/account/info", k2, nil); r.status != 401 || r.code() != CodeInvalidAPIKey {
+			t.Fatalf("revoked key: %d %s", r.status, r.body)
+		}
+		if r := e.do("GET", "/v1/account/info", key, nil); r.status != 200 {
+			t.Fatalf("other key still works: %d %s", r.status, r.body)
+		}
+	})
+}
+
+func validReq(src string) map[string]any {
+	return map[string]any{"generation_type": "image", "source_uri": src, "alpha_mode": "fill", "prompt": "warm sunset light"}
+}
+
+func with(m map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(out, kv[i].(string))
+			continue
+		}
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+func TestValidationRules(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	base := validReq(src)
+	long := strings.Repeat("é", 2001)
+	cases := []struct {
+		name string
+		body map[string]any
+		code string
+	}{
+		{"no generation_type", with(base, "generation_type", nil), CodeInvalidGenerationType},
+		{"bad generation_type", with(base, "generation_type", "gif"), CodeInvalidGenerationType},
+		{"no alpha_mode", with(base, "alpha_mode", nil), CodeInvalidAlphaMode},
+		{"bad alpha_mode", with(base, "alpha_mode", "magic"), CodeInvalidAlphaMode},
+		{"max_resolution", with(base, "max_resolution", 480), CodeInvalidMaxResolution},
+		{"no style", with(base, "prompt", nil), CodeMissingStyleInput},
+		{"empty prompt", with(base, "prompt", ""), CodeMissingStyleInput},
+		{"no source", with(base, "source_uri", nil), CodeMissingSource},
+		{"custom without alpha", with(base, "alpha_mode", "custom"), CodeMissingAlpha},
+		{"prompt too long", with(base, "prompt", long), CodePromptTooLong},
+		{"seed negative", with(base, "seed", -1), CodeInvalidSeed},
+		{"seed too big", with(base, "seed", 4294967296), CodeInvalidSeed},
+		{"seed huge", with(base, "seed", 1e30), CodeInvalidSeed},
+		{"keyframe negative", with(base, "alpha_keyframe_index", -1), CodeInvalidKeyframeIndex},
+		{"idempotency empty", with(base, "idempotency_key", ""), CodeInvalidIdempotencyKey},
+		{"idempotency long", with(base, "idempotency_key", strings.Repeat("k", 257)), CodeInvalidIdempotencyKey},
+		{"uri scheme", with(base, "source_uri", "ftp://x/y.png"), CodeInvalidURI},
+		{"uri http", with(base, "source_uri", "http://example.com/a.png"), CodeInvalidURI},
+		{"uri upload id", with(base, "source_uri", "vfx://uploads/bad/a.png"), CodeInvalidURI},
+		{"reference uri", with(base, "reference_image_uri", "nope"), CodeInvalidURI},
+		{"data mime", with(base, "source_uri", "data:text/plain;base64,aGk="), CodeInvalidURI},
+		{"callback ftp", with(base, "callback_url", "ftp://example.com/hook"), CodeInvalidCallbackURL},
+		{"callback relative", with(base, "callback_url", "/hook"), CodeInvalidCallbackURL},
+		{"callback too long", with(base, "callback_url", "https://example.com/"+strings.Repeat("a", 2048)), CodeInvalidCallbackURL},
+		{"missing upload", with(base, "source_uri", "vfx://uploads/upload_AAAAAAAAAAAAAAAAAAAAAAAA/x.png"), CodeSourceUnreachable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.status != 400 || r.code() != tc.code {
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, truncate(string(r.body), 300))
+			}
+		})
+	}
+	// Boundaries that pass.
+	for _, b := range []map[string]any{
+		with(base, "seed", 0), with(base, "seed", 4294967295), with(base, "prompt", strings.Repeat("é", 2000)),
+		with(base, "max_resolution", 720), with(base, "idempotency_key", strings.Repeat("k", 256)),
+		with(base, "prompt", nil, "reference_image_uri", src), with(base, "alpha_mode", "custom", "alpha_uri", nil, "generation_type", "image", "alpha_uri", src),
+	} {
+		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
+			t.Fatalf("%v: %d %s", b["seed"], r.status, r.body)
+		}
+	}
+}
+
+func TestValidation422(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	for _, tc := range []struct {
+		name, body, loc, typ string
+	}{
+		{"malformed", `{"generation_type":`, "", "json_invalid"},
+		{"not object", `[1,2]`, "", "model_attributes_type"},
+		{"empty", ``, "", "missing"},
+		{"seed string", `{"generation_type":"image","seed":"12"}`, "seed", "int_type"},
+		{"seed float", `{"seed":1.5}`, "seed", "int_type"},
+		{"prompt number", `{"prompt":5}`, "prompt", "string_type"},
+		{"max_resolution bool", `{"max_resolution":true}`, "max_resolution", "int_type"},
+		{"keyframe object", `{"alpha_keyframe_index":{}}`, "alpha_keyframe_index", "int_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.status != 422 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			m := r.json(t)
+			d, ok := m["detail"].([]any)
+			if !ok || len(d) == 0 {
+				t.Fatalf("no detail array: %s", r.body)
+			}
+			first := d[0].(map[string]any)
+			loc := first["loc"].([]any)
+			if first["type"] != tc.typ || first["msg"] == "" || loc[0] != "body" {
+				t.Fatalf("detail %v", first)
+			}
+			if tc.loc != "" && loc[1] != tc.loc {
+				t.Fatalf("loc %v", loc)
+			}
+		})
+	}
+}
+
+func TestContentChecks(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	vid := videoFixture(t, 64, 48, 4)
+	long := videoFixture(t, 16, 16, 241)
+	png := pngBytes(t, 64, 48, false)
+	srcImg := e.upload(key, "src.png", png)
+	srcVid := e.upload(key, "src.mp4", readFile(t, vid.Source))
+	matteVid := e.upload(key, "matte.mp4", readFile(t, vid.Matte))
+	matteSmall := e.upload(key, "m.png", pngBytes(t, 32, 24, true))
+	big := e.upload(key, "big.png", pngBytes(t, 2000, 1400, false))
+	wide := e.upload(key, "wide.png", pngBytes(t, 400, 50, false))
+	longVid := e.upload(key, "long.mp4", readFile(t, long.Source))
+	garbage := e.upload(key, "junk.png", []byte("this is not a picture at all, just text"))
+	cases := []struct {
+		name string
+		body map[string]any
+		code string
+	}{
+		{"too many pixels", validReq(big), CodeSourceTooLarge},
+		{"aspect", validReq(wide), CodeExtremeAspectRatio},
+		{"frames", with(validReq(longVid), "generation_type", "video"), CodeVideoTooManyFrames},
+		{"not media", validReq(garbage), CodeInvalidFileFormat},
+		{"video for image", validReq(srcVid), CodeInvalidFileFormat},
+		{"image for video", with(validReq(srcImg), "generation_type", "video"), CodeInvalidFileFormat},
+		{"data mime mismatch", validReq(dataURI("image/jpeg", png)), CodeInvalidFileFormat},
+		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), CodeAlphaTypeMismatch},
+		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), CodeAlphaTypeMismatch},
+		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), CodeInvalidFileFormat},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.status != 400 || r.code() != tc.code {
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, truncate(string(r.body), 300))
+			}
+		})
+	}
+	// Accepted: inline data, a video with its custom matte.
+	for _, b := range []map[string]any{
+		validReq(dataURI("image/png", png)),
+		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
+	} {
+		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+}
+
+func TestBodyCap(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	body := `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
+		strings.Repeat("A", int(DefaultMaxBodyBytes)) + `"}`
+	r := e.do("POST", "/v1/vfx/generations", key, body)
+	if r.status != http.StatusRequestEntityTooLarge || r.code() != CodeRequestTooLarge {
+		t.Fatalf("%d %s", r.status, truncate(string(r.body), 200))
+	}
+	// A data: URI over 50 MB but under the body cap.
+	body = `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
+		strings.Repeat("A", 68_000_000) + `"}`
+	r = e.do("POST", "/v1/vfx/generations", key, body)
+	if r.status != 400 || r.code() != CodeSourceTooLarge {
+		t.Fatalf("%d %s", r.status, truncate(string(r.body), 200))
+	}
+}
+
+func TestCreateGetList(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	r := e.do("POST", "/v1/vfx/generations", key, with(validReq(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
+	if r.status != 201 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	job := r.json(t)
+	id := job["id"].(string)
+	if !strings.HasPrefix(id, "vfx_") || job["status"] != "in_queue" || job["seed"].(float64) != 42 ||
+		job["generation_type"] != "image" || job["alpha_mode"] != "fill" || job["created_at"] == "" || job["modified_at"] == "" {
+		t.Fatalf("job %v", job)
+	}
+	if _, ok := job["output"]; ok {
+		t.Fatal("output before completion")
+	}
+	if _, ok := job["error"]; ok {
+		t.Fatal("error on a queued job")
+	}
+	wh := job["webhook"].(map[string]any)
+	if wh["status"] != "pending" || wh["attempts"].(float64) != 0 {
+		t.Fatalf("webhook %v", wh)
+	}
+	// Random seed when omitted; no webhook object without callback_url.
+	r2 := e.do("POST", "/v1/vfx/generations", key, validReq(src)).json(t)
+	if _, ok := r2["seed"]; !ok {
+		t.Fatal("no seed")
+	}
+	if _, ok := r2["webhook"]; ok {
+		t.Fatal("webhook without callback_url")
+	}
+
+	g := e.do("GET", "/v1/vfx/generations/"+id, key, nil)
+	if g.status != 200 || g.json(t)["id"] != id {
+		t.Fatalf("get %d %s", g.status, g.body)
+	}
+	// Someone else's job, and a job that does not exist: 404, never 403.
+	other := e.orgKey()
+	for _, p := range []string{id, "vfx_doesnotexist", "nope"} {
+		if r := e.do("GET", "/v1/vfx/generations/"+p, other, nil); r.status != 404 || r.code() != CodeJobNotFound {
+			t.Fatalf("%s: %d %s", p, r.status, r.body)
+		}
+	}
+
+	// Completed: fresh signed output URLs that work; failed: error.
+	e.finish(id, true)
+	c1 := e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
+	out := c1["output"].(map[string]any)
+	for _, n := range []string{"render", "source", "alpha"} {
+		u, _ := out[n].(string)
+		res, err := http.Get(u)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s url %q: %v %v", n, u, err, res)
+		}
+		res.Body.Close()
+	}
+	if c1["status"] != "completed" || c1["completed_at"] == nil || c1["progress"].(float64) != 100 {
+		t.Fatalf("completed %v", c1)
+	}
+	id2 := r2["id"].(string)
+	e.finish(id2, false)
+	f := e.do("GET", "/v1/vfx/generations/"+id2, key, nil).json(t)
+	if f["status"] != "failed" || !strings.HasPrefix(f["error"].(string), "INVALID_FILE_FORMAT") || f["completed_at"] == nil {
+		t.Fatalf("failed %v", f)
+	}
+	if _, ok := f["output"]; ok {
+		t.Fatal("output on failed job")
+	}
+
+	// List: newest first, cursor pages, every element with fresh URLs.
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, e.do("POST", "/v1/vfx/generations", key, validReq(src)).json(t)["id"].(string))
+	}
+	want := []string{ids[4], ids[3], ids[2], ids[1], ids[0], id2, id}
+	var got []string
+	tok := ""
+	pages := 0
+	for {
+		p := "/v1/vfx/generations?limit=3"
+		if tok != "" {
+			p += "&page_token=" + tok
+		}
+		r := e.do("GET", p, key, nil)
+		if r.status != 200 {
+			t.Fatalf("list %d %s", r.status, r.body)
+		}
+		m := r.json(t)
+		pages++
+		for _, j := range m["jobs"].([]any) {
+			jm := j.(map[string]any)
+			got = append(got, jm["id"].(string))
+			if jm["id"] == id {
+				if _, ok := jm["output"].(map[string]any)["render"]; !ok {
+					t.Fatal("list element without output")
+				}
+			}
+		}
+		if m["next_page_token"] == nil {
+			break
+		}
+		tok = m["next_page_token"].(string)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
+		t.Fatalf("list order %v, want %v (%d pages)", got, want, pages)
+	}
+	m := e.do("GET", "/v1/vfx/generations", other, nil).json(t)
+	if len(m["jobs"].([]any)) != 0 || m["next_page_token"] != nil {
+		t.Fatalf("other account sees %v", m)
+	}
+	def := e.do("GET", "/v1/vfx/generations", key, nil).json(t)
+	if len(def["jobs"].([]any)) != 7 {
+		t.Fatalf("default limit page %d", len(def["jobs"].([]any)))
+	}
+	for _, q := range []string{"limit=0", "limit=101", "limit=x", "page_token=%25%25"} {
+		if r := e.do("GET", "/v1/vfx/generations?"+q, key, nil); r.status != 422 {
+			t.Fatalf("%s: %d", q, r.status)
+		}
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	body := with(validReq(src), "idempotency_key", "order-1")
+	r1 := e.do("POST", "/v1/vfx/generations", key, body)
+	if r1.status != 201 {
+		t.Fatalf("%d %s", r1.status, r1.body)
+	}
+	r2 := e.do("POST", "/v1/vfx/generations", key, body)
+	if r2.status != 200 || r2.json(t)["id"] != r1.json(t)["id"] {
+		t.Fatalf("repeat: %d %s", r2.status, r2.body)
+	}
+	r3 := e.do("POST", "/v1/vfx/generations", key, with(body, "prompt", "cold"))
+	if r3.status != 409 || r3.code() != CodeIdempotencyConflict {
+		t.Fatalf("changed body: %d %s", r3.status, r3.body)
+	}
+	// Another account may use the same key.
+	if r := e.do("POST", "/v1/vfx/generations", e.orgKey(), body); r.status != 201 {
+		t.Fatalf("other account: %d %s", r.status, r.body)
+	}
+
+	// 50 concurrent identical submissions make exactly one job.
+	body = with(validReq(src), "idempotency_key", "burst", "seed", 7)
+	var wg sync.WaitGroup
+	ids := make([]string, 50)
+	codes := make([]int, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			r := e.do("POST", "/v1/vfx/generations", key, body)
+			codes[i] = r.status
+			if r.status < 300 {
+				ids[i] = r.json(t)["id"].(string)
+			}
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i := range 50 {
+		if codes[i] == 201 {
+			created++
+		}
+		if codes[i] != 201 && codes[i] != 200 || ids[i] != ids[0] {
+			t.Fatalf("submission %d: %d %s (first %s)", i, codes[i], ids[i], ids[0])
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d submissions created a job", created)
+	}
+	m := e.do("GET", "/v1/vfx/generations?limit=100", key, nil).json(t)
+	if n := len(m["jobs"].([]any)); n != 2 {
+		t.Fatalf("%d jobs listed, want 2", n)
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	_, key := e.newAccount(account.KindPersonal, account.AccountInput{})
+	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	for i := range 5 {
+		r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
+		if r.status != 201 {
+			t.Fatalf("submission %d: %d %s", i, r.status, r.body)
+		}
+		if r.header.Get("X-RateLimit-Limit") != "5" || r.header.Get("X-RateLimit-Remaining") != fmt.Sprint(4-i) {
+			t.Fatalf("headers %v", r.header)
+		}
+	}
+	r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
+	if r.status != 429 || r.code() != CodeRateLimitExceeded || r.header.Get("Retry-After") == "" ||
+		r.header.Get("X-RateLimit-Limit") != "5" || r.header.Get("X-RateLimit-Remaining") != "0" || r.header.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("6th: %d %v %s", r.status, r.header, r.body)
+	}
+	// Reads: a separate class of 5 per minute (GET and list together).
+	for i := range 5 {
+		p := "/v1/vfx/generations"
+		if i%2 == 1 {
+			p = "/v1/account/info"
+		}
+		if r := e.do("GET", p, key, nil); r.status != 200 {
+			t.Fatalf("read %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/v1/vfx/generations/vfx_x", key, nil); r.status != 429 || r.header.Get("Retry-After") == "" {
+		t.Fatalf("6th read: %d", r.status)
+	}
+	for range 5 {
+		if r := e.do("GET", "/v1/account/billing", key, nil); r.status != 200 {
+			t.Fatalf("billing: %d %s", r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/v1/account/billing", key, nil); r.status != 429 || r.code() != CodeRateLimitExceeded {
+		t.Fatalf("6th billing: %d", r.status)
+	}
+	// Organization keys: no limits (per-account counting: TestRateLimitPerAccount).
+	org := e.orgKey()
+	src2 := e.upload(org, "src.png", pngBytes(t, 64, 48, false))
+	for i := range 12 {
+		if r := e.do("POST", "/v1/vfx/generations", org, validReq(src2)); r.status != 201 {
+			t.Fatalf("org submission %d: %d %s", i, r.status, r.body)
+		}
+	}
+}
+
+func TestRateLimitPerAccount(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	a, k1 := e.newAccount(account.KindPersonal, account.AccountInput{})
+	_, k2, err := e.acc.CreateKey(context.Background(), a.ID, account.KindPersonal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		k := k1
+		if i%2 == 1 {
+			k = k2
+		}
+		if r := e.do("GET", "/v1/vfx/generations", k, nil); r.status != 200 {
+			t.Fatalf("%d: %d", i, r.status)
+		}
+	}
+	if r := e.do("GET", "/v1/vfx/generations", k2, nil); r.status != 429 {
+		t.Fatalf("second key not limited: %d", r.status)
+	}
+}
+
+func TestConcurrencyAndSpendingLimits(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	ctx := context.Background()
+	a, key := e.newAccount(account.KindPersonal, account.AccountInput{})
+	if _, err := e.acc.UpdateAccount(ctx, a.ID, account.AccountPatch{RateLimits: &account.RateLimits{RPM: 100, ReadRPM: 100, BillingRPM: 100, Concurrency: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	var ids []string
+	for range 2 {
+		r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
+		if r.status != 201 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		ids = append(ids, r.json(t)["id"].(string))
+	}
+	r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
+	if r.status != 429 || r.code() != CodeConcurrentLimitExceeded || r.header.Get("Retry-After") == "" || r.header.Get("X-RateLimit-Limit") != "2" {
+		t.Fatalf("3rd: %d %v %s", r.status, r.header, r.body)
+	}
+	info := e.do("GET", "/v1/account/info", key, nil).json(t)
+	rl := info["rate_limits"].(map[string]any)
+	if c := rl["concurrency"].(map[string]any); c["usage"].(float64) != 2 || c["limit"].(float64) != 2 {
+		t.Fatalf("info %v", info)
+	}
+	if c := rl["rpm"].(map[string]any); c["usage"].(float64) != 3 || c["limit"].(float64) != 100 {
+		t.Fatalf("info rpm %v", rl)
+	}
+
+	// Spending limit: 402 with usage and cost in the message.
+	lim := 0.01
+	b, _ := e.newAccount(account.KindOrganization, account.AccountInput{SpendingLimit: &lim, BillingType: "postpaid"})
+	_, bkey, _ := e.acc.CreateKey(ctx, b.ID, account.KindOrganization)
+	bsrc := e.upload(bkey, "src.mp4", readFile(t, videoFixture(t, 32, 32, 3).Source))
+	r = e.do("POST", "/v1/vfx/generations", bkey, with(validReq(bsrc), "generation_type", "video"))
+	if r.status != 402 || r.code() != CodeHardLimitExceeded || !strings.Contains(string(r.body), "$") {
+		t.Fatalf("hard limit: %d %s", r.status, r.body)
+	}
+	// Prepaid balance below the cost.
+	zero := 0.0
+	c, _ := e.newAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &zero, BillingType: "prepaid"})
+	_, ckey, _ := e.acc.CreateKey(ctx, c.ID, account.KindOrganization)
+	r = e.do("POST", "/v1/vfx/generations", ckey, with(validReq(bsrc), "generation_type", "video"))
+	if r.status != 402 || r.code() != CodeInsufficientBalance {
+		t.Fatalf("balance: %d %s", r.status, r.body)
+	}
+}
+
+// TestSelectMatteChecks drives the select-mode content checks directly:
+// this build refuses select at submission (INVALID_ALPHA_MODE, see
+// matte.Mode.Supported) until keyframe propagation lands.
+func TestSelectMatteChecks(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	vid := videoFixture(t, 64, 48, 4)
+	src := e.upload(key, "src.mp4", readFile(t, vid.Source))
+	matteVid := e.upload(key, "m.mp4", readFile(t, vid.Matte))
+	kf := e.upload(key, "kf.png", pngBytes(t, 64, 48, true))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		alpha string
+		index int
+		code  string
+	}{
+		{matteVid, 0, CodeAlphaMustBeImage},
+		{kf, 4, CodeInvalidKeyframeIndex},
+		{kf, 3, ""},
+	} {
+		_, err := e.srv.checkMedia(ctx, worker.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
+			AlphaURI: tc.alpha, AlphaKeyframeIndex: tc.index})
+		var ae *apiError
+		if tc.code == "" {
+			if err != nil {
+				t.Fatalf("index %d: %v", tc.index, err)
+			}
+			continue
+		}
+		if !errors.As(err, &ae) || ae.Code != tc.code {
+			t.Fatalf("want %s, got %v", tc.code, err)
+		}
+	}
+}

@@ -1,0 +1,375 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/vfxrender/vfx/account"
+)
+
+// openAPI is GET /v1/openapi.json (no key needed).
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, s.OpenAPI())
+	return nil
+}
+
+// obj is a JSON object of the document.
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+func strS(desc string) obj { return obj{"type": "string", "description": desc} }
+
+func intS(desc string) obj { return obj{"type": "integer", "description": desc} }
+
+func nullable(t string, desc string) obj {
+	return obj{"type": []any{t, "null"}, "description": desc}
+}
+
+func jsonBody(schema obj) obj {
+	return obj{"content": obj{"application/json": obj{"schema": schema}}}
+}
+
+func response(desc string, schema obj, headers ...string) obj {
+	r := obj{"description": desc}
+	if schema != nil {
+		r["content"] = obj{"application/json": obj{"schema": schema}}
+	}
+	if len(headers) > 0 {
+		h := obj{}
+		for _, name := range headers {
+			h[name] = obj{"$ref": "#/components/headers/" + name}
+		}
+		r["headers"] = h
+	}
+	return r
+}
+
+// errResp is an envelope error response whose codes are listed.
+func errResp(desc string, codes ...string) obj {
+	return response(desc+" Codes: "+strings.Join(codes, ", ")+".", obj{
+		"allOf": []any{ref("ErrorEnvelope"), obj{"properties": obj{"error": obj{"properties": obj{"code": obj{"enum": codes}}}}}},
+	})
+}
+
+func rateLimited(codes ...string) obj {
+	r := errResp("Rate or concurrency limit of a personal key exceeded (organization keys have none). Retry after Retry-After seconds.", codes...)
+	r["headers"] = obj{
+		"Retry-After":           obj{"$ref": "#/components/headers/Retry-After"},
+		"X-RateLimit-Limit":     obj{"$ref": "#/components/headers/X-RateLimit-Limit"},
+		"X-RateLimit-Remaining": obj{"$ref": "#/components/headers/X-RateLimit-Remaining"},
+		"X-RateLimit-Reset":     obj{"$ref": "#/components/headers/X-RateLimit-Reset"},
+	}
+	return r
+}
+
+var (
+	resp401      = errResp("Missing, unknown or revoked x-api-key.", CodeInvalidAPIKey)
+	resp422      = response("Malformed JSON, a wrong JSON type or a bad query parameter (FastAPI-style detail array).", ref("ValidationErrorBody"))
+	respAdmin401 = errResp("Missing or wrong operator token.", CodeUnauthorized)
+	resp500      = errResp("Internal error: the outcome is uncertain; resend the exact request with the same idempotency_key.", CodeInternal, CodeUnavailable)
+)
+
+// generationCodes are the 400 codes of POST /v1/vfx/generations.
+var generationCodes = []string{
+	CodeInvalidGenerationType, CodeInvalidAlphaMode, CodeInvalidMaxResolution, CodeMissingStyleInput,
+	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidSeed, CodeInvalidKeyframeIndex,
+	CodeInvalidIdempotencyKey, CodeInvalidURI, CodeSourceUnreachable, CodeInvalidFileFormat,
+	CodeAlphaTypeMismatch, CodeAlphaMustBeImage, CodeSourceTooLarge, CodeVideoTooManyFrames,
+	CodeExtremeAspectRatio, CodeInvalidCallbackURL,
+}
+
+// errorCodes describes every error code the API answers.
+var errorCodes = map[string]string{
+	CodeInvalidAPIKey:           "401: the x-api-key header is missing, unknown or revoked.",
+	CodeJobNotFound:             "404: no such job, or it belongs to another account (existence is never revealed; never 403).",
+	CodeRateLimitExceeded:       "429: personal-key requests-per-minute limit (write, read or billing class) exceeded; Retry-After and X-RateLimit-* headers are set.",
+	CodeConcurrentLimitExceeded: "429: personal-key limit on generations in flight reached; Retry-After and X-RateLimit-* headers are set.",
+	CodeHardLimitExceeded:       "402: the job's estimated cost would push the billing period's usage (with jobs in flight) over spending_limit; the message gives current usage and the job's cost.",
+	CodeInsufficientBalance:     "402: a prepaid account's balance does not cover the job's estimated cost (with jobs in flight).",
+	CodeIdempotencyConflict:     "409: idempotency_key already names a job of this account that was submitted with a different body; nothing was created.",
+	CodeInvalidGenerationType:   "400: generation_type missing or not image|video.",
+	CodeInvalidAlphaMode:        "400: alpha_mode missing or not auto|fill|custom|select (or not supported by this build).",
+	CodeInvalidMaxResolution:    "400: max_resolution is not 720 or 1080.",
+	CodeMissingStyleInput:       "400: neither prompt nor reference_image_uri given.",
+	CodeMissingSource:           "400: source_uri missing.",
+	CodeMissingAlpha:            "400: alpha_mode custom or select without alpha_uri.",
+	CodePromptTooLong:           "400: prompt longer than 2000 characters.",
+	CodeInvalidSeed:             "400: seed outside 0..4294967295.",
+	CodeInvalidKeyframeIndex:    "400: alpha_keyframe_index below 0, or (select on a video at hand) not below the frame count.",
+	CodeInvalidIdempotencyKey:   "400: idempotency_key not 1-256 characters.",
+	CodeInvalidURI:              "400: a URI of no accepted form (vfx://uploads/{id}/{filename}, https://, data:{mime};base64,…), or an https:// host that resolves to a loopback, private, link-local or metadata address.",
+	CodeSourceUnreachable:       "400: the named upload does not exist, or an https:// host does not resolve. Jobs whose https:// input cannot be fetched end failed with this code.",
+	CodeInvalidFileFormat:       "400: the media is not of an accepted format (by content), or not of the kind generation_type asks for, or a reference image that is not PNG/JPEG/WebP.",
+	CodeAlphaTypeMismatch:       "400: a custom matte of the wrong kind, size or frame count for the source.",
+	CodeAlphaMustBeImage:        "400: alpha_mode select needs a keyframe image, not a video.",
+	CodeSourceTooLarge:          "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
+	CodeVideoTooManyFrames:      "400: video over 240 frames.",
+	CodeExtremeAspectRatio:      "400: aspect ratio outside 1:4..4:1.",
+	CodeInvalidCallbackURL:      "400: callback_url not an absolute https:// URL (http:// only when the operator allows it) of at most 2048 characters, or its host resolves to a non-public address.",
+	CodeInvalidFilename:         "400: upload filename not 3-255 characters with one of the accepted extensions, or with a path separator or control character.",
+	CodeRequestTooLarge:         "413: request body over the cap (about 70 MB: a 50 MB inline data: URI in base64 and the rest of the request).",
+	CodeInternal:                "500: internal error; the outcome of a submission is uncertain: resend it with the same idempotency_key.",
+	CodeUnavailable:             "503: a job with the same idempotency_key is still being created; resend the same request.",
+	CodeNotFound:                "404: no such route.",
+	CodeUnauthorized:            "401 (operator API): missing or wrong Authorization: Bearer token.",
+	CodeAccountNotFound:         "404 (operator API): no such account.",
+	CodeKeyNotFound:             "404 (operator API): no such key.",
+	CodeInvalidInput:            "400 (operator API): an invalid argument (e-mail, billing type, negative amount, key kind).",
+	CodeAccountExists:           "409 (operator API): an account with this e-mail exists.",
+}
+
+const apiDescription = `HTTP API of the vfx compositing and relighting service (generation API, uploads, account reads, operator API).
+
+Decisions where SPEC.md is silent (SPEC-NOTES.md):
+
+- POST /v1/vfx/generations answers **201** with the job when it is created and **200** with the existing job when idempotency_key already names a job of this account with the same body; the same key with a different body gets **409** IDEMPOTENCY_CONFLICT and nothing is created. Concurrent identical submissions create exactly one job.
+- Required fields: generation_type, source_uri, alpha_mode, and one of prompt / reference_image_uri. Defaults: max_resolution 1080, alpha_keyframe_index 0, seed random in [0, 2^32-1]. Unknown fields are ignored; null counts as omitted.
+- Reference images: PNG, JPEG or WebP, judged by content. Source formats are judged by content, not by extension.
+- Errors use the envelope {"error":{"code","message"}}. Malformed JSON or wrong JSON types: **422** with a FastAPI-style detail array of {loc, msg, type}. Rule violations: **400** with one of the codes in x-error-codes. Content checks (format, pixels, frames, aspect, matte kind/size/frames, keyframe index) run at submission when the media is at hand (uploads and data: URIs); otherwise the job ends failed with the same code at the start of its error string.
+- **401** INVALID_API_KEY for a missing, unknown or revoked key. **404** JOB_NOT_FOUND for a job that does not exist or belongs to another account (never 403).
+- **429** RATE_LIMIT_EXCEEDED or CONCURRENT_LIMIT_EXCEEDED with Retry-After (seconds) and X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds when the window resets). Personal keys only, counted per account (not per key) and shared by every API replica: write (POST /v1/vfx/generations) 5/min, read (GET job, list, account info) 5/min, billing (GET /v1/account/billing) 5/min, 10 generations in flight; operators can override them per account. Organization keys have no request or concurrency limits. Successful personal-key requests also carry the X-RateLimit-* headers.
+- **402** HARD_LIMIT_EXCEEDED when the job's estimated cost plus the period's usage plus the estimates of jobs in flight exceeds spending_limit (the message gives current usage and job cost), INSUFFICIENT_BALANCE when a prepaid balance does not cover it. The estimate uses the source's frame count when it is at hand, else 240 frames for a video. A job is charged once, when it completes, for its actual frames; a failed job costs nothing.
+- Lists are newest first with opaque page tokens; every element, like GET, carries freshly signed output URLs (72 h).
+- Transitions: in_queue -> processing -> completed|failed, and in_queue -> failed for input rejected before work starts. Terminal states never change; modified_at moves with each change; completed_at is set on completion or failure; progress is 100 when completed.
+- Uploads: upload_url is a presigned S3 PUT, or with the local store a signed URL served by this API under /v1/files/; no header is required on the PUT, a Content-Type is accepted. Maximum upload 2 GiB; the URL expires after 1 hour.
+- Request bodies are capped at about 70 MB (an inline data: URI of at most 50 MB decoded); larger bodies get 413 REQUEST_TOO_LARGE.
+- Webhooks: callback_url must be https:// unless the operator allows http:// (development). Callback and https:// source hosts that resolve to loopback, private, link-local or metadata addresses are refused at submission and again at connection time, unless the operator allows private networks. See the jobFinished webhook for the body, the Standard Webhooks signature headers and the retry schedule (attempts at 0, +1 s, +5 s, +30 s, +2 min; 10 s timeout per attempt; only 2xx counts; redirects are not followed; delivery state survives restarts and is shown as the job's webhook object).
+- Billing meters: api_image_720p, api_image_1080p, api_video_720p, api_video_1080p (unit: image or frame); prices are a documented, configurable table (x-price-table). billing_type is prepaid or postpaid.
+- Operator API under /admin/v1, behind Authorization: Bearer <operator token>.`
+
+// OpenAPI returns the OpenAPI 3.1 document of the API (version 1.0.0).
+func (s *Server) OpenAPI() map[string]any {
+	job := obj{"type": "object", "required": []any{"id", "status", "progress", "generation_type", "alpha_mode", "seed", "created_at", "modified_at", "completed_at"},
+		"properties": obj{
+			"id":              obj{"type": "string", "pattern": "^vfx_", "description": "Job identifier, prefix vfx_."},
+			"status":          obj{"type": "string", "enum": []any{"in_queue", "processing", "completed", "failed"}},
+			"progress":        obj{"type": []any{"integer", "null"}, "minimum": 0, "maximum": 100, "description": "Percentage 0-100."},
+			"generation_type": obj{"type": []any{"string", "null"}, "enum": []any{"image", "video", nil}},
+			"alpha_mode":      obj{"type": []any{"string", "null"}, "enum": []any{"auto", "fill", "custom", "select", nil}},
+			"output": obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
+				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"}},
+				"required":   []any{"render", "source", "alpha"}},
+			"seed":         obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
+			"error":        strS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),
+			"created_at":   obj{"type": "string", "format": "date-time"},
+			"modified_at":  obj{"type": "string", "format": "date-time", "description": "Time of the last change."},
+			"completed_at": obj{"type": []any{"string", "null"}, "format": "date-time", "description": "Time of completion or failure; null before."},
+			"webhook":      ref("WebhookState"),
+		}}
+	genReq := obj{"type": "object", "required": []any{"generation_type", "source_uri", "alpha_mode"},
+		"description": "One of prompt or reference_image_uri is required (MISSING_STYLE_INPUT).",
+		"properties": obj{
+			"generation_type":      obj{"type": "string", "enum": []any{"image", "video"}, "description": "Output type. Image sources: PNG, JPEG, WebP. Video sources: MP4, MOV (H.264 or HEVC), at most 240 frames. At most 2,770,000 pixels; aspect within 1:4..4:1."},
+			"source_uri":           strS("vfx://uploads/{id}/{filename}, an https:// URL, or data:{mime};base64,… of at most 50 MB."),
+			"alpha_mode":           obj{"type": "string", "enum": []any{"auto", "fill", "custom", "select"}},
+			"prompt":               obj{"type": "string", "maxLength": 2000, "description": "At most 2000 characters (PROMPT_TOO_LONG)."},
+			"reference_image_uri":  strS("Reference image (PNG, JPEG, WebP); same URI forms as source_uri."),
+			"alpha_uri":            strS("Matte for custom (same kind, size and frame count as the source) or select (one grayscale keyframe image); required for those modes, ignored for auto and fill."),
+			"alpha_keyframe_index": obj{"type": "integer", "minimum": 0, "default": 0, "description": "Keyframe of a select matte on a video; 0..frame_count-1; ignored otherwise."},
+			"seed":                 obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Random when omitted."},
+			"max_resolution":       obj{"type": "integer", "enum": []any{720, 1080}, "default": 1080},
+			"idempotency_key":      obj{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen, "description": "Same key and body again: 200 with the existing job; different body: 409."},
+			"callback_url":         obj{"type": "string", "format": "uri", "maxLength": MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
+		}}
+	codes := obj{}
+	for c, d := range errorCodes {
+		codes[c] = d
+	}
+	allCodes := make([]any, 0, len(errorCodes))
+	for c := range errorCodes {
+		allCodes = append(allCodes, c)
+	}
+	prices := obj{}
+	for m, p := range s.prices {
+		prices[m] = p
+	}
+	labels := obj{}
+	for m, l := range account.MeterLabels() {
+		labels[m] = l
+	}
+	rateHdr := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+	keyed := []any{obj{"ApiKey": []any{}}}
+	admin := []any{obj{"AdminToken": []any{}}}
+	idParam := func(name, desc string) []any {
+		return []any{obj{"name": name, "in": "path", "required": true, "schema": obj{"type": "string"}, "description": desc}}
+	}
+	webhookHeaders := obj{
+		"webhook-id":        obj{"required": true, "schema": obj{"type": "string"}, "description": "Stable across retries of the same event: <job id>_<status>."},
+		"webhook-timestamp": obj{"required": true, "schema": obj{"type": "integer"}, "description": "Unix seconds of this attempt."},
+		"webhook-signature": obj{"required": true, "schema": obj{"type": "string"}, "description": "v1,<base64 HMAC-SHA256(key, webhook-id + \".\" + webhook-timestamp + \".\" + body)>, key = base64-decoded part after whsec_ of the account's webhook secret (GET /admin/v1/accounts/{id}/webhook-secret)."},
+	}
+	return obj{
+		"openapi": "3.1.0",
+		"info": obj{"title": "vfx API", "version": "1.0.0", "description": apiDescription,
+			"x-spec-notes": "Every decision of SPEC-NOTES.md for the generation API, uploads, account, webhooks, errors and limits is listed in info.description, x-error-codes, x-limits and x-price-table."},
+		"servers":       []any{obj{"url": "/"}},
+		"security":      keyed,
+		"x-error-codes": codes,
+		"x-limits": obj{
+			"personal_keys":     obj{"rpm": 5, "read_rpm": 5, "billing_rpm": 5, "concurrency": 10, "spending_limit_usd": account.DefaultSpendingLimit, "scope": "per account, shared by all replicas"},
+			"organization_keys": "no request-per-minute or concurrency limits; spending limit, balance and source limits still apply",
+			"prompt_chars":      2000, "idempotency_key_chars": "1-256", "callback_url_chars": 2048, "filename_chars": "3-255",
+			"list_limit": "1-100, default 20", "seed": "0-4294967295", "max_resolution": "720 or 1080, default 1080",
+			"inline_data_bytes": 50_000_000, "request_body_bytes": DefaultMaxBodyBytes, "video_frames": 240, "source_pixels": 2_770_000,
+			"aspect_ratio": "1:4..4:1", "output_url_ttl": "72h", "upload_url_ttl": "1h", "upload_bytes": "2 GiB",
+			"webhook_timeout": "10s", "webhook_attempts": 5, "webhook_retry_delays": "1s, 5s, 30s, 2m (configurable by the operator)",
+		},
+		"x-price-table": obj{"unit": "USD per image (image meters) or per frame (video meters)", "prices": prices, "labels": labels},
+		"paths": obj{
+			"/v1/vfx/generations": obj{
+				"post": obj{"operationId": "createGeneration", "summary": "Start a generation job.", "tags": []any{"generations"},
+					"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("GenerationRequest")}}},
+					"responses": obj{
+						"201": response("Job created.", ref("GenerationJob"), rateHdr...),
+						"200": response("idempotency_key already names a job of this account with the same body: that job.", ref("GenerationJob"), rateHdr...),
+						"400": errResp("A rule of the request is broken.", generationCodes...),
+						"401": resp401,
+						"402": errResp("Spending limit or prepaid balance.", CodeHardLimitExceeded, CodeInsufficientBalance),
+						"409": errResp("idempotency_key reused with a different body.", CodeIdempotencyConflict),
+						"413": errResp("Request body too large.", CodeRequestTooLarge),
+						"422": resp422,
+						"429": rateLimited(CodeRateLimitExceeded, CodeConcurrentLimitExceeded),
+						"500": resp500, "503": resp500,
+					}},
+				"get": obj{"operationId": "listGenerations", "summary": "List the caller's generation jobs, newest first.", "tags": []any{"generations"},
+					"parameters": []any{
+						obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+						obj{"name": "page_token", "in": "query", "schema": obj{"type": []any{"string", "null"}}, "description": "next_page_token of the previous page."},
+					},
+					"responses": obj{"200": response("A page of jobs.", ref("GenerationList"), rateHdr...), "401": resp401, "422": resp422,
+						"429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
+			},
+			"/v1/vfx/generations/{job_id}": obj{
+				"get": obj{"operationId": "getGeneration", "summary": "Read a generation job (fresh signed URLs on every call).", "tags": []any{"generations"},
+					"parameters": idParam("job_id", "Job id (vfx_…)."),
+					"responses": obj{"200": response("The job.", ref("GenerationJob"), rateHdr...), "401": resp401,
+						"404": errResp("No such job of this account.", CodeJobNotFound), "429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
+			},
+			"/v1/uploads": obj{
+				"post": obj{"operationId": "createUpload", "summary": "Create a presigned upload URL (PUT the file to it within 1 hour).", "tags": []any{"uploads"},
+					"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("UploadRequest")}}},
+					"responses": obj{"200": response("Upload record.", ref("UploadRecord")), "400": errResp("Bad filename.", CodeInvalidFilename),
+						"401": resp401, "422": resp422, "500": resp500}},
+			},
+			"/v1/account/info": obj{
+				"get": obj{"operationId": "getAccountInfo", "summary": "Account, live rate-limit usage and limits (read rate class).", "tags": []any{"account"},
+					"responses": obj{"200": response("Account info.", ref("AccountInfo"), rateHdr...), "401": resp401, "429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
+			},
+			"/v1/account/billing": obj{
+				"get": obj{"operationId": "getAccountBilling", "summary": "Billing period, balance, usage and meters (billing rate class).", "tags": []any{"account"},
+					"responses": obj{"200": response("Billing info.", ref("BillingInfo"), rateHdr...), "401": resp401, "429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
+			},
+			"/v1/openapi.json": obj{
+				"get": obj{"operationId": "getOpenAPI", "summary": "This document.", "security": []any{}, "tags": []any{"meta"},
+					"responses": obj{"200": response("OpenAPI 3.1 document.", obj{"type": "object"})}},
+			},
+			"/admin/v1/accounts": obj{
+				"post": obj{"operationId": "adminCreateAccount", "summary": "Create an account.", "security": admin, "tags": []any{"admin"},
+					"requestBody": jsonBody(ref("AccountCreate")),
+					"responses": obj{"201": response("The account, with its id.", ref("Account")), "400": errResp("Invalid argument.", CodeInvalidInput),
+						"401": respAdmin401, "409": errResp("E-mail taken.", CodeAccountExists), "422": resp422, "500": resp500}},
+			},
+			"/admin/v1/accounts/{id}": obj{
+				"patch": obj{"operationId": "adminUpdateAccount", "summary": "Change limits and balance of an account.", "security": admin, "tags": []any{"admin"},
+					"parameters": idParam("id", "Account id."), "requestBody": jsonBody(ref("AccountPatch")),
+					"responses": obj{"200": response("The account.", ref("Account")), "400": errResp("Invalid argument.", CodeInvalidInput),
+						"401": respAdmin401, "404": errResp("No such account.", CodeAccountNotFound), "422": resp422, "500": resp500}},
+			},
+			"/admin/v1/accounts/{id}/keys": obj{
+				"post": obj{"operationId": "adminCreateKey", "summary": "Create an API key; the secret is shown this once.", "security": admin, "tags": []any{"admin"},
+					"parameters":  idParam("id", "Account id."),
+					"requestBody": obj{"required": false, "content": obj{"application/json": obj{"schema": ref("KeyCreate")}}},
+					"responses": obj{"201": response("The key id and secret.", ref("KeyCreated")), "400": errResp("Invalid kind.", CodeInvalidInput),
+						"401": respAdmin401, "404": errResp("No such account.", CodeAccountNotFound), "422": resp422, "500": resp500}},
+			},
+			"/admin/v1/keys/{key_id}": obj{
+				"delete": obj{"operationId": "adminRevokeKey", "summary": "Revoke a key; it stops working at once.", "security": admin, "tags": []any{"admin"},
+					"parameters": idParam("key_id", "Key id."),
+					"responses":  obj{"204": obj{"description": "Revoked."}, "401": respAdmin401, "404": errResp("No such key.", CodeKeyNotFound), "500": resp500}},
+			},
+			"/admin/v1/accounts/{id}/webhook-secret": obj{
+				"get": obj{"operationId": "adminWebhookSecret", "summary": "The account's webhook signing secret (created on first read).", "security": admin, "tags": []any{"admin"},
+					"parameters": idParam("id", "Account id."),
+					"responses": obj{"200": response("The secret.", obj{"type": "object", "required": []any{"secret"}, "properties": obj{"secret": strS("whsec_<base64 of 32 bytes>.")}}),
+						"401": respAdmin401, "404": errResp("No such account.", CodeAccountNotFound), "500": resp500}},
+			},
+		},
+		"webhooks": obj{
+			"jobFinished": obj{"post": obj{
+				"summary":     "Sent to callback_url when a generation job completes or fails.",
+				"description": "Attempts at 0, +1 s, +5 s, +30 s, +2 min (5 in all); each must be answered with a 2xx within 10 s; redirects are not followed. After 5 failed attempts the job's webhook.status is failed with last_error. The body carries freshly signed output URLs.",
+				"parameters": []any{
+					obj{"name": "webhook-id", "in": "header", "required": true, "schema": obj{"type": "string"}, "description": webhookHeaders["webhook-id"].(obj)["description"]},
+					obj{"name": "webhook-timestamp", "in": "header", "required": true, "schema": obj{"type": "integer"}, "description": webhookHeaders["webhook-timestamp"].(obj)["description"]},
+					obj{"name": "webhook-signature", "in": "header", "required": true, "schema": obj{"type": "string"}, "description": webhookHeaders["webhook-signature"].(obj)["description"]},
+				},
+				"requestBody": jsonBody(ref("WebhookEvent")),
+				"responses":   obj{"2XX": obj{"description": "Delivered."}},
+			}},
+		},
+		"components": obj{
+			"securitySchemes": obj{
+				"ApiKey":     obj{"type": "apiKey", "in": "header", "name": "x-api-key", "description": "Personal or organization API key (vfx_sk_…)."},
+				"AdminToken": obj{"type": "http", "scheme": "bearer", "description": "Operator token (--admin-token or VFX_ADMIN_TOKEN)."},
+			},
+			"headers": obj{
+				"Retry-After":           obj{"schema": obj{"type": "integer"}, "description": "Seconds to wait before retrying."},
+				"X-RateLimit-Limit":     obj{"schema": obj{"type": "integer"}, "description": "The limit of the class (personal keys)."},
+				"X-RateLimit-Remaining": obj{"schema": obj{"type": "integer"}, "description": "Requests left in the current window."},
+				"X-RateLimit-Reset":     obj{"schema": obj{"type": "integer"}, "description": "Unix seconds when the window resets."},
+			},
+			"schemas": obj{
+				"GenerationRequest": genReq,
+				"GenerationJob":     job,
+				"GenerationList": obj{"type": "object", "required": []any{"jobs", "next_page_token"}, "properties": obj{
+					"jobs": obj{"type": "array", "items": ref("GenerationJob")}, "next_page_token": nullable("string", "Pass as page_token; null on the last page.")}},
+				"WebhookState": obj{"type": "object", "description": "Present only when callback_url was given.", "required": []any{"status", "attempts", "last_error"},
+					"properties": obj{"status": obj{"type": "string", "enum": []any{WebhookPending, WebhookDelivered, WebhookFailed}},
+						"attempts": obj{"type": "integer", "minimum": 0, "maximum": 5}, "last_error": strS("The last failure; empty when none.")}},
+				"WebhookEvent": obj{"type": "object", "required": []any{"id", "status", "completed_at"}, "properties": obj{
+					"id": strS("Job id."), "status": obj{"type": "string", "enum": []any{"completed", "failed"}},
+					"output":       obj{"type": "object", "description": "When completed.", "properties": obj{"render": obj{"type": "string"}, "source": obj{"type": "string"}, "alpha": obj{"type": "string"}}},
+					"completed_at": obj{"type": "string", "format": "date-time"}, "error": strS("When failed.")}},
+				"UploadRequest": obj{"type": "object", "required": []any{"filename"}, "properties": obj{
+					"filename": obj{"type": "string", "minLength": 3, "maxLength": 255, "description": "With one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav."}}},
+				"UploadRecord": obj{"type": "object", "required": []any{"id", "upload_url", "vfx_uri"}, "properties": obj{
+					"id": obj{"type": "string", "pattern": "^upload_"}, "upload_url": strS("Presigned PUT URL, valid 1 hour; no header required."),
+					"vfx_uri": strS("vfx://uploads/{id}/{filename}, accepted as source_uri, alpha_uri and reference_image_uri.")}},
+				"UsageLimit": obj{"type": "object", "required": []any{"usage", "limit"}, "properties": obj{"usage": intS("Live usage."), "limit": intS("The account's limit (personal keys).")}},
+				"AccountInfo": obj{"type": "object", "required": []any{"email", "billing_type", "spending_limit", "rate_limits"}, "properties": obj{
+					"email": strS(""), "billing_type": obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
+					"spending_limit": obj{"type": "number", "description": "Dollars per billing period."},
+					"rate_limits": obj{"type": "object", "required": []any{"rpm", "concurrency"}, "properties": obj{
+						"rpm": ref("UsageLimit"), "concurrency": ref("UsageLimit")}}}},
+				"BillingInfo": obj{"type": "object", "required": []any{"billing_period_start", "billing_period_end", "prepaid_balance", "current_period_usage", "meters"}, "properties": obj{
+					"billing_period_start": intS("Unix seconds (calendar month, UTC)."), "billing_period_end": intS("Unix seconds."),
+					"prepaid_balance": obj{"type": "number"}, "current_period_usage": obj{"type": "number", "description": "Dollars charged in the period."},
+					"meters": obj{"type": "array", "items": ref("Meter")}}},
+				"Meter": obj{"type": "object", "required": []any{"id", "label", "unit", "total_usage"}, "properties": obj{
+					"id":    obj{"type": "string", "enum": []any{account.MeterImage720p, account.MeterImage1080p, account.MeterVideo720p, account.MeterVideo1080p}},
+					"label": strS(""), "unit": obj{"type": "string", "enum": []any{"image", "frame"}}, "total_usage": obj{"type": "number"}}},
+				"ErrorEnvelope": obj{"type": "object", "required": []any{"error"}, "properties": obj{"error": obj{"type": "object", "required": []any{"code", "message"},
+					"properties": obj{"code": obj{"type": "string", "enum": allCodes}, "message": strS("Human-readable.")}}}},
+				"ValidationErrorBody": obj{"type": "object", "required": []any{"detail"}, "properties": obj{"detail": obj{"type": "array", "items": obj{
+					"type": "object", "required": []any{"loc", "msg", "type"}, "properties": obj{
+						"loc": obj{"type": "array", "items": obj{"type": []any{"string", "integer"}}}, "msg": strS(""), "type": strS("json_invalid, string_type, int_type, …")}}}}},
+				"RateLimits": obj{"type": "object", "properties": obj{"rpm": intS("Submissions per minute."), "read_rpm": intS("Reads per minute."),
+					"billing_rpm": intS("Billing reads per minute."), "concurrency": intS("Jobs in flight.")}},
+				"Account": obj{"type": "object", "properties": obj{"id": obj{"type": "string", "pattern": "^acct_"}, "email": strS(""),
+					"billing_type":   obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
+					"spending_limit": obj{"type": "number"}, "prepaid_balance": obj{"type": "number"}, "rate_limits": ref("RateLimits"),
+					"created_at": obj{"type": "string", "format": "date-time"}}},
+				"AccountCreate": obj{"type": "object", "required": []any{"email"}, "additionalProperties": false, "properties": obj{
+					"email": strS(""), "billing_type": obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
+					"spending_limit": obj{"type": "number", "minimum": 0, "default": account.DefaultSpendingLimit}, "prepaid_balance": obj{"type": "number", "minimum": 0}}},
+				"AccountPatch": obj{"type": "object", "additionalProperties": false, "properties": obj{
+					"spending_limit": obj{"type": "number", "minimum": 0}, "prepaid_balance": obj{"type": "number", "minimum": 0}, "rate_limits": ref("RateLimits")}},
+				"KeyCreate": obj{"type": "object", "additionalProperties": false, "properties": obj{
+					"kind": obj{"type": "string", "enum": []any{string(account.KindPersonal), string(account.KindOrganization)}, "default": string(account.KindPersonal)}}},
+				"KeyCreated": obj{"type": "object", "required": []any{"id", "key"}, "properties": obj{"id": strS("Key id."), "key": strS("The secret, shown this once."),
+					"kind": obj{"type": "string", "enum": []any{string(account.KindPersonal), string(account.KindOrganization)}}}},
+			},
+		},
+	}
+}

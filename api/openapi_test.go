@@ -1,0 +1,63 @@
+package api
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOpenAPIMatchesRoutes checks the served document against the routes
+// the server registered, both ways, and that it names every status and
+// error code of the generation API.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	r := e.do("GET", "/v1/openapi.json", "", nil)
+	if r.status != 200 {
+		t.Fatalf("%d", r.status)
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Info    struct{ Version string }
+		Paths   map[string]map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
+		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
+	}
+	served := e.srv.Routes()
+	var documented []string
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			switch m {
+			case "get", "post", "put", "patch", "delete":
+				documented = append(documented, strings.ToUpper(m)+" "+p)
+			}
+		}
+	}
+	slices.Sort(served)
+	slices.Sort(documented)
+	if !slices.Equal(served, documented) {
+		t.Fatalf("routes served %v\ndocumented %v", served, documented)
+	}
+	text := string(r.body)
+	for _, s := range []string{
+		`"201"`, `"200"`, `"400"`, `"401"`, `"402"`, `"404"`, `"409"`, `"413"`, `"422"`, `"429"`, `"204"`,
+		"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "webhook-signature", "webhook-id", "webhook-timestamp",
+		"next_page_token", "page_token", "idempotency_key", "callback_url", "alpha_keyframe_index", "max_resolution", "reference_image_uri",
+		"billing_period_start", "current_period_usage", "total_usage", "upload_url", "vfx_uri", "completed_at", "modified_at", "last_error",
+		"api_image_720p", "api_video_1080p", "prepaid", "postpaid",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("document lacks %s", s)
+		}
+	}
+	for _, c := range append(slices.Clone(generationCodes), CodeInvalidAPIKey, CodeJobNotFound, CodeRateLimitExceeded,
+		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename) {
+		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
+			t.Errorf("error code %s not documented", c)
+		}
+	}
+}

@@ -1,0 +1,384 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/store"
+	"github.com/vfxrender/vfx/worker"
+)
+
+// MaxSeed is the largest seed (2^32-1).
+const MaxSeed = math.MaxUint32
+
+// HostResolver looks up the addresses of a host name; net.Resolver
+// satisfies it.
+type HostResolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+type netResolver struct{}
+
+func (netResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, network, host)
+}
+
+// genRequest is the body of POST /v1/vfx/generations as given: nil means
+// the field was omitted (or null).
+type genRequest struct {
+	GenerationType     *string `json:"generation_type,omitempty"`
+	SourceURI          *string `json:"source_uri,omitempty"`
+	AlphaMode          *string `json:"alpha_mode,omitempty"`
+	Prompt             *string `json:"prompt,omitempty"`
+	ReferenceImageURI  *string `json:"reference_image_uri,omitempty"`
+	AlphaURI           *string `json:"alpha_uri,omitempty"`
+	AlphaKeyframeIndex *int64  `json:"alpha_keyframe_index,omitempty"`
+	Seed               *int64  `json:"seed,omitempty"`
+	MaxResolution      *int64  `json:"max_resolution,omitempty"`
+	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
+	CallbackURL        *string `json:"callback_url,omitempty"`
+}
+
+// fieldKind is the JSON type a request field wants.
+type fieldKind int
+
+const (
+	kindString fieldKind = iota
+	kindInt
+)
+
+// genFields lists the request fields and their JSON types.
+var genFields = [...]struct {
+	name string
+	kind fieldKind
+}{
+	{"generation_type", kindString}, {"source_uri", kindString}, {"alpha_mode", kindString},
+	{"prompt", kindString}, {"reference_image_uri", kindString}, {"alpha_uri", kindString},
+	{"alpha_keyframe_index", kindInt}, {"seed", kindInt}, {"max_resolution", kindInt},
+	{"idempotency_key", kindString}, {"callback_url", kindString},
+}
+
+// readBody reads the whole request body under the size cap.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
+				"request body over %d bytes (inline data: URIs are limited to 50 MB)", mbe.Limit)
+		}
+		return nil, newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeObject parses body as one JSON object into its raw fields, or
+// answers 422 like FastAPI.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, unprocessable([]any{"body"}, "Field required", "missing")
+	}
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, jsonSyntaxDetail(err)
+	}
+	if dec.More() {
+		return nil, unprocessable([]any{"body", int(dec.InputOffset())}, "JSON decode error: extra data after the object", "json_invalid")
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, jsonSyntaxDetail(err)
+	}
+	return fields, nil
+}
+
+func jsonSyntaxDetail(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return unprocessable([]any{"body", int(se.Offset)}, "JSON decode error: "+se.Error(), "json_invalid")
+	}
+	return unprocessable([]any{"body", 0}, "JSON decode error: "+err.Error(), "json_invalid")
+}
+
+// decodeGenRequest parses the body of POST /v1/vfx/generations; wrong
+// JSON types give 422 with one detail element per field.
+func decodeGenRequest(body []byte) (genRequest, error) {
+	fields, err := decodeObject(body)
+	if err != nil {
+		return genRequest{}, err
+	}
+	var req genRequest
+	var details []validationError
+	strs := map[string]**string{
+		"generation_type": &req.GenerationType, "source_uri": &req.SourceURI, "alpha_mode": &req.AlphaMode,
+		"prompt": &req.Prompt, "reference_image_uri": &req.ReferenceImageURI, "alpha_uri": &req.AlphaURI,
+		"idempotency_key": &req.IdempotencyKey, "callback_url": &req.CallbackURL,
+	}
+	ints := map[string]**int64{
+		"alpha_keyframe_index": &req.AlphaKeyframeIndex, "seed": &req.Seed, "max_resolution": &req.MaxResolution,
+	}
+	for _, f := range genFields {
+		raw, ok := fields[f.name]
+		if !ok || string(bytes.TrimSpace(raw)) == "null" {
+			continue
+		}
+		switch f.kind {
+		case kindString:
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
+				continue
+			}
+			*strs[f.name] = &v
+		case kindInt:
+			v, err := parseJSONInt(raw)
+			if err != nil {
+				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
+				continue
+			}
+			*ints[f.name] = &v
+		}
+	}
+	if len(details) > 0 {
+		return genRequest{}, &detailError{Detail: details}
+	}
+	return req, nil
+}
+
+// parseJSONInt reads a JSON number that is an integer (1e3 and 3.0 count,
+// 3.5 does not). Values beyond int64 saturate, so range checks still fail
+// them with the field's 400 code.
+func parseJSONInt(raw json.RawMessage) (int64, error) {
+	var n json.Number
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return 0, err
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, errors.New("not a number")
+	}
+	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		return i, nil
+	}
+	f, err := strconv.ParseFloat(n.String(), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, err
+	}
+	if f != math.Trunc(f) {
+		return 0, errors.New("not an integer")
+	}
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64, nil
+	case f <= math.MinInt64:
+		return math.MinInt64, nil
+	}
+	return int64(f), nil
+}
+
+// hash is the digest of the request as given, without its idempotency key:
+// a repeat with the same key must carry the same hash.
+func (g genRequest) hash() string {
+	g.IdempotencyKey = nil
+	b, _ := json.Marshal(g)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// str returns *p or "".
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// validate checks the field rules of SPEC.md and SPEC-NOTES.md (not the
+// media) and returns the normalised job request without a seed.
+func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest, error) {
+	var jr worker.JobRequest
+	jr.GenerationType = str(g.GenerationType)
+	switch jr.GenerationType {
+	case "image", "video":
+	case "":
+		return jr, badRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
+	default:
+		return jr, badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", truncate(jr.GenerationType, 40))
+	}
+	jr.AlphaMode = str(g.AlphaMode)
+	if jr.AlphaMode == "" {
+		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
+	}
+	mode, err := matte.ParseMode(jr.AlphaMode)
+	if err != nil {
+		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", truncate(jr.AlphaMode, 40))
+	}
+	if err := mode.Supported(); err != nil {
+		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %s: %v", mode, err)
+	}
+	jr.SourceURI = str(g.SourceURI)
+	if jr.SourceURI == "" {
+		return jr, badRequest(CodeMissingSource, "source_uri is required")
+	}
+	if mode.NeedsMatte() {
+		jr.AlphaURI = str(g.AlphaURI)
+		if jr.AlphaURI == "" {
+			return jr, badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", mode)
+		}
+	}
+	jr.Prompt = str(g.Prompt)
+	jr.ReferenceImageURI = str(g.ReferenceImageURI)
+	if jr.Prompt == "" && jr.ReferenceImageURI == "" {
+		return jr, badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
+	}
+	if n := utf8.RuneCountInString(jr.Prompt); n > worker.MaxPromptChars {
+		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, worker.MaxPromptChars)
+	}
+	jr.MaxResolution = worker.DefaultMaxResolution
+	if g.MaxResolution != nil {
+		if *g.MaxResolution != 720 && *g.MaxResolution != 1080 {
+			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %d: want 720 or 1080", *g.MaxResolution)
+		}
+		jr.MaxResolution = int(*g.MaxResolution)
+	}
+	if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
+		return jr, badRequest(CodeInvalidSeed, "seed %d: want 0 to %d", *g.Seed, uint64(MaxSeed))
+	}
+	if g.AlphaKeyframeIndex != nil {
+		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
+			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", *g.AlphaKeyframeIndex)
+		}
+		if mode == matte.Select && jr.GenerationType == "video" {
+			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
+		}
+	}
+	if g.IdempotencyKey != nil {
+		if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
+			return jr, badRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
+		}
+	}
+	for _, u := range []struct{ name, uri string }{
+		{"source_uri", jr.SourceURI}, {"alpha_uri", jr.AlphaURI}, {"reference_image_uri", jr.ReferenceImageURI},
+	} {
+		if u.uri == "" {
+			continue
+		}
+		if err := s.checkInputURI(ctx, u.name, u.uri); err != nil {
+			return jr, err
+		}
+	}
+	if g.CallbackURL != nil {
+		if err := s.checkCallbackURL(ctx, *g.CallbackURL); err != nil {
+			return jr, err
+		}
+	}
+	return jr, nil
+}
+
+// checkInputURI parses an input URI and, for https://, resolves its host
+// and refuses non-public addresses (unless private networks are allowed).
+func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
+	u, err := s.resolver.Parse(uri)
+	if err != nil {
+		if errors.Is(err, store.ErrTooLarge) {
+			return badRequest(CodeSourceTooLarge, "%s: inline data is over 50 MB", name)
+		}
+		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
+	}
+	if u.Kind == store.KindHTTP && !s.cfg.AllowPrivateNetworks {
+		if err := s.checkHost(ctx, u.URL.Hostname()); err != nil {
+			if errors.Is(err, store.ErrForbiddenAddress) {
+				return badRequest(CodeInvalidURI, "%s: %v", name, err)
+			}
+			return badRequest(CodeSourceUnreachable, "%s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// checkHost resolves host and fails when any address is forbidden by the
+// SSRF guard (errors wrap store.ErrForbiddenAddress) or none is found.
+func (s *Server) checkHost(ctx context.Context, host string) error {
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return s.guard.CheckIP(ip.Unmap())
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := s.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("host %q does not resolve", truncate(host, 80))
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("host %q has no address", truncate(host, 80))
+	}
+	for _, a := range addrs {
+		if err := s.guard.CheckIP(a.Unmap()); err != nil {
+			return fmt.Errorf("host %q: %w", truncate(host, 80), err)
+		}
+	}
+	return nil
+}
+
+// checkCallbackURL applies the callback_url rules: an absolute https://
+// URL (http:// when allowed) of at most 2048 bytes, without user info,
+// whose host resolves only to public addresses unless private networks
+// are allowed.
+func (s *Server) checkCallbackURL(ctx context.Context, raw string) error {
+	if raw == "" || len(raw) > MaxCallbackURLLen {
+		return badRequest(CodeInvalidCallbackURL, "callback_url must be 1 to %d characters", MaxCallbackURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return badRequest(CodeInvalidCallbackURL, "callback_url is not an absolute URL")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && s.cfg.AllowHTTPCallbacks:
+	default:
+		return badRequest(CodeInvalidCallbackURL, "callback_url must use https://")
+	}
+	if u.User != nil {
+		return badRequest(CodeInvalidCallbackURL, "callback_url must not carry user info")
+	}
+	if !s.cfg.AllowPrivateNetworks {
+		if err := s.checkHost(ctx, u.Hostname()); err != nil {
+			return badRequest(CodeInvalidCallbackURL, "callback_url: %v", err)
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,357 @@
+// Package api is vfx's HTTP API: the generation API of SPEC.md (jobs,
+// uploads, account reads) with the decisions of SPEC-NOTES.md, the operator
+// API under /admin/v1, the OpenAPI document, the charging of finished jobs
+// and the webhook dispatcher.
+//
+// A Server holds no state of its own beyond its configuration: jobs live in
+// the queue's "jobs" bucket, and the API's own records (callback URL,
+// idempotency keys, the per-account job index, webhook delivery state) in
+// NATS key-value buckets, so any number of API replicas can serve the same
+// accounts. Accounts, keys, limits and billing are the account package's.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/store"
+)
+
+// Accounts is what the API needs of the account service; *account.Service
+// satisfies it.
+type Accounts interface {
+	Authenticate(ctx context.Context, secret string) (account.Principal, error)
+	Allow(ctx context.Context, acct account.Account, class account.Class) (account.Decision, error)
+	Peek(ctx context.Context, acct account.Account, class account.Class) (account.Decision, error)
+	Reserve(ctx context.Context, acct account.Account, jobID string, cost float64, enforceConcurrency bool) error
+	Settle(ctx context.Context, accountID, jobID string, charged bool, meter string, units float64, cost float64) error
+	InFlight(ctx context.Context, accountID string) (int, error)
+	Billing(ctx context.Context, accountID string) (account.Billing, error)
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	CreateAccount(ctx context.Context, in account.AccountInput) (account.Account, error)
+	UpdateAccount(ctx context.Context, id string, p account.AccountPatch) (account.Account, error)
+	CreateKey(ctx context.Context, accountID string, kind account.Kind) (account.Key, string, error)
+	RevokeKey(ctx context.Context, keyID string) error
+	WebhookSecret(ctx context.Context, accountID string) (string, error)
+}
+
+var _ Accounts = (*account.Service)(nil)
+
+// Defaults of Config.
+const (
+	// OutputURLTTL is the lifetime of signed output URLs (SPEC: 72 hours).
+	OutputURLTTL = 72 * time.Hour
+	// UploadURLTTL is the lifetime of presigned upload URLs (SPEC: 1 hour).
+	UploadURLTTL = time.Hour
+	// DefaultMaxBodyBytes caps a request body: a 50 MB inline data: URI is
+	// about 66.7 MB of base64, plus the rest of the request.
+	DefaultMaxBodyBytes int64 = 70 << 20
+	// DefaultWebhookTimeout bounds one webhook attempt (SPEC: 10 seconds).
+	DefaultWebhookTimeout = 10 * time.Second
+	// DefaultVideoFramesEstimate is the frame count assumed for the cost
+	// estimate of a video whose source is not at hand (the 240-frame cap).
+	DefaultVideoFramesEstimate = 240
+	// MaxIdempotencyKeyLen is the longest idempotency_key, in characters.
+	MaxIdempotencyKeyLen = 256
+	// MaxCallbackURLLen is the longest callback_url, in bytes.
+	MaxCallbackURLLen = 2048
+)
+
+// DefaultWebhookRetryDelays are the pauses before webhook attempts 2..5
+// (SPEC: 1 s, 5 s, 30 s, 2 min).
+func DefaultWebhookRetryDelays() []time.Duration {
+	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
+}
+
+// KV bucket names the API owns.
+const (
+	BucketMeta  = "gen_meta"
+	BucketIdem  = "gen_idem"
+	BucketIndex = "gen_index"
+)
+
+// Durable consumer names on the job events stream.
+const (
+	ConsumerBilling  = "api-billing"
+	ConsumerWebhooks = "webhooks"
+)
+
+// Config configures a Server. Queue, JetStream, Store and Accounts are
+// required.
+type Config struct {
+	// Queue holds the job records and takes submissions.
+	Queue *queue.Queue
+	// JetStream holds the API's buckets (BucketMeta, BucketIdem, BucketIndex).
+	JetStream jetstream.JetStream
+	// Store signs output and upload URLs and holds uploads.
+	Store store.Store
+	// Accounts authenticates keys and keeps limits and billing.
+	Accounts Accounts
+	// Prices estimate job costs; nil means account.DefaultPrices().
+	Prices account.PriceTable
+	// AdminToken is the operator token of /admin/v1; empty disables the
+	// operator API (every call gets 401).
+	AdminToken string
+	// AllowPrivateNetworks lets callback_url and https:// sources reach
+	// loopback, private and link-local addresses (tests, development).
+	AllowPrivateNetworks bool
+	// AllowHTTPCallbacks accepts http:// callback URLs (development).
+	AllowHTTPCallbacks bool
+	// AllowHTTPSources accepts http:// source URIs (development); the
+	// workers must be configured alike.
+	AllowHTTPSources bool
+	// WebhookRetryDelays are the pauses before attempts 2, 3, …; the number
+	// of attempts is len+1. Nil means DefaultWebhookRetryDelays.
+	WebhookRetryDelays []time.Duration
+	// WebhookTimeout bounds one attempt; 0 means DefaultWebhookTimeout.
+	WebhookTimeout time.Duration
+	// WebhookWorkers is how many deliveries run at once; 0 means 8.
+	WebhookWorkers int
+	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Replicas of the API's buckets; 0 means 1.
+	Replicas int
+	// Resolver looks up host names of callback and source URLs; nil means
+	// net.DefaultResolver.
+	Resolver HostResolver
+	// Logger receives request failures and dispatcher events; nil logs
+	// nothing.
+	Logger *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP API. Create it with New; it is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	log      *zap.Logger
+	q        *queue.Queue
+	st       store.Store
+	acc      Accounts
+	prices   account.PriceTable
+	meta     jetstream.KeyValue
+	idem     jetstream.KeyValue
+	index    jetstream.KeyValue
+	mux      *http.ServeMux
+	routes   []route
+	resolver *store.Resolver
+	guard    *store.AddressGuard
+	hooks    *http.Client
+	delays   []time.Duration
+	now      func() time.Time
+	bg       sync.WaitGroup
+}
+
+// route is one registered pattern, kept for the OpenAPI check.
+type route struct {
+	Method, Path string
+}
+
+// New opens (creating when missing) the API's buckets and builds the
+// Server's routes. ctx bounds the bucket set-up.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
+		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
+	}
+	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.prices == nil {
+		s.prices = account.DefaultPrices()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.cfg.MaxBodyBytes <= 0 {
+		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.cfg.WebhookTimeout <= 0 {
+		s.cfg.WebhookTimeout = DefaultWebhookTimeout
+	}
+	if s.cfg.WebhookWorkers <= 0 {
+		s.cfg.WebhookWorkers = 8
+	}
+	s.delays = cfg.WebhookRetryDelays
+	if s.delays == nil {
+		s.delays = DefaultWebhookRetryDelays()
+	}
+	if s.cfg.Replicas <= 0 {
+		s.cfg.Replicas = 1
+	}
+	if s.cfg.Resolver == nil {
+		s.cfg.Resolver = netResolver{}
+	}
+	var allow []string
+	if cfg.AllowPrivateNetworks {
+		allow = []string{"0.0.0.0/0", "::/0"}
+	}
+	s.guard = &store.AddressGuard{AllowHosts: allow}
+	s.resolver = &store.Resolver{Store: cfg.Store, AllowHosts: allow, AllowHTTP: cfg.AllowHTTPSources}
+	s.hooks = newHookClient(s.guard, s.cfg.WebhookTimeout)
+
+	var err error
+	open := func(name, desc string, history uint8) (jetstream.KeyValue, error) {
+		kv, err := cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Description: desc, History: history, Replicas: s.cfg.Replicas, Storage: jetstream.FileStorage,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("api: bucket %s: %w", name, err)
+		}
+		return kv, nil
+	}
+	if s.meta, err = open(BucketMeta, "vfx generation jobs: owner, callback, webhook state", 1); err != nil {
+		return nil, err
+	}
+	if s.idem, err = open(BucketIdem, "vfx generation idempotency keys", 1); err != nil {
+		return nil, err
+	}
+	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
+		return nil, err
+	}
+	s.buildRoutes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mount adds another handler (such as the local store's signed URLs at
+// store.FilesPath) to the Server's mux. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Routes lists the registered API routes as "METHOD /path" patterns.
+func (s *Server) Routes() []string {
+	out := make([]string, len(s.routes))
+	for i, r := range s.routes {
+		out[i] = r.Method + " " + r.Path
+	}
+	return out
+}
+
+// Run runs the background work of the API until ctx ends: the charging
+// of finished jobs (durable consumer ConsumerBilling) and the webhook
+// dispatcher (durable consumer ConsumerWebhooks). It returns when both
+// have stopped, nil after a shutdown by ctx.
+func (s *Server) Run(ctx context.Context) error {
+	billing, err := s.q.Events(ctx, ConsumerBilling)
+	if err != nil {
+		return fmt.Errorf("api: billing consumer: %w", err)
+	}
+	hooks, err := s.q.Events(ctx, ConsumerWebhooks)
+	if err != nil {
+		return fmt.Errorf("api: webhooks consumer: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runBilling(ctx, billing) })
+	for range s.cfg.WebhookWorkers {
+		wg.Go(func() { s.runWebhooks(ctx, hooks) })
+	}
+	wg.Wait()
+	return nil
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle registers an API route answered with errors through writeError.
+func (s *Server) handle(method, path string, h handlerFunc) {
+	s.routes = append(s.routes, route{method, path})
+	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) buildRoutes() {
+	s.mux = http.NewServeMux()
+	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
+	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
+	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
+	s.handle("POST", "/v1/uploads", s.withKey(s.postUpload))
+	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
+	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
+	s.handle("GET", "/v1/openapi.json", s.openAPI)
+	s.handle("POST", "/admin/v1/accounts", s.withAdmin(s.adminCreateAccount))
+	s.handle("PATCH", "/admin/v1/accounts/{id}", s.withAdmin(s.adminUpdateAccount))
+	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
+	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
+	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// principalKey is the context key of the authenticated principal.
+type principalKey struct{}
+
+func principalOf(ctx context.Context) account.Principal {
+	p, _ := ctx.Value(principalKey{}).(account.Principal)
+	return p
+}
+
+// withKey authenticates the x-api-key header: a missing, unknown or revoked
+// key gets 401 INVALID_API_KEY.
+func (s *Server) withKey(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
+		if secret == "" {
+			return newError(http.StatusUnauthorized, CodeInvalidAPIKey, "missing x-api-key header")
+		}
+		p, err := s.acc.Authenticate(r.Context(), secret)
+		if err != nil {
+			if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
+				return newError(http.StatusUnauthorized, CodeInvalidAPIKey, "invalid or revoked API key")
+			}
+			return fmt.Errorf("api: authenticate: %w", err)
+		}
+		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	}
+}
+
+// withAdmin checks Authorization: Bearer <admin token> in constant time.
+func (s *Server) withAdmin(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if s.cfg.AdminToken == "" || !ok ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.AdminToken)) != 1 {
+			return newError(http.StatusUnauthorized, CodeUnauthorized, "missing or invalid operator token")
+		}
+		return h(w, r)
+	}
+}
+
+// limit applies the rate limit of class to personal keys; organization
+// keys have none. Allowed decisions set the X-RateLimit-* headers on w.
+func (s *Server) limit(ctx context.Context, w http.ResponseWriter, class account.Class) error {
+	p := principalOf(ctx)
+	if p.Key.Kind != account.KindPersonal {
+		return nil
+	}
+	d, err := s.acc.Allow(ctx, p.Account, class)
+	if err != nil {
+		return fmt.Errorf("api: rate limit: %w", err)
+	}
+	h := rateHeaders(d)
+	if !d.Allowed {
+		e := newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
+			"rate limit of %d %s requests per minute exceeded; retry in %d s", d.Limit, class, retrySeconds(d.RetryAfter))
+		e.Header = h
+		return e
+	}
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	return nil
+}
