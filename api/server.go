@@ -247,10 +247,16 @@ func (s *Server) Routes() []string {
 func (s *Server) Run(ctx context.Context) error {
 	billing, err := s.q.Events(ctx, ConsumerBilling)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a shutdown, not a failure
+		}
 		return fmt.Errorf("api: billing consumer: %w", err)
 	}
 	hooks, err := s.q.Events(ctx, ConsumerWebhooks)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("api: webhooks consumer: %w", err)
 	}
 	var wg sync.WaitGroup
