@@ -48,19 +48,11 @@ bench: deps
 bench-ffmpeg: build
 	$(BIN)/vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080
 
-## demo: generate sample media, run one local render, write outputs under ./out/demo.
+## demo: start `vfx serve` on a temporary data folder and a free loopback port, generate sample media,
+## upload it and run a video job and an image job over HTTP with `vfx submit`, download render/source/alpha
+## into ./out/demo (and ./out/demo/image), print the paths and the time, stop the server (scripts/demo.sh).
 demo: build
-	$(BIN)/vfx bench fixture --out out/demo/input --width 1280 --height 720 --frames 48
-	$(BIN)/vfx render --type video --source out/demo/input/source.mp4 \
-		--alpha-mode custom --alpha out/demo/input/matte.mp4 \
-		--reference out/demo/input/reference.png \
-		--prompt "warm golden hour key light from the left, soft blue rim light from behind" \
-		--seed 7 --max-resolution 720 --out out/demo
-	$(BIN)/vfx render --type image --source out/demo/input/still.png \
-		--alpha-mode custom --alpha out/demo/input/still_matte.png \
-		--prompt "moody night city, neon magenta and teal, hard rim light" \
-		--seed 7 --out out/demo/image
-	@ls -l out/demo out/demo/image
+	bash scripts/demo.sh $(BIN)/vfx
 
 ## lint: gofmt and go vet.
 lint: fmt vet

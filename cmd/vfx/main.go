@@ -1,8 +1,8 @@
 // Command vfx is the single binary of the vfx render farm. This build has
 // `vfx serve` (API, NATS, store and workers in one process), `vfx worker`
-// (the queue worker daemon), the local commands `vfx render` (one job on
-// this machine, no server) and `vfx bench` (fixtures and the ffmpeg
-// comparison).
+// (the queue worker daemon), the API clients `vfx submit`, `vfx jobs` and
+// `vfx admin`, the local commands `vfx render` (one job on this machine,
+// no server) and `vfx bench` (fixtures and the ffmpeg comparison).
 package main
 
 import (
@@ -19,7 +19,11 @@ const usage = `vfx: image and video compositing and relighting
 
 usage:
   vfx serve [flags]           API, embedded NATS, local store and workers in one process (vfx serve -h)
+  vfx api [flags]             the API alone, against external NATS and S3 (vfx api -h)
   vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
+  vfx submit [flags]          upload files, start a generation, wait, download the outputs (vfx submit -h)
+  vfx jobs list|get ID        print generation jobs as JSON
+  vfx admin ...               operator API: accounts, keys, webhook secrets (vfx admin for the list)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
@@ -47,8 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "api":
+		err = cmdAPI(ctx, args[1:], stdout, stderr)
 	case "worker":
 		err = cmdWorker(ctx, args[1:], stdout, stderr)
+	case "submit":
+		err = cmdSubmit(ctx, args[1:], stdout, stderr)
+	case "jobs":
+		err = cmdJobs(ctx, args[1:], stdout, stderr)
+	case "admin":
+		err = cmdAdmin(ctx, args[1:], stdout, stderr)
 	case "render":
 		err = cmdRender(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -117,6 +117,30 @@ var s3Flags = [...]struct{ flag, env, help string }{
 	{"s3-part-size", "VFX_S3_PART_SIZE", "multipart part size in bytes for streamed uploads (default 16 MiB)"},
 }
 
+// addS3Flags registers the S3 flags on fs and returns a function that
+// builds the S3 configuration after fs.Parse: a flag given on the command
+// line overrides its VFX_S3_* variable (read through getenv).
+func addS3Flags(fs *flag.FlagSet) func(getenv func(string) string) (store.S3Config, error) {
+	var vals [len(s3Flags)]*string
+	for i, f := range s3Flags {
+		vals[i] = fs.String(f.flag, "", f.help+" ["+f.env+"]")
+	}
+	return func(getenv func(string) string) (store.S3Config, error) {
+		over := map[string]string{}
+		for i, f := range s3Flags {
+			if v := strings.TrimSpace(*vals[i]); v != "" {
+				over[f.env] = v
+			}
+		}
+		return store.S3ConfigFromEnv("VFX_S3_", func(k string) string {
+			if v, ok := over[k]; ok {
+				return v
+			}
+			return getenv(k)
+		})
+	}
+}
+
 // parseWorkerFlags reads the flags of `vfx worker`; each falls back to a
 // VFX_* environment variable (read through getenv), then to its default.
 func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) string) (workerConfig, error) {
@@ -134,10 +158,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	dataDir := fs.String("data-dir", e.str("VFX_DATA_DIR", "vfx-data"), "data folder of the embedded NATS server and, by default, of the local store [VFX_DATA_DIR]")
 	storeKind := fs.String("store", e.str("VFX_STORE", "local"), "object storage: local or s3 [VFX_STORE]")
 	storeDir := fs.String("store-dir", e.str("VFX_STORE_DIR", ""), "folder of the local store; empty means <data-dir>/store [VFX_STORE_DIR]")
-	var s3Vals [len(s3Flags)]*string
-	for i, f := range s3Flags {
-		s3Vals[i] = fs.String(f.flag, "", f.help+" ["+f.env+"]")
-	}
+	s3Config := addS3Flags(fs)
 	concurrency := fs.Int("concurrency", e.int("VFX_CONCURRENCY", 1), "jobs run at once (slots); a job is pulled only when a slot is free [VFX_CONCURRENCY]")
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long the jobs in hand may take to finish before they are handed back to other workers [VFX_DRAIN_TIMEOUT]")
 	backend := fs.String("backend", e.str("VFX_BACKEND", "cpu"), "compute backend: cpu [VFX_BACKEND]")
@@ -205,20 +226,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 			cfg.storeDir = filepath.Join(cfg.dataDir, "store")
 		}
 	case "s3":
-		// A flag given on the command line overrides its VFX_S3_* variable.
-		over := map[string]string{}
-		for i, f := range s3Flags {
-			if v := strings.TrimSpace(*s3Vals[i]); v != "" {
-				over[f.env] = v
-			}
-		}
-		cfg.s3, err = store.S3ConfigFromEnv("VFX_S3_", func(k string) string {
-			if v, ok := over[k]; ok {
-				return v
-			}
-			return getenv(k)
-		})
-		if err != nil {
+		if cfg.s3, err = s3Config(getenv); err != nil {
 			return cfg, usageError{fmt.Sprintf("--store s3: %v (set --s3-endpoint and --s3-bucket, or VFX_S3_*)", err)}
 		}
 	default:
