@@ -138,20 +138,23 @@ func TestNextPullsOne(t *testing.T) {
 	if d.JobID != jobID(0) || d.Attempt != 1 {
 		t.Errorf("delivery %s attempt %d, want %s attempt 1", d.JobID, d.Attempt, jobID(0))
 	}
-	ci := e.consumerInfo(t)
-	if ci.NumAckPending != 1 || ci.NumPending != 2 {
-		t.Errorf("ack pending %d, pending %d; want 1 and 2", ci.NumAckPending, ci.NumPending)
-	}
+	// The server updates NumPending asynchronously: poll for it.
+	eventually(t, 5*time.Second, "one ack pending, two pending", func() (bool, string) {
+		ci := e.consumerInfo(t)
+		return ci.NumAckPending == 1 && ci.NumPending == 2,
+			fmt.Sprintf("ack pending %d, pending %d; want 1 and 2", ci.NumAckPending, ci.NumPending)
+	})
 	if err := d.Done(testCtx(t, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Done(testCtx(t, 5*time.Second)); !errors.Is(err, ErrSettled) {
 		t.Errorf("second Done: %v, want ErrSettled", err)
 	}
-	ci = e.consumerInfo(t)
-	if ci.NumAckPending != 0 || ci.NumPending != 2 {
-		t.Errorf("after Done: ack pending %d, pending %d; want 0 and 2", ci.NumAckPending, ci.NumPending)
-	}
+	eventually(t, 5*time.Second, "after Done: none ack pending, two pending", func() (bool, string) {
+		ci := e.consumerInfo(t)
+		return ci.NumAckPending == 0 && ci.NumPending == 2,
+			fmt.Sprintf("ack pending %d, pending %d; want 0 and 2", ci.NumAckPending, ci.NumPending)
+	})
 	if n := e.streamInfo(t, StreamJobs).State.Msgs; n != 2 {
 		t.Errorf("VFX_JOBS holds %d messages, want 2", n)
 	}
