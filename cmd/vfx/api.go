@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
@@ -139,11 +138,7 @@ func cmdAPI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log := zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.Lock(zapcore.AddSync(stderr)),
-		zap.InfoLevel,
-	), zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(stderr))))
+	log := newJSONLogger(stderr)
 	defer func() { _ = log.Sync() }()
 	return runAPI(ctx, cfg, stdout, log.With(zap.String("api", cfg.name)))
 }

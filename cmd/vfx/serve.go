@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
@@ -106,11 +105,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	log := zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.Lock(zapcore.AddSync(stderr)),
-		zap.InfoLevel,
-	), zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(stderr))))
+	log := newJSONLogger(stderr)
 	defer func() { _ = log.Sync() }()
 	return runServe(ctx, cfg, stdout, log)
 }

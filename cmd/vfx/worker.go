@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/kernels"
@@ -270,11 +269,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.Lock(zapcore.AddSync(stderr)),
-		zap.InfoLevel,
-	), zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(stderr))))
+	log := newJSONLogger(stderr)
 	defer func() { _ = log.Sync() }()
 	return runWorker(ctx, cfg, log)
 }
