@@ -12,41 +12,15 @@ import (
 	"github.com/vfxrender/vfx/worker"
 )
 
-// codeTable maps the codec and matte sentinels to SPEC-NOTES codes, as the
-// worker does when it fails a job with the same checks.
-var codeTable = [...]struct {
-	err  error
-	code string
-}{
-	{codec.ErrTooManyPixels, CodeSourceTooLarge},
-	{codec.ErrTooManyFrames, CodeVideoTooManyFrames},
-	{codec.ErrExtremeAspect, CodeExtremeAspectRatio},
-	{codec.ErrUnsupportedFormat, CodeInvalidFileFormat},
-	{codec.ErrCorrupt, CodeInvalidFileFormat},
-	{matte.ErrKindMismatch, CodeAlphaTypeMismatch},
-	{matte.ErrMustBeImage, CodeAlphaMustBeImage},
-	{matte.ErrSizeMismatch, CodeAlphaTypeMismatch},
-	{matte.ErrFrameCountMismatch, CodeAlphaTypeMismatch},
-	{matte.ErrKeyframeIndex, CodeInvalidKeyframeIndex},
-	{matte.ErrMissingMatte, CodeMissingAlpha},
-	{store.ErrMIMEMismatch, CodeInvalidFileFormat},
-	{store.ErrTooLarge, CodeSourceTooLarge},
-	{store.ErrNotFound, CodeSourceUnreachable},
-	{store.ErrInvalidURI, CodeInvalidURI},
-	{store.ErrInvalidKey, CodeInvalidURI},
-	{store.ErrForbiddenAddress, CodeInvalidURI},
-}
-
 // mediaError turns an input error into a 400 with its code; other errors
 // (object storage down) are returned as they are.
 func mediaError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, c := range codeTable {
-		if errors.Is(err, c.err) {
-			return badRequest(c.code, "%s: %v", what, err)
-		}
+	var ie *worker.InputError
+	if errors.As(worker.AsInputError(what, err), &ie) {
+		return badRequest(ie.Code, "%v", ie.Err)
 	}
 	return fmt.Errorf("api: check %s: %w", what, err)
 }

@@ -401,7 +401,8 @@ func inputExt(name string) string {
 }
 
 // fetchError turns a resolver error into an *InputError when fetching can
-// never succeed, with the SPEC-NOTES code:
+// never succeed, with the SPEC-NOTES code (the store sentinels through
+// codeTable, the one mapping):
 //
 //   - store.ErrInvalidURI, store.ErrInvalidKey, store.ErrForbiddenAddress: INVALID_URI;
 //   - store.ErrMIMEMismatch: INVALID_FILE_FORMAT;
@@ -418,17 +419,12 @@ func fetchError(what string, err error) error {
 		return &InputError{Code: code, Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	var se *store.StatusError
+	var ie *InputError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("worker: fetch %s: %w", what, err)
-	case errors.Is(err, store.ErrInvalidURI), errors.Is(err, store.ErrInvalidKey), errors.Is(err, store.ErrForbiddenAddress):
-		return wrap("INVALID_URI")
-	case errors.Is(err, store.ErrMIMEMismatch):
-		return wrap("INVALID_FILE_FORMAT")
-	case errors.Is(err, store.ErrTooLarge):
-		return wrap("SOURCE_TOO_LARGE")
-	case errors.Is(err, store.ErrNotFound):
-		return wrap("SOURCE_UNREACHABLE")
+	case errors.As(classify(what, err), &ie):
+		return ie
 	case errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500 &&
 		se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooEarly &&
 		se.StatusCode != http.StatusTooManyRequests:

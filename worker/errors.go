@@ -6,6 +6,7 @@ import (
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/store"
 )
 
 // InputError is a job failure caused by the request or its media: it can
@@ -27,8 +28,9 @@ func inputErr(code string, format string, args ...any) error {
 	return &InputError{Code: code, Err: fmt.Errorf(format, args...)}
 }
 
-// codeTable maps the sentinel errors of codec and matte to API codes. It is
-// the one place where that mapping lives.
+// codeTable maps the sentinel errors of codec, matte and store (input
+// resolution) to API codes. It is the one place where that mapping lives:
+// the worker fails jobs with it and the API answers 400s with it.
 var codeTable = []struct {
 	err  error
 	code string
@@ -46,12 +48,20 @@ var codeTable = []struct {
 	{matte.ErrSizeMismatch, "ALPHA_TYPE_MISMATCH"},
 	{matte.ErrFrameCountMismatch, "ALPHA_TYPE_MISMATCH"},
 	{matte.ErrKeyframeIndex, "INVALID_KEYFRAME_INDEX"},
+	{store.ErrMIMEMismatch, "INVALID_FILE_FORMAT"},
+	{store.ErrTooLarge, "SOURCE_TOO_LARGE"},
+	{store.ErrNotFound, "SOURCE_UNREACHABLE"},
+	{store.ErrInvalidURI, "INVALID_URI"},
+	{store.ErrInvalidKey, "INVALID_URI"},
+	{store.ErrForbiddenAddress, "INVALID_URI"},
 }
 
-// classify wraps err as an InputError when it stems from the input (a
-// codec or matte sentinel), prefixing what the input was ("source",
-// "alpha", "reference"). Other errors are returned unchanged: they are
-// internal or transient.
+// AsInputError wraps err as an *InputError when it stems from the input (a
+// codec, matte or store sentinel of codeTable), prefixing what the input was
+// ("source", "alpha", "reference"). Other errors are returned unchanged:
+// they are internal or transient.
+func AsInputError(what string, err error) error { return classify(what, err) }
+
 func classify(what string, err error) error {
 	if err == nil {
 		return nil
