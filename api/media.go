@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/worker"
 )
@@ -32,92 +31,42 @@ func (s *Server) atHand(uri string) bool {
 	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData)
 }
 
-// probe probes an input under lim.
-func (s *Server) probe(ctx context.Context, uri string, lim codec.Limits) (codec.Info, error) {
-	in := codec.Input{Open: func() (io.ReadSeekCloser, error) {
-		rc, _, err := s.resolver.Open(ctx, uri)
-		return rc, err
-	}}
-	// A missing upload or a bad data: payload is reported as such, not as
-	// a probe failure.
+// input returns a codec input over uri when its content is at hand (an
+// upload or a data: URI), nil otherwise. A missing upload or a bad data:
+// payload is reported as such here, not later as a probe failure.
+func (s *Server) input(ctx context.Context, what, uri string) (*codec.Input, error) {
+	if uri == "" || !s.atHand(uri) {
+		return nil, nil
+	}
 	rc, _, err := s.resolver.Open(ctx, uri)
 	if err != nil {
-		return codec.Info{}, err
+		return nil, mediaError(what, err)
 	}
 	_ = rc.Close()
-	return codec.Probe(ctx, in, lim)
+	return &codec.Input{Open: func() (io.ReadSeekCloser, error) {
+		rc, _, err := s.resolver.Open(ctx, uri)
+		return rc, err
+	}}, nil
 }
 
-func geometryOf(i codec.Info) matte.Geometry {
-	return matte.Geometry{Video: i.Kind == codec.KindVideo, Width: i.DisplayWidth, Height: i.DisplayHeight, Frames: i.Frames}
-}
-
-// checkMedia runs the content checks of the inputs that are at hand and
-// returns the source's frame count (0 when the source is not at hand).
+// checkMedia runs the content checks of worker.CheckMedia on the inputs
+// that are at hand and returns the source's frame count (0 when the source
+// is not at hand).
 func (s *Server) checkMedia(ctx context.Context, jr worker.JobRequest) (int, error) {
-	lim := codec.DefaultLimits()
-	video := jr.GenerationType == "video"
-	mode, _ := matte.ParseMode(jr.AlphaMode)
-	var src codec.Info
-	haveSrc := s.atHand(jr.SourceURI)
-	if haveSrc {
-		var err error
-		src, err = s.probe(ctx, jr.SourceURI, lim)
-		if err != nil {
-			return 0, mediaError("source", err)
-		}
-		if (src.Kind == codec.KindVideo) != video {
-			want := "a PNG, JPEG or WebP image"
-			if video {
-				want = "an MP4 or MOV video"
-			}
-			return 0, badRequest(CodeInvalidFileFormat, "source: generation_type %s needs %s, got %s", jr.GenerationType, want, src.Container)
-		}
+	req := worker.Request{GenerationType: jr.GenerationType, AlphaMode: jr.AlphaMode, AlphaKeyframeIndex: jr.AlphaKeyframeIndex}
+	var err error
+	if req.Source, err = s.input(ctx, "source", jr.SourceURI); err != nil {
+		return 0, err
 	}
-	if mode.NeedsMatte() && s.atHand(jr.AlphaURI) {
-		m, err := s.probe(ctx, jr.AlphaURI, lim)
-		if err != nil {
-			return 0, mediaError("alpha", err)
-		}
-		switch mode {
-		case matte.Custom:
-			if (m.Kind == codec.KindVideo) != video {
-				return 0, badRequest(CodeAlphaTypeMismatch, "alpha: alpha_mode custom needs a %s matte for a %s job, got %s",
-					jr.GenerationType, jr.GenerationType, m.Kind)
-			}
-			if haveSrc {
-				if err := matte.CheckCustom(geometryOf(src), geometryOf(m)); err != nil {
-					return 0, mediaError("alpha", err)
-				}
-			}
-		case matte.Select:
-			if m.Kind != codec.KindImage {
-				return 0, badRequest(CodeAlphaMustBeImage, "alpha: alpha_mode select needs a PNG or JPEG keyframe image, got %s video", m.Container)
-			}
-			if haveSrc {
-				if err := matte.CheckKeyframe(geometryOf(src), geometryOf(m), jr.AlphaKeyframeIndex); err != nil {
-					return 0, mediaError("alpha", err)
-				}
-			}
-		}
-	} else if mode == matte.Select && haveSrc && video && jr.AlphaKeyframeIndex > src.Frames-1 {
-		return 0, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: the source has %d frames", jr.AlphaKeyframeIndex, src.Frames)
+	if req.Alpha, err = s.input(ctx, "alpha", jr.AlphaURI); err != nil {
+		return 0, err
 	}
-	if jr.ReferenceImageURI != "" && s.atHand(jr.ReferenceImageURI) {
-		rlim := codec.Limits{MaxPixels: worker.ReferenceMaxPixels, MaxFrames: lim.MaxFrames, MaxAspect: 16}
-		ri, err := s.probe(ctx, jr.ReferenceImageURI, rlim)
-		if err != nil {
-			return 0, mediaError("reference_image", err)
-		}
-		if ri.Kind != codec.KindImage {
-			return 0, badRequest(CodeInvalidFileFormat, "reference_image: want a PNG, JPEG or WebP image, got %s video", ri.Container)
-		}
+	if req.Reference, err = s.input(ctx, "reference_image", jr.ReferenceImageURI); err != nil {
+		return 0, err
 	}
-	if !haveSrc {
-		return 0, nil
+	m, err := worker.CheckMedia(ctx, &req, codec.DefaultLimits())
+	if err != nil {
+		return 0, mediaError("media", err)
 	}
-	if !video {
-		return 1, nil
-	}
-	return src.Frames, nil
+	return m.Frames(), nil
 }

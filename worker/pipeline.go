@@ -170,26 +170,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	video := req.GenerationType == "video"
 	lim := p.limits()
 
-	srcInfo, err := codec.Probe(ctx, *req.Source, lim)
+	media, err := CheckMedia(ctx, &req, lim)
 	if err != nil {
-		return Result{}, classify("source", err)
+		return Result{}, err
 	}
-	if (srcInfo.Kind == codec.KindVideo) != video {
-		return Result{}, inputErr("INVALID_FILE_FORMAT", "source: generation_type %s needs %s, got %s %s",
-			req.GenerationType, kindWant(video), srcInfo.Container, kindOf(srcInfo))
-	}
-	srcGeom := geometry(srcInfo)
-
-	var mInfo codec.Info
-	if mode == matte.Custom {
-		mInfo, err = codec.Probe(ctx, *req.Alpha, lim)
-		if err != nil {
-			return Result{}, classify("alpha", err)
-		}
-		if err := matte.CheckCustom(srcGeom, geometry(mInfo)); err != nil {
-			return Result{}, classify("alpha", err)
-		}
-	}
+	srcInfo, mInfo := media.Source, media.Alpha
 
 	maxRes := req.MaxResolution
 	if maxRes == 0 {
@@ -199,18 +184,14 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 
 	var ref *frame.HostFrame
 	if req.Reference != nil {
-		ref, err = decodeReference(ctx, *req.Reference, outW, outH)
+		ref, err = decodeReference(ctx, *req.Reference, media.Reference, referenceLimits(lim), outW, outH)
 		if err != nil {
 			return Result{}, err
 		}
 	}
 
 	if p.OnPlan != nil {
-		frames := srcInfo.Frames
-		if !video {
-			frames = 1
-		}
-		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: frames,
+		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: media.Frames(),
 			HeapBytes: int64(heapPerPixel*float64(outW*outH)) + heapFixed})
 	}
 	if outDir == "" {
@@ -304,17 +285,10 @@ func geometry(i codec.Info) matte.Geometry {
 	return matte.Geometry{Video: i.Kind == codec.KindVideo, Width: i.DisplayWidth, Height: i.DisplayHeight, Frames: i.Frames}
 }
 
-// decodeReference decodes the reference image as RGB24, scaled down (never
-// up) to the smallest size that still covers outW x outH.
-func decodeReference(ctx context.Context, in codec.Input, outW, outH int) (*frame.HostFrame, error) {
-	lim := codec.Limits{MaxPixels: ReferenceMaxPixels, MaxFrames: codec.DefaultLimits().MaxFrames, MaxAspect: 16}
-	info, err := codec.Probe(ctx, in, lim)
-	if err != nil {
-		return nil, classify("reference", err)
-	}
-	if info.Kind != codec.KindImage {
-		return nil, inputErr("INVALID_FILE_FORMAT", "reference: want a PNG, JPEG or WebP image, got %s video", info.Container)
-	}
+// decodeReference decodes the reference image (already probed: info) as
+// RGB24, scaled down (never up) to the smallest size that still covers
+// outW x outH.
+func decodeReference(ctx context.Context, in codec.Input, info codec.Info, lim codec.Limits, outW, outH int) (*frame.HostFrame, error) {
 	w, h := info.DisplayWidth, info.DisplayHeight
 	if s := math.Max(float64(outW)/float64(w), float64(outH)/float64(h)); s < 1 {
 		w = max(1, int(math.Ceil(float64(w)*s)))
