@@ -1,0 +1,90 @@
+// The fused finishing pass GainComposite and GainCompositeDownload
+// (kernels/cpu_pixel.go): bilinear gain, clamp, composite over bg and
+// light wrap per pixel; where alpha == 0 the result is bg exactly, where
+// alpha == 1 bg is not read.
+#include "common.cuh"
+
+struct GC {
+    const float *src, *alpha, *gl, *bg, *bb, *abl;
+    const void *gx, *gy, *ax, *ay; // packed bilinear tables (w, h, w, h outputs)
+    int w, h, glw, glh, ablw, ablh;
+    float wrap, maxV;
+};
+
+// The three output channels of pixel (x, y).
+__device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
+    int64_t n = (int64_t)j.w * j.h, i = (int64_t)y * j.w + x;
+    bool doWrap = j.bb != 0 && j.abl != 0;
+    float a = 1;
+    if (j.alpha) {
+        a = j.alpha[i];
+        if (a == 0) {
+            q[0] = j.bg[i], q[1] = j.bg[n + i], q[2] = j.bg[2 * n + i];
+            return;
+        }
+    }
+    Bilin gx = bilin(j.gx, j.w), gy = bilin(j.gy, j.h);
+    float wf = 0;
+    if (doWrap) {
+        Bilin ax = bilin(j.ax, j.w), ay = bilin(j.ay, j.h);
+        float ab = bilin_sample(j.abl, j.ablw, ax, ay, x, y);
+        wf = j.alpha ? j.wrap * a * (1 - ab) : j.wrap * 1 * (1 - ab);
+    }
+    int64_t gn = (int64_t)j.glw * j.glh;
+    for (int c = 0; c < 3; c++) {
+        float g = bilin_sample(j.gl + c * gn, j.glw, gx, gy, x, y);
+        float f = j.src[c * n + i] * g;
+        if (f < 0) f = 0;
+        else if (f > j.maxV) f = j.maxV;
+        float o;
+        if (!j.alpha) o = doWrap ? f + wf * j.bb[c * n + i] : f;
+        else if (a == 1) o = doWrap ? (f + 0.0f) + wf * j.bb[c * n + i] : f + 0.0f;
+        else if (doWrap) o = a * f + (1 - a) * j.bg[c * n + i] + wf * j.bb[c * n + i];
+        else o = a * f + (1 - a) * j.bg[c * n + i];
+        q[c] = o;
+    }
+}
+
+extern "C" __global__ void vfx_gain_composite(float *dst, GC j) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= j.w || y >= j.h) return;
+    int64_t n = (int64_t)j.w * j.h, i = (int64_t)y * j.w + x;
+    float q[3];
+    gc_pixel(j, x, y, q);
+    dst[i] = q[0], dst[n + i] = q[1], dst[2 * n + i] = q[2];
+}
+
+// GainComposite straight into RGB24 codes.
+extern "C" __global__ void vfx_gain_composite_rgb(uint8_t *o, GC j, const float *lut) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= j.w || y >= j.h) return;
+    int64_t i = (int64_t)y * j.w + x;
+    float q[3];
+    gc_pixel(j, x, y, q);
+    o[3 * i] = code8(lut, q[0]);
+    o[3 * i + 1] = code8(lut, q[1]);
+    o[3 * i + 2] = code8(lut, q[2]);
+}
+
+// GainComposite straight into YUV420P, one thread per 2x2 block.
+extern "C" __global__ void vfx_gain_composite_yuv(uint8_t *Y, uint8_t *U, uint8_t *V, GC j, const float *lut, YuvOut k) {
+    int cx = blockIdx.x * blockDim.x + threadIdx.x;
+    int cy = blockIdx.y * blockDim.y + threadIdx.y;
+    int w = j.w, h = j.h;
+    int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    if (cx >= cw || cy >= ch) return;
+    int x = 2 * cx, y = 2 * cy, y2 = min(y + 1, h - 1);
+    int x1 = min(x + 1, w - 1);
+    float q[3], p[2][2][3];
+    gc_pixel(j, x, y, q);
+    for (int c = 0; c < 3; c++) p[0][0][c] = oetf(lut, q[c]);
+    gc_pixel(j, x1, y, q);
+    for (int c = 0; c < 3; c++) p[0][1][c] = oetf(lut, q[c]);
+    gc_pixel(j, x, y2, q);
+    for (int c = 0; c < 3; c++) p[1][0][c] = oetf(lut, q[c]);
+    gc_pixel(j, x1, y2, q);
+    for (int c = 0; c < 3; c++) p[1][1][c] = oetf(lut, q[c]);
+    yuv_block(Y, U, V, w, h, cx, cy, k, p);
+}

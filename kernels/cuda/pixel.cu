@@ -1,0 +1,116 @@
+// Per-pixel ops (kernels/cpu_pixel.go, cpu_stats.go SHEval, cpu_lab.go
+// LabTransfer, the guided filter's per-pixel steps).
+#include "common.cuh"
+
+extern "C" __global__ void vfx_luma(float *dst, const float *src, int64_t n) {
+    GRID_STRIDE(i, n) { dst[i] = 0.2126f * src[i] + 0.7152f * src[n + i] + 0.0722f * src[2 * n + i]; }
+}
+
+// dst = a*fg + (1-a)*bg over c channels.
+extern "C" __global__ void vfx_composite(float *dst, const float *fg, const float *bg, const float *alpha, int64_t n, int c) {
+    GRID_STRIDE(i, n) {
+        float a = alpha[i];
+        for (int k = 0; k < c; k++) dst[k * n + i] = a * fg[k * n + i] + (1 - a) * bg[k * n + i];
+    }
+}
+
+// dst = comp + strength*a*(1-aBlur)*bgBlur.
+extern "C" __global__ void vfx_lightwrap(float *dst, const float *comp, const float *bgBlur, const float *alpha,
+                                         const float *alphaBlur, int64_t n, int c, float strength) {
+    GRID_STRIDE(i, n) {
+        float a = alpha[i], ab = alphaBlur[i];
+        for (int k = 0; k < c; k++) dst[k * n + i] = comp[k * n + i] + strength * a * (1 - ab) * bgBlur[k * n + i];
+    }
+}
+
+// dst = src*(1 + a*(g-1)), g = clamp(eNew/max(eOld, eps), 0, maxGain),
+// NaN ratio -> 0. eNew has cn channels (1 or c), eOld co (1 or cn);
+// alpha may be null (a = 1).
+extern "C" __global__ void vfx_ratio_relight(float *dst, const float *src, const float *eNew, const float *eOld,
+                                             const float *alpha, int64_t n, int c, int cn, int co, float eps, float maxG) {
+    GRID_STRIDE(i, n) {
+        float a = alpha ? alpha[i] : 1.0f;
+        for (int k = 0; k < c; k++) {
+            float en = eNew[min(k, cn - 1) * n + i];
+            float eo = eOld[min(k, co - 1) * n + i];
+            float g = en / gomax(eo, eps);
+            if (!(g > 0)) g = 0;
+            else if (g > maxG) g = maxG;
+            dst[k * n + i] = src[k * n + i] * (1 + a * (g - 1));
+        }
+    }
+}
+
+// Nine SH coefficients for each of up to four channels.
+struct SHCoeffs {
+    float k[4][9];
+};
+
+extern "C" __global__ void vfx_sh_eval(float *dst, const float *normals, int64_t n, int c, SHCoeffs cf) {
+    GRID_STRIDE(i, n) {
+        float x = normals[i], y = normals[n + i], z = normals[2 * n + i];
+        float b[9] = {0.282095f,          0.488603f * y,         0.488603f * z,
+                      0.488603f * x,      1.092548f * x * y,     1.092548f * y * z,
+                      0.315392f * (3 * z * z - 1), 1.092548f * x * z, 0.546274f * (x * x - y * y)};
+        for (int ch = 0; ch < c; ch++) {
+            const float *k = cf.k[ch];
+            dst[ch * n + i] = k[0] * b[0] + k[1] * b[1] + k[2] * b[2] + k[3] * b[3] + k[4] * b[4] + k[5] * b[5] +
+                              k[6] * b[6] + k[7] * b[7] + k[8] * b[8];
+        }
+    }
+}
+
+// Reinhard transfer in log-LMS (see CPU LabTransfer): P, q and the
+// inverse LMS matrix are composed on the host. log/exp are CUDA's
+// double-precision functions (the CPU uses table approximations with
+// errors below 1e-11), so results agree to float32 rounding.
+struct LabXfer {
+    double P[9], q[3], Mi[9], M[9];
+    double str;
+};
+
+extern "C" __global__ void vfx_lab_transfer(float *dst, const float *src, const float *mask, int64_t n, LabXfer t) {
+    GRID_STRIDE(i, n) {
+        double k = t.str;
+        if (mask) k *= (double)mask[i];
+        float R = src[i], G = src[n + i], B = src[2 * n + i];
+        if (k == 0) {
+            dst[i] = R, dst[n + i] = G, dst[2 * n + i] = B;
+            continue;
+        }
+        double r = R, g = G, b = B;
+        double m0 = fmax(t.M[0] * r + t.M[1] * g + t.M[2] * b, 1e-4);
+        double m1 = fmax(t.M[3] * r + t.M[4] * g + t.M[5] * b, 1e-4);
+        double m2 = fmax(t.M[6] * r + t.M[7] * g + t.M[8] * b, 1e-4);
+        double l0 = log(m0), l1 = log(m1), l2 = log(m2);
+        double e0 = exp(fmin(fmax(l0 + k * (t.P[0] * l0 + t.P[1] * l1 + t.P[2] * l2 + t.q[0]), -700.0), 700.0)) - m0;
+        double e1 = exp(fmin(fmax(l1 + k * (t.P[3] * l0 + t.P[4] * l1 + t.P[5] * l2 + t.q[1]), -700.0), 700.0)) - m1;
+        double e2 = exp(fmin(fmax(l2 + k * (t.P[6] * l0 + t.P[7] * l1 + t.P[8] * l2 + t.q[2]), -700.0), 700.0)) - m2;
+        dst[i] = (float)(r + t.Mi[0] * e0 + t.Mi[1] * e1 + t.Mi[2] * e2);
+        dst[n + i] = (float)(g + t.Mi[3] * e0 + t.Mi[4] * e1 + t.Mi[5] * e2);
+        dst[2 * n + i] = (float)(b + t.Mi[6] * e0 + t.Mi[7] * e1 + t.Mi[8] * e2);
+    }
+}
+
+// dst = a*b (guided filter I*I and I*p).
+extern "C" __global__ void vfx_mul(float *dst, const float *a, const float *b, int64_t n) {
+    GRID_STRIDE(i, n) { dst[i] = a[i] * b[i]; }
+}
+
+// Guided filter a/b step in float64: mp = mean(p) in t2, mIp in t3;
+// writes a into t3 and b into t2.
+extern "C" __global__ void vfx_guided_ab(float *t3, float *t2, const float *mI, const float *mII, int64_t n, double eps) {
+    GRID_STRIDE(i, n) {
+        double mi = mI[i], mp = t2[i];
+        double den = fmax((double)mII[i] - mi * mi, 0.0) + eps;
+        double a = 0.0;
+        if (den > 0) a = ((double)t3[i] - mi * mp) / den;
+        t3[i] = (float)a;
+        t2[i] = (float)(mp - a * mi);
+    }
+}
+
+// q = meanA*I + meanB.
+extern "C" __global__ void vfx_guided_out(float *q, const float *ma, const float *I, const float *mb, int64_t n) {
+    GRID_STRIDE(i, n) { q[i] = ma[i] * I[i] + mb[i]; }
+}
