@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/worker"
 )
 
@@ -35,6 +34,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options for the render video (key=value:...); rc-lookahead=40 restores the medium preset's lookahead")
 	out := fs.String("out", "out", "output folder for render, source and alpha")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	backend := fs.String("backend", "auto", backendHelp)
+	gpu := fs.Int("gpu", -1, gpuHelp)
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
@@ -43,6 +44,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError{}
 		}
 		return usageError{}
+	}
+	if err := checkBackend(*backend, *gpu); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -106,7 +110,10 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}()
 	}
 	codec.Quiet()
-	dev := kernels.NewCPU(*workers)
+	dev, err := openBackend(*backend, *gpu, *workers)
+	if err != nil {
+		return err
+	}
 	defer dev.Close()
 	p := &worker.Pipeline{Device: dev}
 	if os.Getenv("GOMEMLIMIT") == "" {

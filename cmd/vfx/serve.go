@@ -24,7 +24,6 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/worker"
@@ -41,6 +40,8 @@ type serveConfig struct {
 	webhookDelays        []time.Duration
 	concurrency          int
 	cpuWorkers           int
+	backend              string
+	gpu                  int
 	drain                time.Duration
 	preset               string
 	devEmail             string
@@ -61,6 +62,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	delays := fs.String("webhook-retry-delays", e.str("VFX_WEBHOOK_RETRY_DELAYS", "1s,5s,30s,2m"), "pauses before webhook attempts 2, 3, …; attempts = entries + 1 [VFX_WEBHOOK_RETRY_DELAYS]")
 	concurrency := fs.Int("concurrency", e.int("VFX_CONCURRENCY", 1), "jobs rendered at once by the in-process workers [VFX_CONCURRENCY]")
 	cpuWorkers := fs.Int("cpu-workers", e.int("VFX_CPU_WORKERS", 0), "CPU compute threads per job (0 = all cores) [VFX_CPU_WORKERS]")
+	backend := fs.String("backend", e.str("VFX_BACKEND", "auto"), backendHelp+" [VFX_BACKEND]")
+	gpu := fs.Int("gpu", e.int("VFX_GPU", -1), gpuHelp+" [VFX_GPU]")
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long running jobs may take to finish [VFX_DRAIN_TIMEOUT]")
 	preset := fs.String("preset", e.str("VFX_PRESET", worker.DefaultPreset), "x264 preset of the render and source videos [VFX_PRESET]")
 	devEmail := fs.String("dev-email", e.str("VFX_DEV_EMAIL", "dev@vfx.localhost"), "e-mail of the development account created on a first start [VFX_DEV_EMAIL]")
@@ -75,7 +78,10 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	}
 	cfg := serveConfig{listen: strings.TrimSpace(*listen), baseURL: strings.TrimRight(strings.TrimSpace(*baseURL), "/"), dataDir: *data,
 		adminToken: *admin, allowPrivateNetworks: *private, allowHTTPCallbacks: *httpHooks, concurrency: *concurrency,
-		cpuWorkers: *cpuWorkers, drain: *drain, preset: *preset, devEmail: *devEmail}
+		cpuWorkers: *cpuWorkers, backend: *backend, gpu: *gpu, drain: *drain, preset: *preset, devEmail: *devEmail}
+	if err := checkBackend(cfg.backend, cfg.gpu); err != nil {
+		return cfg, err
+	}
 	switch {
 	case cfg.listen == "":
 		return cfg, usageError{"--listen must not be empty"}
@@ -208,7 +214,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	codec.Quiet()
-	dev := kernels.NewCPU(cfg.cpuWorkers)
+	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
+	if err != nil {
+		return err
+	}
 	defer dev.Close()
 	var allow []string
 	if cfg.allowPrivateNetworks {

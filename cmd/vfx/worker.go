@@ -24,8 +24,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/worker"
 )
@@ -39,6 +39,7 @@ type workerConfig struct {
 	concurrency                   int
 	drain                         time.Duration
 	backend                       string
+	gpu                           int
 	cpuWorkers                    int
 	httpAddr                      string
 	allowHosts                    []string
@@ -160,7 +161,8 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	s3Config := addS3Flags(fs)
 	concurrency := fs.Int("concurrency", e.int("VFX_CONCURRENCY", 1), "jobs run at once (slots); a job is pulled only when a slot is free [VFX_CONCURRENCY]")
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long the jobs in hand may take to finish before they are handed back to other workers [VFX_DRAIN_TIMEOUT]")
-	backend := fs.String("backend", e.str("VFX_BACKEND", "cpu"), "compute backend: cpu [VFX_BACKEND]")
+	backend := fs.String("backend", e.str("VFX_BACKEND", "auto"), backendHelp+" [VFX_BACKEND]")
+	gpu := fs.Int("gpu", e.int("VFX_GPU", -1), gpuHelp+" [VFX_GPU]")
 	cpuWorkers := fs.Int("cpu-workers", e.int("VFX_CPU_WORKERS", 0), "CPU compute threads per job (0 = all cores) [VFX_CPU_WORKERS]")
 	httpAddr := fs.String("http-addr", e.str("VFX_HTTP_ADDR", "127.0.0.1:9090"), "listen address of /metrics, /healthz and /readyz; \"off\" disables [VFX_HTTP_ADDR]")
 	allowHosts := fs.String("allow-hosts", e.str("VFX_ALLOW_HOSTS", ""), "comma-separated hosts or IPs exempt from the SSRF guard of https:// inputs [VFX_ALLOW_HOSTS]")
@@ -186,7 +188,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	cfg := workerConfig{
 		natsURL: strings.TrimSpace(*natsURL), natsCreds: *natsCreds, natsToken: *natsToken,
 		dataDir: *dataDir, storeKind: *storeKind, storeDir: *storeDir,
-		concurrency: *concurrency, drain: *drain, backend: *backend, cpuWorkers: *cpuWorkers,
+		concurrency: *concurrency, drain: *drain, backend: *backend, gpu: *gpu, cpuWorkers: *cpuWorkers,
 		httpAddr: strings.TrimSpace(*httpAddr), allowHosts: splitList(*allowHosts), allowHTTP: *allowHTTP,
 		name: strings.TrimSpace(*name), tempDir: *tempDir, preset: *preset, crf: *crf,
 	}
@@ -195,8 +197,6 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return cfg, usageError{fmt.Sprintf("--concurrency %d: want at least 1", cfg.concurrency)}
 	case cfg.drain < 0:
 		return cfg, usageError{fmt.Sprintf("--drain-timeout %s: want 0 or more", cfg.drain)}
-	case cfg.backend != "cpu":
-		return cfg, usageError{fmt.Sprintf("--backend %q: this build has only the cpu backend (cuda arrives with the CUDA backend issue, in a -tags cuda build for GPU nodes)", cfg.backend)}
 	case cfg.cpuWorkers < 0:
 		return cfg, usageError{fmt.Sprintf("--cpu-workers %d: want 0 or more", cfg.cpuWorkers)}
 	case cfg.name == "" || strings.ContainsAny(cfg.name, "\r\n\t"):
@@ -209,6 +209,9 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return cfg, usageError{fmt.Sprintf("--max-deliver %d: want at least 1", *maxDeliver)}
 	case *maxJob < time.Second:
 		return cfg, usageError{fmt.Sprintf("--max-job-duration %s: want at least 1s", *maxJob)}
+	}
+	if err := checkBackend(cfg.backend, cfg.gpu); err != nil {
+		return cfg, err
 	}
 	if err := checkPreset(cfg.preset); err != nil {
 		return cfg, usageError{"--preset: " + err.Error()}
@@ -356,8 +359,20 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 		}
 	}
 	codec.Quiet()
-	dev := kernels.NewCPU(cfg.cpuWorkers)
+	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
+	if err != nil {
+		return err
+	}
 	defer dev.Close()
+	// The start-up self-test: a device that does not render like the CPU
+	// reference never pulls a job.
+	st0, err := render.SelfTest(ctx, dev)
+	if err != nil {
+		log.Error("self-test failed", zap.String("device", dev.Name()), zap.Error(err))
+		return fmt.Errorf("self-test: %w", err)
+	}
+	log.Info("self-test passed", zap.String("device", dev.Name()), zap.Int("differing_codes", st0.Differing),
+		zap.Int("max_code_diff", st0.MaxDiff), zap.Duration("elapsed", st0.Elapsed))
 	daemon := &worker.Daemon{
 		Queue:    q,
 		Store:    st,
@@ -384,7 +399,7 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 	defer wg.Wait()
 
 	state.ready.Store(true)
-	log.Info("worker ready", zap.Int("concurrency", cfg.concurrency), zap.String("backend", cfg.backend),
+	log.Info("worker ready", zap.Int("concurrency", cfg.concurrency), zap.String("backend", dev.Name()),
 		zap.String("store", cfg.storeKind), zap.Duration("drain_timeout", cfg.drain),
 		zap.Duration("ack_wait", q.Config().AckWait))
 	err = cons.Run(ctx, queue.RunConfig{Slots: cfg.concurrency, Drain: cfg.drain, Logger: log}, daemon.Handle)

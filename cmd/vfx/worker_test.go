@@ -19,7 +19,7 @@ func TestWorkerFlagsDefaultsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.natsURL != "" || cfg.storeKind != "local" || cfg.storeDir != "vfx-data/store" || cfg.concurrency != 1 ||
-		cfg.drain != 2*time.Minute || cfg.backend != "cpu" || cfg.httpAddr != "127.0.0.1:9090" || cfg.name == "" ||
+		cfg.drain != 2*time.Minute || cfg.backend != "auto" || cfg.httpAddr != "127.0.0.1:9090" || cfg.name == "" ||
 		cfg.queue.AckWait != time.Minute || cfg.queue.MaxDeliver != 5 || len(cfg.queue.RetryDelays) != 4 {
 		t.Errorf("defaults: %+v", cfg)
 	}
