@@ -784,3 +784,9 @@ func (d *CUDA) WritePixels(dst Image, data []float32) error {
 		return d.upload(m.ptr, slot, nb)
 	}))
 }
+
+// Sync waits for every operation queued on the device (benchmarks and
+// tests; the ops themselves never need it).
+func (d *CUDA) Sync() error {
+	return d.wrap("Sync", d.do(func() error { return d.stream.Synchronize() }))
+}

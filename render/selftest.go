@@ -55,30 +55,15 @@ func SelfTest(ctx context.Context, dev kernels.Device) (SelfTestResult, error) {
 	start := time.Now()
 	ref := kernels.NewCPU(1)
 	defer ref.Close()
-	want, err := selfTestRender(ctx, ref)
+	want, err := selfTestRender(ctx, ref, selfTestW, selfTestH, selfTestFrames)
 	if err != nil {
 		return res, fmt.Errorf("render: self-test on the CPU reference: %w", err)
 	}
-	got, err := selfTestRender(ctx, dev)
+	got, err := selfTestRender(ctx, dev, selfTestW, selfTestH, selfTestFrames)
 	if err != nil {
 		return res, fmt.Errorf("render: self-test on %s: %w", dev.Name(), err)
 	}
-	for i := range want {
-		for p := range 3 {
-			a, b := want[i].Planes[p], got[i].Planes[p]
-			for k := range a {
-				d := int(a[k]) - int(b[k])
-				if d < 0 {
-					d = -d
-				}
-				res.Codes++
-				if d != 0 {
-					res.Differing++
-					res.MaxDiff = max(res.MaxDiff, d)
-				}
-			}
-		}
-	}
+	res.Codes, res.Differing, res.MaxDiff = compareFrames(want, got)
 	res.Elapsed = time.Since(start)
 	if res.MaxDiff > SelfTestMaxCodeDiff || float64(res.Differing) > SelfTestMaxDiffFraction*float64(res.Codes) {
 		return res, fmt.Errorf("%w: %s: %d of %d codes differ from the CPU reference, max difference %d (limits %d, %.0f%%)",
@@ -87,9 +72,31 @@ func SelfTest(ctx context.Context, dev kernels.Device) (SelfTestResult, error) {
 	return res, nil
 }
 
-// selfTestRender renders the self-test job on dev and returns its frames.
-func selfTestRender(ctx context.Context, dev kernels.Device) ([]*frame.HostFrame, error) {
-	const w, h = selfTestW, selfTestH
+// compareFrames counts the codes of YUV420P frames a and b, those that
+// differ and the largest difference.
+func compareFrames(a, b []*frame.HostFrame) (codes, differing, maxDiff int) {
+	for i := range a {
+		for p := range 3 {
+			x, y := a[i].Planes[p], b[i].Planes[p]
+			for k := range x {
+				d := int(x[k]) - int(y[k])
+				if d < 0 {
+					d = -d
+				}
+				codes++
+				if d != 0 {
+					differing++
+					maxDiff = max(maxDiff, d)
+				}
+			}
+		}
+	}
+	return codes, differing, maxDiff
+}
+
+// selfTestRender renders the self-test job at w x h on dev and returns
+// its frames.
+func selfTestRender(ctx context.Context, dev kernels.Device, w, h, frames int) ([]*frame.HostFrame, error) {
 	p := Params{Prompt: "warm key light from the left, blue rim light, sunset", Seed: 7, Width: w, Height: h}
 	r, err := New(ctx, dev, p)
 	if err != nil {
@@ -120,7 +127,7 @@ func selfTestRender(ctx context.Context, dev kernels.Device) ([]*frame.HostFrame
 		return nil, err
 	}
 	var out []*frame.HostFrame
-	for range selfTestFrames {
+	for range frames {
 		f, err := frame.New(frame.YUV420P, w, h)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,102 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"testing"
+)
+
+// GPU benchmarks at 2.77 MP (2560x1080). Each reports GB/s: the bytes
+// the op must read and write once (its compulsory traffic) per second,
+// and pct_of_copy: that rate against the device-to-device copy bandwidth
+// measured in the same run (BenchmarkCUDACopy, read + write). Target:
+// per-pixel ops at >= 60% of the copy bandwidth.
+
+const benchW, benchH = 2560, 1080
+
+var copyGBs float64 // set by BenchmarkCUDACopy, which runs first (name order)
+
+type benchOp struct {
+	name  string
+	bytes int // compulsory bytes per call
+	run   func(o Ops) error
+}
+
+func benchCUDA(b *testing.B, bytes int, run func() error, d *CUDA) float64 {
+	b.Helper()
+	if err := run(); err != nil { // warm-up: tables, pool
+		b.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := d.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	gbs := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+	b.ReportMetric(gbs, "GB/s")
+	b.SetBytes(int64(bytes))
+	return gbs
+}
+
+func BenchmarkCUDACopy(b *testing.B) {
+	d := newTestCUDA(b)
+	src := put(b, d, benchW, benchH, make([]float32, 3*benchW*benchH))
+	dst, _ := d.NewImage(benchW, benchH, 3)
+	n := 3 * benchW * benchH * 4
+	copyGBs = benchCUDA(b, 2*n, func() error { return d.Copy(dst, src) }, d)
+}
+
+func BenchmarkCUDAOps(b *testing.B) {
+	d := newTestCUDA(b)
+	in := newOpInputs(benchW, benchH, 1)
+	w, h := benchW, benchH
+	px := w * h * 4 // bytes of one float plane
+	rgb, rgb2 := put(b, d, w, h, in.rgb), put(b, d, w, h, in.rgb2)
+	alpha, gray := put(b, d, w, h, in.alpha), put(b, d, w, h, in.gray)
+	normals := put(b, d, w, h, in.normals)
+	gl, al := put(b, d, in.lw, in.lh, in.gainLow), put(b, d, in.lw, in.lh, in.alphaLow)
+	out3, _ := d.NewImage(w, h, 3)
+	out1, _ := d.NewImage(w, h, 1)
+	half, _ := d.NewImage(w/2, h/2, 3)
+	if copyGBs == 0 {
+		b.Log("run BenchmarkCUDACopy in the same invocation for pct_of_copy")
+	}
+	ops := []benchOp{
+		{"Luma", 4 * px, func(o Ops) error { return o.Luma(out1, rgb) }},
+		{"Composite", 10 * px, func(o Ops) error { return o.Composite(out3, rgb, rgb2, alpha) }},
+		{"LightWrap", 14 * px, func(o Ops) error { return o.LightWrap(out3, rgb, rgb2, alpha, gray, 0.5) }},
+		{"RatioRelight", 12 * px, func(o Ops) error { return o.RatioRelight(out3, rgb, rgb2, gray, alpha, 0.05, 4) }},
+		{"SHEval", 6 * px, func(o Ops) error { return o.SHEval(out3, normals, []SH9{{1}, {1}, {1}}) }},
+		{"GainComposite", 16 * px, func(o Ops) error { return o.GainComposite(out3, rgb, alpha, gl, rgb2, rgb, al, 0.4, 1.5) }},
+		{"LabTransfer", 7 * px, func(o Ops) error {
+			return o.LabTransfer(out3, rgb, alpha, LabStats{Std: [3]float64{1, 1, 1}}, LabStats{Mean: [3]float64{0.1, 0, 0}, Std: [3]float64{1, 1, 1}}, 1)
+		}},
+		{"ResizeBilinear/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeBilinear(half, rgb) }},
+		{"ResizeArea/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeArea(half, rgb) }},
+		{"ResizeLanczos3/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeLanczos3(half, rgb) }},
+		{"GaussianBlur/4", 6 * px, func(o Ops) error { return o.GaussianBlur(out3, rgb, 4) }},
+		{"BoxFilter/8", 2 * px, func(o Ops) error { return o.BoxFilter(out1, gray, 8) }},
+		{"GuidedFilter/8", 8 * px, func(o Ops) error { return o.GuidedFilter(out3, gray, rgb, 8, 1e-3) }},
+		{"DistanceTransform", 2 * px, func(o Ops) error { return o.DistanceTransform(out1, alpha, 0.5) }},
+		{"Sum", 3 * px, func(o Ops) error { _, err := o.Sum(rgb); return err }},
+		{"MaskedStats", 4 * px, func(o Ops) error { _, err := o.MaskedStats(rgb, alpha); return err }},
+		{"LabStats", 4 * px, func(o Ops) error { _, err := o.LabStats(rgb, alpha); return err }},
+		{"SHProjectEnv", 3 * px, func(o Ops) error { _, err := o.SHProjectEnv(rgb, 0.5); return err }},
+	}
+	for _, op := range ops {
+		b.Run(op.name, func(b *testing.B) {
+			gbs := benchCUDA(b, op.bytes, func() error { return op.run(d) }, d)
+			if copyGBs > 0 {
+				b.ReportMetric(100*gbs/copyGBs, "pct_of_copy")
+			}
+		})
+	}
+}
