@@ -106,3 +106,29 @@ kernels/cuda_sources.go: $(CUDA_SOURCES) kernels/cuda/vfx.fatbin
 		'// cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.' \
 		"const cudaFatbinSHA256 = \"$$fb\"" > $@
 	gofmt -l $@
+
+## build-cuda: bin/vfx-cuda, the CUDA build (-tags cuda). It links libcuda and exits at start-up on a
+## machine without a GPU (gorgonia.org/cu's init); the default build (bin/vfx) has the CPU backend only.
+build-cuda: deps
+	@[ -f /usr/include/cuda.h ] || { echo "build-cuda: CUDA headers missing; run make cuda-deps"; exit 1; }
+	$(GO) build -tags cuda -o $(BIN)/vfx-cuda ./cmd/vfx
+
+## cuda-check: compile and vet the cuda build and its test binaries (no GPU needed; run by .ci/run when
+## the CUDA headers are installed).
+cuda-check: deps
+	$(GO) build -tags cuda ./...
+	$(GO) vet -tags cuda ./...
+	$(GO) test -tags cuda -c -o /dev/null ./kernels
+	$(GO) test -tags cuda -c -o /dev/null ./render
+
+## gpu-bundle: the cuda test and benchmark binaries (kernels, render: no FFmpeg) and run.sh in
+## ./gpu-bundle (git-ignored). On a GPU machine: `bash gpu-bundle/run.sh` runs every test, then every
+## benchmark, and prints a summary.
+gpu-bundle:
+	@[ -f /usr/include/cuda.h ] || { echo "gpu-bundle: CUDA headers missing; run make cuda-deps"; exit 1; }
+	rm -rf gpu-bundle && mkdir -p gpu-bundle
+	$(GO) test -tags cuda -c -o gpu-bundle/kernels.test ./kernels
+	$(GO) test -tags cuda -c -o gpu-bundle/render.test ./render
+	cp scripts/gpu-bundle-run.sh gpu-bundle/run.sh && chmod +x gpu-bundle/run.sh
+	@if ldd gpu-bundle/*.test | grep -q 'libav'; then echo "gpu-bundle: a test binary links FFmpeg"; exit 1; fi
+	@echo "gpu-bundle: $$(du -sh gpu-bundle | cut -f1) in gpu-bundle/ (no FFmpeg: ldd shows no libav*)"

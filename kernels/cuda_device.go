@@ -602,7 +602,6 @@ func planeShape(fm frame.PixelFormat, w, h int) ([]int, []int, error) {
 	return nil, nil, fmt.Errorf("unsupported format %v", fm)
 }
 
-
 func planeBytes(pw, ph []int) int {
 	n := 0
 	for k := range pw {

@@ -152,17 +152,29 @@ var opCases = []opCase{
 		return o.Luma(dst, up(in.rgb))
 	}),
 	imageOpSized("ResizeBilinear/up", 0, func(in *opInputs) (int, int, int) { return in.w*2 + 1, in.h*3 + 1, 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.ResizeBilinear(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.ResizeBilinear(dst, up(in.rgb))
+		}),
 	imageOpSized("ResizeBilinear/down", 0, func(in *opInputs) (int, int, int) { return max(1, in.w/3), max(1, in.h/2), 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.ResizeBilinear(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.ResizeBilinear(dst, up(in.rgb))
+		}),
 	imageOpSized("ResizeArea", 0, func(in *opInputs) (int, int, int) { return max(1, in.w/3), max(1, (in.h*2)/3), 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.ResizeArea(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.ResizeArea(dst, up(in.rgb))
+		}),
 	imageOpSized("ResizeLanczos3/up", 0, func(in *opInputs) (int, int, int) { return in.w*2 + 1, in.h + 3, 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.ResizeLanczos3(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.ResizeLanczos3(dst, up(in.rgb))
+		}),
 	imageOpSized("ResizeLanczos3/down", 0, func(in *opInputs) (int, int, int) { return max(1, in.w/5), max(1, in.h/3), 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.ResizeLanczos3(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.ResizeLanczos3(dst, up(in.rgb))
+		}),
 	imageOpSized("CoverFit", 0, func(in *opInputs) (int, int, int) { return in.w/2 + 3, in.h + 1, 3 },
-		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error { return o.CoverFit(dst, up(in.rgb)) }),
+		func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			return o.CoverFit(dst, up(in.rgb))
+		}),
 	imageOp("GaussianBlur/2.5", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GaussianBlur(dst, up(in.rgb), 2.5)
 	}),
