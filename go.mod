@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/sync v0.24.0
+	gorgonia.org/cu v0.9.6
 )
 
 require (
@@ -47,5 +48,4 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
-	gorgonia.org/cu v0.9.6 // indirect
 )
