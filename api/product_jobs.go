@@ -66,7 +66,6 @@ type productMeta struct {
 	MaxCredits       *int64        `json:"max_credits,omitempty"`
 	Estimate         int64         `json:"estimate"`
 	Reserved         int64         `json:"reserved"`
-	Cancelled        bool          `json:"cancelled,omitempty"`
 	CreatedAt        time.Time     `json:"created_at"`
 	Webhook          *webhookState `json:"webhook,omitempty"`
 }
@@ -566,7 +565,9 @@ func (s *Server) estimate(w http.ResponseWriter, r *http.Request, oc orgCtx) err
 	return nil
 }
 
-func newProductJobID() string { return ProductJobIDPrefix + strings.TrimPrefix(newJobID(), JobIDPrefix) }
+func newProductJobID() string {
+	return ProductJobIDPrefix + strings.TrimPrefix(newJobID(), JobIDPrefix)
+}
 
 // postProductJob is POST /v1/products/{product}/jobs.
 func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCtx) error {
