@@ -109,8 +109,6 @@ func TestUpscaleEdge(t *testing.T) {
 	}
 }
 
-
-
 func equal32(a, b []float32) bool {
 	if len(a) != len(b) {
 		return false
