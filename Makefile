@@ -63,3 +63,8 @@ vet: deps
 
 clean:
 	rm -rf $(BIN) out
+
+## bench-finish: frames/s of the vfx_finish upscaler's device work (upload, UpscaleEdge, SharpenDownload), 1080 -> 2160, CPU backend.
+.PHONY: bench-finish
+bench-finish: deps
+	$(GO) test -run=NONE -bench 'FinishUpscale|UpscaleEdge' -benchtime 20x ./kernels
