@@ -42,7 +42,8 @@ const settleTimeout = 30 * time.Second
 // errNotOwner aborts a progress update of a job another attempt now owns.
 var errNotOwner = errors.New("worker: job is owned by another attempt")
 
-// Daemon does generation jobs from the queue: it is the queue.Handler of
+// Daemon does generation and product jobs from the queue (product jobs:
+// see product, in daemon_product.go): it is the queue.Handler of
 // `vfx worker`. For each delivery it claims the job record, fetches the
 // inputs once into a per-job temp folder, runs the Pipeline, uploads the
 // render, source and alpha files to deterministic keys
