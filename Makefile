@@ -132,3 +132,8 @@ gpu-bundle:
 	cp scripts/gpu-bundle-run.sh gpu-bundle/run.sh && chmod +x gpu-bundle/run.sh
 	@if ldd gpu-bundle/*.test | grep -q 'libav'; then echo "gpu-bundle: a test binary links FFmpeg"; exit 1; fi
 	@echo "gpu-bundle: $$(du -sh gpu-bundle | cut -f1) in gpu-bundle/ (no FFmpeg: ldd shows no libav*)"
+
+## bench-finish: frames/s of the vfx_finish upscaler's device work (upload, UpscaleEdge, SharpenDownload), 1080 -> 2160, CPU backend.
+.PHONY: bench-finish
+bench-finish: deps
+	$(GO) test -run=NONE -bench 'FinishUpscale|UpscaleEdge' -benchtime 20x ./kernels

@@ -217,6 +217,8 @@ type Service struct {
 	ratelimits jetstream.KeyValue
 	usage      jetstream.KeyValue
 	inflight   jetstream.KeyValue
+	orgs       jetstream.KeyValue
+	credits    jetstream.KeyValue
 }
 
 // Open creates or updates, idempotently, the buckets "accounts", "keys",
@@ -240,6 +242,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		{&s.ratelimits, BucketRateLimits, "vfx per-minute rate limit counters", rateLimitTTL},
 		{&s.usage, BucketUsage, "vfx usage per billing period and charge ledger", 0},
 		{&s.inflight, BucketInFlight, "vfx in-flight job reservations", 0},
+		{&s.orgs, BucketOrgs, "vfx organisations, teams, product enablement, consent", 0},
+		{&s.credits, BucketCredits, "vfx organisation credit ledger", 0},
 	}
 	for _, b := range buckets {
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -578,7 +582,7 @@ func wrapOp(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, s := range []error{ErrNotFound, ErrInvalid, ErrExists, ErrInvalidKey, ErrConcurrencyLimit, ErrHardLimit, ErrInsufficientBalance} {
+	for _, s := range []error{ErrNotFound, ErrInvalid, ErrExists, ErrInvalidKey, ErrConcurrencyLimit, ErrHardLimit, ErrInsufficientBalance, ErrBudgetExceeded} {
 		if errors.Is(err, s) {
 			return err
 		}

@@ -29,6 +29,12 @@ type Key struct {
 	AccountID string `json:"account_id"`
 	// Kind is KindPersonal or KindOrganization.
 	Kind Kind `json:"kind"`
+	// OrgID is set on organisation keys of the product API (CreateOrgKey):
+	// the key acts for that organisation, not for an account, and AccountID
+	// holds the organisation id too.
+	OrgID string `json:"org_id,omitempty"`
+	// TeamID, on an organisation key, binds the key to one team of OrgID.
+	TeamID string `json:"team_id,omitempty"`
 	// Prefix is the first 8 characters of the secret, for display.
 	Prefix string `json:"prefix"`
 	// CreatedAt is when the key was created.
@@ -37,7 +43,9 @@ type Key struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-// Principal is who a request acts for: the account and the key used.
+// Principal is who a request acts for: the account and the key used. For
+// an organisation key of the product API (Key.OrgID set) Account is the
+// zero value.
 type Principal struct {
 	// Account is the key's account, as read at authentication.
 	Account Account
@@ -81,6 +89,12 @@ func (s *Service) CreateKey(ctx context.Context, accountID string, kind Kind) (K
 	if _, err := s.getRecord(ctx, accountID); err != nil {
 		return Key{}, "", err
 	}
+	return s.createKey(ctx, Key{AccountID: accountID, Kind: kind})
+}
+
+// createKey stores a new key with k's owner fields and returns it with its
+// secret.
+func (s *Service) createKey(ctx context.Context, k Key) (Key, string, error) {
 	r, err := randomBase62(secretRandLen)
 	if err != nil {
 		return Key{}, "", fmt.Errorf("account: create key: %w", err)
@@ -90,13 +104,7 @@ func (s *Service) CreateKey(ctx context.Context, accountID string, kind Kind) (K
 	if err != nil {
 		return Key{}, "", fmt.Errorf("account: create key: %w", err)
 	}
-	k := Key{
-		ID:        id,
-		AccountID: accountID,
-		Kind:      kind,
-		Prefix:    secret[:8],
-		CreatedAt: s.cfg.Now().UTC(),
-	}
+	k.ID, k.Prefix, k.CreatedAt = id, secret[:8], s.cfg.Now().UTC()
 	hash := hashSecret(secret)
 	data, err := json.Marshal(keyRecord{Key: k, Hash: hash})
 	if err != nil {
@@ -174,6 +182,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	}
 	if subtle.ConstantTimeCompare([]byte(kr.Hash), []byte(hash)) != 1 || kr.RevokedAt != nil {
 		return Principal{}, ErrInvalidKey
+	}
+	if kr.OrgID != "" {
+		if _, err := s.GetOrg(ctx, kr.OrgID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Principal{}, ErrInvalidKey
+			}
+			return Principal{}, err
+		}
+		return Principal{Key: kr.Key}, nil
 	}
 	ar, err := s.getRecord(ctx, kr.AccountID)
 	if errors.Is(err, ErrNotFound) {

@@ -46,6 +46,9 @@ func (s *Server) runBilling(ctx context.Context, ec *queue.EventConsumer) {
 
 // settle charges or releases one finished job.
 func (s *Server) settle(ctx context.Context, ev queue.Event) error {
+	if ev.Kind == queue.KindProduct && ev.Status.Terminal() {
+		return s.settleProductEvent(ctx, ev)
+	}
 	if ev.Kind != queue.KindGeneration || !ev.Status.Terminal() {
 		return nil
 	}

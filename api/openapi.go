@@ -117,6 +117,11 @@ var errorCodes = map[string]string{
 	CodeKeyNotFound:             "404 (operator API): no such key.",
 	CodeInvalidInput:            "400 (operator API): an invalid argument (e-mail, billing type, negative amount, key kind).",
 	CodeAccountExists:           "409 (operator API): an account with this e-mail exists.",
+	CodeAccountKeyRequired:      "403: an organization key of the product API on a generation API route; use an account key.",
+	CodeOrgNotFound:             "404 (operator API): no such organization.",
+	CodeTeamNotFound:            "404 (operator API): no such team.",
+	CodeProductNotFound:         "404 (operator API): no such product.",
+	CodeModelNotFound:           "404 (operator API): no such model.",
 }
 
 const apiDescription = `HTTP API of the vfx compositing and relighting service (generation API, uploads, account reads, operator API).
@@ -199,7 +204,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"webhook-timestamp": obj{"required": true, "schema": obj{"type": "integer"}, "description": "Unix seconds of this attempt."},
 		"webhook-signature": obj{"required": true, "schema": obj{"type": "string"}, "description": "v1,<base64 HMAC-SHA256(key, webhook-id + \".\" + webhook-timestamp + \".\" + body)>, key = base64-decoded part after whsec_ of the account's webhook secret (GET /admin/v1/accounts/{id}/webhook-secret)."},
 	}
-	return obj{
+	doc := obj{
 		"openapi": "3.1.0",
 		"info": obj{"title": "vfx API", "version": "1.0.0", "description": apiDescription,
 			"x-spec-notes": "Every decision of SPEC-NOTES.md for the generation API, uploads, account, webhooks, errors and limits is listed in info.description, x-error-codes, x-limits and x-price-table."},
@@ -372,4 +377,6 @@ func (s *Server) OpenAPI() map[string]any {
 			},
 		},
 	}
+	s.addProductAPI(doc)
+	return doc
 }

@@ -60,4 +60,18 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("error code %s not documented", c)
 		}
 	}
+	// Every code of the product API, and its notes.
+	for _, c := range []string{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
+		CodeUnsupportedBillingUnit, CodeBudgetExceeded, CodeJobNotFound, CodeProductNotFound, CodeModelNotFound, CodeIdempotencyConflict,
+		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful} {
+		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
+			t.Errorf("product error code %s not documented", c)
+		}
+	}
+	for _, s := range []string{`"202"`, "X-Service-Team-Id", "unknown_fields", "missing_fields", "credit_required", "input_schema",
+		"max_credits", "refunded", "credits_charged", "productJobFinished", "mode fast", "target_resolution"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("document lacks %s", s)
+		}
+	}
 }

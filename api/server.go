@@ -44,6 +44,22 @@ type Accounts interface {
 	CreateKey(ctx context.Context, accountID string, kind account.Kind) (account.Key, string, error)
 	RevokeKey(ctx context.Context, keyID string) error
 	WebhookSecret(ctx context.Context, accountID string) (string, error)
+
+	// Organisations, teams and credits of the product API.
+	CreateOrg(ctx context.Context, name string) (account.Org, error)
+	GetOrg(ctx context.Context, id string) (account.Org, error)
+	GetTeam(ctx context.Context, id string) (account.Team, error)
+	CreateTeam(ctx context.Context, orgID, name string, budget *int64) (account.Team, error)
+	CreateOrgKey(ctx context.Context, orgID, teamID string) (account.Key, string, error)
+	SetProductEnabled(ctx context.Context, orgID, product string, enabled bool) (account.Org, error)
+	SetModelConsent(ctx context.Context, orgID, model string, granted bool) (account.Org, error)
+	OrgWebhookSecret(ctx context.Context, orgID string) (string, error)
+	AddCredits(ctx context.Context, orgID string, amount int64) (account.OrgCredits, error)
+	Credits(ctx context.Context, orgID string) (account.OrgCredits, error)
+	ReserveCredits(ctx context.Context, jobID, orgID, teamID string, amount int64) (account.LedgerEntry, error)
+	SettleCredits(ctx context.Context, jobID string, cost int64) (account.LedgerEntry, error)
+	RefundCredits(ctx context.Context, jobID string) (account.LedgerEntry, error)
+	Ledger(ctx context.Context, jobID string) (account.LedgerEntry, error)
 }
 
 var _ Accounts = (*account.Service)(nil)
@@ -143,6 +159,9 @@ type Server struct {
 	meta     jetstream.KeyValue
 	idem     jetstream.KeyValue
 	index    jetstream.KeyValue
+	pmeta    jetstream.KeyValue
+	pidem    jetstream.KeyValue
+	products []*productDef
 	mux      *http.ServeMux
 	routes   []route
 	resolver *store.Resolver
@@ -220,6 +239,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
 		return nil, err
 	}
+	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
+		return nil, err
+	}
+	if s.pidem, err = open(BucketProductIdem, "vfx product idempotency keys", 1); err != nil {
+		return nil, err
+	}
+	if s.products, err = catalogue(); err != nil {
+		return nil, err
+	}
 	s.buildRoutes()
 	return s, nil
 }
@@ -285,7 +313,7 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
 	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
 	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
-	s.handle("POST", "/v1/uploads", s.withKey(s.postUpload))
+	s.handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
 	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
 	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
@@ -294,6 +322,21 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
 	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
 	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
+	s.handleProduct("GET", "/v1/products", s.withOrgKey(s.listProducts))
+	s.handleProduct("GET", "/v1/products/{product}/models", s.withOrgKey(s.listModels))
+	s.handleProduct("POST", "/v1/products/{product}/estimate", s.withOrgKey(s.estimate))
+	s.handleProduct("POST", "/v1/products/{product}/jobs", s.withOrgKey(s.postProductJob))
+	s.handleProduct("GET", "/v1/product-jobs/{job_id}", s.withOrgKey(s.getProductJob))
+	s.handleProduct("POST", "/v1/product-jobs/{job_id}/cancel", s.withOrgKey(s.cancelProductJob))
+	s.handle("POST", "/admin/v1/orgs", s.withAdmin(s.adminCreateOrg))
+	s.handle("GET", "/admin/v1/orgs/{id}", s.withAdmin(s.adminGetOrg))
+	s.handle("POST", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminAddCredits))
+	s.handle("GET", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminGetCredits))
+	s.handle("POST", "/admin/v1/orgs/{id}/teams", s.withAdmin(s.adminCreateTeam))
+	s.handle("POST", "/admin/v1/orgs/{id}/keys", s.withAdmin(s.adminCreateOrgKey))
+	s.handle("PUT", "/admin/v1/orgs/{id}/products/{product}", s.withAdmin(s.adminSetProduct))
+	s.handle("PUT", "/admin/v1/orgs/{id}/models/{model_id}/consent", s.withAdmin(s.adminSetConsent))
+	s.handle("GET", "/admin/v1/orgs/{id}/webhook-secret", s.withAdmin(s.adminOrgWebhookSecret))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -308,8 +351,15 @@ func principalOf(ctx context.Context) account.Principal {
 }
 
 // withKey authenticates the x-api-key header: a missing, unknown or revoked
-// key gets 401 INVALID_API_KEY.
-func (s *Server) withKey(h handlerFunc) handlerFunc {
+// key gets 401 INVALID_API_KEY; an organisation key of the product API gets
+// 403 ACCOUNT_KEY_REQUIRED.
+func (s *Server) withKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, false) }
+
+// withAnyKey is withKey that also accepts organisation keys of the product
+// API (uploads serve both families).
+func (s *Server) withAnyKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, true) }
+
+func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
 		if secret == "" {
@@ -321,6 +371,10 @@ func (s *Server) withKey(h handlerFunc) handlerFunc {
 				return newError(http.StatusUnauthorized, CodeInvalidAPIKey, "invalid or revoked API key")
 			}
 			return fmt.Errorf("api: authenticate: %w", err)
+		}
+		if p.Key.OrgID != "" && !orgKeys {
+			return newError(http.StatusForbidden, CodeAccountKeyRequired,
+				"this organization key is for the product API (/v1/products, /v1/product-jobs); the generation API needs an account key")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}

@@ -114,6 +114,9 @@ func (s *Server) runWebhooks(ctx context.Context, ec *queue.EventConsumer) {
 // delay before the next attempt (0: nothing more to do). An error means
 // the state could not be read or stored; the event is retried.
 func (s *Server) deliver(ctx context.Context, ev queue.Event) (time.Duration, error) {
+	if ev.Kind == queue.KindProduct && ev.Status.Terminal() {
+		return s.deliverProduct(ctx, ev)
+	}
 	if ev.Kind != queue.KindGeneration || !ev.Status.Terminal() {
 		return 0, nil
 	}

@@ -72,6 +72,9 @@ type Record struct {
 	Seed     uint32          `json:"seed"`
 	// Outputs maps an output name (render, source, alpha) to its object key.
 	Outputs map[string]string `json:"outputs,omitempty"`
+	// Frames is the number of frames the render of a completed job has (1
+	// for an image); the product API prices a job by it.
+	Frames int `json:"frames,omitempty"`
 	// Error is the readable reason of a failed job.
 	Error string `json:"error,omitempty"`
 	// LastError is the error of the latest retried attempt (Delivery.Retry);

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -40,7 +42,8 @@ const settleTimeout = 30 * time.Second
 // errNotOwner aborts a progress update of a job another attempt now owns.
 var errNotOwner = errors.New("worker: job is owned by another attempt")
 
-// Daemon does generation jobs from the queue: it is the queue.Handler of
+// Daemon does generation and product jobs from the queue (product jobs:
+// see product, in daemon_product.go): it is the queue.Handler of
 // `vfx worker`. For each delivery it claims the job record, fetches the
 // inputs once into a per-job temp folder, runs the Pipeline, uploads the
 // render, source and alpha files to deterministic keys
@@ -230,25 +233,76 @@ func (dm *Daemon) republish(ctx context.Context, log *zap.Logger, rec queue.Reco
 
 // work runs a claimed job up to the completed record and its event.
 func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record, log *zap.Logger) error {
-	if rec.Kind != queue.KindGeneration {
-		return inputErr("INVALID_INPUT", "job kind %q: this worker does %s jobs only", rec.Kind, queue.KindGeneration)
-	}
-	jr, err := DecodeJobRequest(rec.Request)
-	if err != nil {
-		return err
-	}
-	if err := precheck(jr); err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp(dm.TempDir, "vfx-job-")
 	if err != nil {
 		return fmt.Errorf("worker: job folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	var out jobOutput
+	switch rec.Kind {
+	case queue.KindGeneration:
+		jr, err := DecodeJobRequest(rec.Request)
+		if err != nil {
+			return err
+		}
+		if out, err = dm.generate(ctx, d, jr, dir, "jobs/"+d.JobID, "", log); err != nil {
+			return err
+		}
+	case queue.KindProduct:
+		if out, err = dm.product(ctx, d, rec, dir, log); err != nil {
+			return err
+		}
+	default:
+		return inputErr("INVALID_INPUT", "job kind %q: this worker does %s and %s jobs", rec.Kind, queue.KindGeneration, queue.KindProduct)
+	}
+	return dm.complete(ctx, d, out, log)
+}
 
+// jobOutput is what a finished job stores in its record.
+type jobOutput struct {
+	keys   map[string]string
+	frames int
+	secs   float64
+}
+
+// generate renders a generation request and uploads its outputs under
+// prefix. mode ModeFast renders at 2/3 of the size and upscales the render.
+func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest, dir, prefix, mode string, log *zap.Logger) (jobOutput, error) {
+	if jr.GenerationType != "" {
+		if err := precheck(jr); err != nil {
+			return jobOutput{}, err
+		}
+	}
 	req, err := dm.fetch(ctx, jr, dir)
 	if err != nil {
-		return err
+		return jobOutput{}, err
+	}
+	var stdW, stdH int
+	if jr.GenerationType == "" || mode == ModeFast {
+		// The source's kind decides the generation type of a product job
+		// whose source was not at hand at submission.
+		info, err := codec.Probe(ctx, *req.Source, dm.Pipeline.limits())
+		if err != nil {
+			return jobOutput{}, classify("source", err)
+		}
+		if jr.GenerationType == "" {
+			jr.GenerationType = "image"
+			if info.Kind == codec.KindVideo {
+				jr.GenerationType = "video"
+			}
+			req.GenerationType = jr.GenerationType
+			if err := precheck(jr); err != nil {
+				return jobOutput{}, err
+			}
+		}
+		maxRes := req.MaxResolution
+		if maxRes == 0 {
+			maxRes = DefaultMaxResolution
+		}
+		stdW, stdH = render.OutputSize(info.DisplayWidth, info.DisplayHeight, maxRes, jr.GenerationType == "video")
+		if mode == ModeFast {
+			req.RenderShortSide = FastShortSide(min(stdW, stdH))
+		}
 	}
 	p := *dm.Pipeline
 	report, stopProgress := dm.progress(ctx, d, log)
@@ -256,21 +310,42 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 	res, err := p.Run(ctx, req, filepath.Join(dir, "out"))
 	stopProgress()
 	if err != nil {
-		return err
+		return jobOutput{}, err
+	}
+	if mode == ModeFast && (res.Width != stdW || res.Height != stdH) {
+		up := filepath.Join(dir, "out", "upscaled"+filepath.Ext(res.Render))
+		if _, err := Upscale(ctx, p.Device, codec.FileInput(res.Render), up, UpscaleOptions{Width: stdW, Height: stdH,
+			Preset: dm.Preset, CRF: dm.CRF}); err != nil {
+			return jobOutput{}, fmt.Errorf("worker: fast mode upscale: %w", err)
+		}
+		res.Render = up
 	}
 	secs := res.Elapsed.Seconds()
 	dm.Metrics.rendered(res.Frames, secs)
 	log.Info("job rendered", zap.Int("frames", res.Frames), zap.Int("width", res.Width), zap.Int("height", res.Height),
-		zap.Float64("render_s", secs))
-
-	keys, err := dm.upload(ctx, d.JobID, req.GenerationType == "video", res)
+		zap.Float64("render_s", secs), zap.String("mode", mode))
+	keys, err := dm.upload(ctx, prefix, req.GenerationType == "video", res)
 	if err != nil {
-		return err
+		return jobOutput{}, err
 	}
+	return jobOutput{keys: keys, frames: res.Frames, secs: secs}, nil
+}
+
+// FastShortSide is the shorter side fast mode renders at for a standard
+// output whose shorter side is short: two thirds, rounded to even (1080 ->
+// 720, 720 -> 480), at least 2.
+func FastShortSide(short int) int {
+	return max(2, 2*int(math.Round(float64(short)/3)))
+}
+
+// complete marks the record completed with the outputs and publishes the
+// finished event.
+func (dm *Daemon) complete(ctx context.Context, d *queue.Delivery, out jobOutput, log *zap.Logger) error {
 	done, err := dm.Queue.Update(ctx, d.JobID, func(r *queue.Record) error {
 		r.Status = queue.StatusCompleted
 		r.Progress = 100
-		r.Outputs = keys
+		r.Outputs = out.keys
+		r.Frames = out.frames
 		r.Error = ""
 		r.Worker = dm.Name
 		r.Attempt = d.Attempt
@@ -278,7 +353,8 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 	})
 	if errors.Is(err, queue.ErrTerminal) {
 		// Another attempt of the same job finished first (its worker was
-		// presumed dead but was not); its outputs are at the same keys.
+		// presumed dead but was not), or the job was cancelled; its
+		// outputs are at the same keys.
 		log.Info("job finished by another attempt meanwhile", zap.String("status", string(done.Status)))
 		dm.republish(ctx, log, done)
 		dm.Metrics.outcome(OutcomeSkipped)
@@ -292,7 +368,7 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 		// publishes the event again.
 		return fmt.Errorf("worker: %w", err)
 	}
-	log.Info("job completed", zap.Int("frames", res.Frames), zap.Float64("render_s", secs),
+	log.Info("job completed", zap.Int("frames", out.frames), zap.Float64("render_s", out.secs),
 		zap.Duration("total", time.Since(d.Received)))
 	dm.Metrics.outcome(OutcomeCompleted)
 	return nil
@@ -448,23 +524,24 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// outputKeys are the deterministic object keys of a job's outputs.
-func outputKeys(jobID string, video bool) map[string]string {
+// outputKeys are the deterministic object keys of a job's outputs under
+// prefix ("jobs/<id>" or "product-jobs/<id>").
+func outputKeys(prefix string, video bool) map[string]string {
 	ext := "png"
 	if video {
 		ext = "mp4"
 	}
 	return map[string]string{
-		OutputRender: "jobs/" + jobID + "/render." + ext,
-		OutputSource: "jobs/" + jobID + "/source." + ext,
-		OutputAlpha:  "jobs/" + jobID + "/alpha." + ext,
+		OutputRender: prefix + "/render." + ext,
+		OutputSource: prefix + "/source." + ext,
+		OutputAlpha:  prefix + "/alpha." + ext,
 	}
 }
 
 // upload puts the three outputs at their keys, replacing what an earlier
 // attempt may have left there.
-func (dm *Daemon) upload(ctx context.Context, jobID string, video bool, res Result) (map[string]string, error) {
-	keys := outputKeys(jobID, video)
+func (dm *Daemon) upload(ctx context.Context, prefix string, video bool, res Result) (map[string]string, error) {
+	keys := outputKeys(prefix, video)
 	ct := "image/png"
 	if video {
 		ct = "video/mp4"

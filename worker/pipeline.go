@@ -59,6 +59,11 @@ type Request struct {
 	// "" = none). Operator/CLI use only: libx264 accepts options that write
 	// files, so never forward an API caller's text here.
 	X264Params string
+	// RenderShortSide, when > 0, caps the output's shorter side below
+	// MaxResolution (any size of at least 2): the fast mode of product vfx
+	// renders smaller and upscales. Set by the daemon, never by a caller's
+	// field.
+	RenderShortSide int
 }
 
 // Result describes the files a job wrote.
@@ -179,6 +184,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	maxRes := req.MaxResolution
 	if maxRes == 0 {
 		maxRes = DefaultMaxResolution
+	}
+	if req.RenderShortSide > 0 {
+		maxRes = min(maxRes, max(req.RenderShortSide, 2))
 	}
 	outW, outH := render.OutputSize(srcInfo.DisplayWidth, srcInfo.DisplayHeight, maxRes, video)
 

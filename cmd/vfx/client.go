@@ -414,11 +414,11 @@ const adminUsage = `want one of:
 // runAdmin is cmdAdmin with the environment read through getenv.
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
-		return usageError{adminUsage}
+		return usageError{adminUsage + orgsUsage}
 	}
 	name := args[0]
 	rest := args[1:]
-	if (name == "accounts" || name == "keys") && len(args) >= 2 {
+	if (name == "accounts" || name == "keys" || name == "orgs") && len(args) >= 2 {
 		name, rest = args[0]+" "+args[1], args[2:]
 	}
 	fs := flag.NewFlagSet("admin "+name, flag.ContinueOnError)
@@ -528,7 +528,13 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		method, path = http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(id)+"/webhook-secret"
 	default:
-		return usageError{fmt.Sprintf("unknown admin subcommand %q\n%s", name, adminUsage)}
+		if !strings.HasPrefix(name, "orgs ") {
+			return usageError{fmt.Sprintf("unknown admin subcommand %q\n%s%s", name, adminUsage, orgsUsage)}
+		}
+		var err error
+		if method, path, body, err = orgsCommand(name, fs, rest); err != nil {
+			return err
+		}
 	}
 	c, err := cf.client(false, true)
 	if err != nil {

@@ -1,0 +1,274 @@
+package account
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+func TestOrgsTeamsKeys(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t)
+	ctx := testCtx(t)
+
+	if _, err := s.CreateOrg(ctx, " "); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("blank name: %v", err)
+	}
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, _ := s.CreateOrg(ctx, "Other")
+	if o.ProductEnabled("vfx") || o.ModelConsent("vfx-2.0") {
+		t.Fatalf("a new org has nothing enabled: %+v", o)
+	}
+	if o, err = s.SetProductEnabled(ctx, o.ID, "vfx", true); err != nil || !o.ProductEnabled("vfx") {
+		t.Fatalf("enable: %+v %v", o, err)
+	}
+	if o, err = s.SetModelConsent(ctx, o.ID, "vfx-2.0", true); err != nil || !o.ModelConsent("vfx-2.0") {
+		t.Fatalf("consent: %+v %v", o, err)
+	}
+	if _, err := s.SetProductEnabled(ctx, "org_missing", "vfx", true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown org: %v", err)
+	}
+	if _, err := s.CreateTeam(ctx, o.ID, "t", ptr(int64(-1))); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("negative budget: %v", err)
+	}
+	team, err := s.CreateTeam(ctx, o.ID, "Post", ptr(int64(100)))
+	if err != nil || team.OrgID != o.ID || *team.BudgetCredits != 100 {
+		t.Fatalf("team: %+v %v", team, err)
+	}
+	if _, _, err := s.CreateOrgKey(ctx, o2.ID, team.ID); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("key with another org's team: %v", err)
+	}
+	k, secret, err := s.CreateOrgKey(ctx, o.ID, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Authenticate(ctx, secret)
+	if err != nil || p.Key.OrgID != o.ID || p.Key.TeamID != team.ID || p.Key.Kind != KindOrganization || p.Key.ID != k.ID || p.Account.ID != "" {
+		t.Fatalf("authenticate org key: %+v %v", p, err)
+	}
+	if err := s.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, secret); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("revoked org key: %v", err)
+	}
+	w1, err := s.OrgWebhookSecret(ctx, o.ID)
+	w2, _ := s.OrgWebhookSecret(ctx, o.ID)
+	if err != nil || w1 == "" || w1 != w2 {
+		t.Fatalf("webhook secret %q %q %v", w1, w2, err)
+	}
+}
+
+func TestCreditLedger(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t)
+	ctx := testCtx(t)
+	o, _ := s.CreateOrg(ctx, "Acme")
+	team, _ := s.CreateTeam(ctx, o.ID, "Post", ptr(int64(50)))
+
+	if _, err := s.ReserveCredits(ctx, "dap_1", o.ID, "", 10); !errors.Is(err, ErrBudgetExceeded) {
+		t.Fatalf("no credits yet: %v", err)
+	}
+	if _, err := s.Ledger(ctx, "dap_1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a refused reservation leaves no entry: %v", err)
+	}
+	if _, err := s.AddCredits(ctx, o.ID, 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("zero credits: %v", err)
+	}
+	c, err := s.AddCredits(ctx, o.ID, 100)
+	if err != nil || c.Balance != 100 || c.Credited != 100 {
+		t.Fatalf("add: %+v %v", c, err)
+	}
+	var be *BudgetError
+	if _, err := s.ReserveCredits(ctx, "dap_t", o.ID, team.ID, 60); !errors.As(err, &be) || be.Scope != ScopeTeamBudget || be.Available != 50 {
+		t.Fatalf("team budget: %v", err)
+	}
+	if _, err := s.ReserveCredits(ctx, "dap_2", o.ID, team.ID, 30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReserveCredits(ctx, "dap_2", o.ID, team.ID, 5); !errors.Is(err, ErrExists) {
+		t.Fatalf("second reservation of one job: %v", err)
+	}
+	if _, err := s.ReserveCredits(ctx, "dap_3", o.ID, "", 80); !errors.As(err, &be) || be.Scope != ScopeBalance || be.Available != 70 {
+		t.Fatalf("balance: %v", err)
+	}
+	en, err := s.SettleCredits(ctx, "dap_2", 20)
+	if err != nil || en.State != LedgerCharged || en.Charged != 20 {
+		t.Fatalf("settle: %+v %v", en, err)
+	}
+	if en2, _ := s.SettleCredits(ctx, "dap_2", 25); en2.Charged != 20 {
+		t.Fatalf("a second settlement changed the entry: %+v", en2)
+	}
+	if en2, _ := s.RefundCredits(ctx, "dap_2"); en2.State != LedgerCharged {
+		t.Fatalf("refund after charge: %+v", en2)
+	}
+	c, _ = s.Credits(ctx, o.ID)
+	tc, _ := s.TeamCreditsOf(ctx, team.ID)
+	if c != (OrgCredits{OrgID: o.ID, Credited: 100, Balance: 80, Reserved: 0, Charged: 20}) || tc.Charged != 20 || tc.Reserved != 0 {
+		t.Fatalf("after charge: %+v %+v", c, tc)
+	}
+	if _, err := s.ReserveCredits(ctx, "dap_4", o.ID, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	en, _ = s.SettleCredits(ctx, "dap_4", 11)
+	if en.State != LedgerCreditRequired || !en.Refunded() || en.Charged != 0 || en.Cost != 11 {
+		t.Fatalf("cost over the reservation: %+v", en)
+	}
+	c, _ = s.Credits(ctx, o.ID)
+	if c.Balance != 80 || c.Reserved != 0 {
+		t.Fatalf("credit_required refunds: %+v", c)
+	}
+}
+
+// ledgerModel is the property test's model of one organisation.
+type ledgerModel struct {
+	credited int64
+	open     map[string]int64 // job → reserved
+	teamOf   map[string]string
+}
+
+// TestCreditLedgerProperty runs random sequences of credit, submit,
+// cancel, failure and success (at costs below, at and above the
+// reservation) and checks after every step that credited = balance +
+// reserved + charged, that the balance never goes negative, that the
+// reserved total equals the open reservations, and that no team exceeds its
+// budget.
+func TestCreditLedgerProperty(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t)
+	ctx := testCtx(t)
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		o, err := s.CreateOrg(ctx, fmt.Sprintf("org %d", seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := int64(rng.IntN(200))
+		team, _ := s.CreateTeam(ctx, o.ID, "t", &budget)
+		m := ledgerModel{open: map[string]int64{}, teamOf: map[string]string{}}
+		var jobs []string
+		for step := range 40 {
+			op := rng.IntN(5)
+			pick := func() string {
+				if len(jobs) == 0 {
+					return "dap_none"
+				}
+				return jobs[rng.IntN(len(jobs))]
+			}
+			desc := ""
+			switch op {
+			case 0:
+				n := int64(1 + rng.IntN(100))
+				if _, err := s.AddCredits(ctx, o.ID, n); err != nil {
+					t.Fatal(err)
+				}
+				m.credited += n
+				desc = fmt.Sprintf("credit %d", n)
+			case 1:
+				id := fmt.Sprintf("dap_%d_%d", seed, step)
+				n := int64(rng.IntN(60))
+				tid := ""
+				if rng.IntN(2) == 0 {
+					tid = team.ID
+				}
+				_, err := s.ReserveCredits(ctx, id, o.ID, tid, n)
+				switch {
+				case err == nil:
+					m.open[id] = n
+					m.teamOf[id] = tid
+					jobs = append(jobs, id)
+				case !errors.Is(err, ErrBudgetExceeded):
+					t.Fatalf("seed %d step %d reserve: %v", seed, step, err)
+				}
+				desc = fmt.Sprintf("submit %s %d team=%q: %v", id, n, tid, err)
+			case 2, 3: // cancel, failure
+				id := pick()
+				_, err := s.RefundCredits(ctx, id)
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					t.Fatal(err)
+				}
+				delete(m.open, id)
+				desc = "refund " + id
+			case 4: // success at a cost around the reservation
+				id := pick()
+				cost := int64(0)
+				if r, ok := m.open[id]; ok {
+					cost = max(0, r+int64(rng.IntN(11))-7)
+				}
+				_, err := s.SettleCredits(ctx, id, cost)
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					t.Fatal(err)
+				}
+				delete(m.open, id)
+				desc = fmt.Sprintf("success %s cost %d", id, cost)
+			}
+			c, err := s.Credits(ctx, o.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reserved int64
+			for _, r := range m.open {
+				reserved += r
+			}
+			if c.Credited != m.credited || c.Credited != c.Balance+c.Reserved+c.Charged || c.Balance < 0 || c.Reserved != reserved {
+				t.Fatalf("seed %d step %d (%s): %+v; model credited %d reserved %d", seed, step, desc, c, m.credited, reserved)
+			}
+			tc, _ := s.TeamCreditsOf(ctx, team.ID)
+			if tc.Reserved+tc.Charged > budget || tc.Reserved < 0 {
+				t.Fatalf("seed %d step %d: team %+v over budget %d", seed, step, tc, budget)
+			}
+		}
+	}
+}
+
+// TestCreditLedgerConcurrent reserves from many goroutines at once: every
+// reservation that succeeds fits in the balance, none is lost, and the
+// invariant holds at the end.
+func TestCreditLedgerConcurrent(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t)
+	ctx := testCtx(t)
+	o, _ := s.CreateOrg(ctx, "Acme")
+	if _, err := s.AddCredits(ctx, o.ID, 300); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := s.ReserveCredits(ctx, fmt.Sprintf("dap_c%d", i), o.ID, "", 10)
+			if err == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+				if i%2 == 0 {
+					_, err = s.SettleCredits(ctx, fmt.Sprintf("dap_c%d", i), 7)
+				} else {
+					_, err = s.RefundCredits(ctx, fmt.Sprintf("dap_c%d", i))
+				}
+			} else if errors.Is(err, ErrBudgetExceeded) {
+				err = nil
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := s.Credits(ctx, o.ID)
+	if ok < 30 || c.Credited != c.Balance+c.Reserved+c.Charged || c.Reserved != 0 || c.Balance < 0 {
+		t.Fatalf("%d reservations succeeded; %+v", ok, c)
+	}
+}

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/vfxrender/vfx/account"
+)
+
+// orgAdminErr maps account errors of the organisation operator routes.
+func orgAdminErr(err error, what string) error {
+	switch {
+	case errors.Is(err, account.ErrNotFound):
+		code := CodeOrgNotFound
+		if what == "team" {
+			code = CodeTeamNotFound
+		}
+		return newError(http.StatusNotFound, code, "%s", strings.TrimPrefix(err.Error(), "account: "))
+	case errors.Is(err, account.ErrInvalid):
+		return badRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
+	}
+	return fmt.Errorf("api: %s: %w", what, err)
+}
+
+// adminCreateOrg is POST /admin/v1/orgs {name} → 201 organisation.
+func (s *Server) adminCreateOrg(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	o, err := s.acc.CreateOrg(r.Context(), in.Name)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusCreated, o)
+	return nil
+}
+
+// adminGetOrg is GET /admin/v1/orgs/{id}.
+func (s *Server) adminGetOrg(w http.ResponseWriter, r *http.Request) error {
+	o, err := s.acc.GetOrg(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// adminAddCredits is POST /admin/v1/orgs/{id}/credits {amount} → the new
+// credit aggregate (balance, reserved, charged, credited).
+func (s *Server) adminAddCredits(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Amount *int64 `json:"amount"`
+	}
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	if in.Amount == nil {
+		return unprocessable([]any{"body", "amount"}, "Field required", "missing")
+	}
+	c, err := s.acc.AddCredits(r.Context(), r.PathValue("id"), *in.Amount)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// adminGetCredits is GET /admin/v1/orgs/{id}/credits.
+func (s *Server) adminGetCredits(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.acc.Credits(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// adminCreateTeam is POST /admin/v1/orgs/{id}/teams {name, budget_credits}
+// → 201 team. budget_credits null or absent: no team budget.
+func (s *Server) adminCreateTeam(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name          string `json:"name"`
+		BudgetCredits *int64 `json:"budget_credits"`
+	}
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	t, err := s.acc.CreateTeam(r.Context(), r.PathValue("id"), in.Name, in.BudgetCredits)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+// adminCreateOrgKey is POST /admin/v1/orgs/{id}/keys {team_id?} → 201
+// {id, key}: an organisation key, bound to the team when team_id is set.
+func (s *Server) adminCreateOrgKey(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		TeamID string `json:"team_id"`
+	}
+	if r.ContentLength != 0 {
+		if err := s.decodeStrict(w, r, &in); err != nil {
+			return err
+		}
+	}
+	k, secret, err := s.acc.CreateOrgKey(r.Context(), r.PathValue("id"), in.TeamID)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	out := map[string]string{"id": k.ID, "key": secret, "org_id": k.OrgID}
+	if k.TeamID != "" {
+		out["team_id"] = k.TeamID
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// adminSetProduct is PUT /admin/v1/orgs/{id}/products/{product} {enabled}.
+func (s *Server) adminSetProduct(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	if in.Enabled == nil {
+		return unprocessable([]any{"body", "enabled"}, "Field required", "missing")
+	}
+	if _, err := s.product(r.PathValue("product")); err != nil {
+		return newError(http.StatusNotFound, CodeProductNotFound, "product %q not found", truncate(r.PathValue("product"), 80))
+	}
+	o, err := s.acc.SetProductEnabled(r.Context(), r.PathValue("id"), r.PathValue("product"), *in.Enabled)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// adminSetConsent is PUT /admin/v1/orgs/{id}/models/{model_id}/consent
+// {granted}.
+func (s *Server) adminSetConsent(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Granted *bool `json:"granted"`
+	}
+	if err := s.decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	if in.Granted == nil {
+		return unprocessable([]any{"body", "granted"}, "Field required", "missing")
+	}
+	model := r.PathValue("model_id")
+	known := false
+	for _, p := range s.products {
+		if _, ok := p.model(model); ok {
+			known = true
+		}
+	}
+	if !known {
+		return newError(http.StatusNotFound, CodeModelNotFound, "model %q not found", truncate(model, 80))
+	}
+	o, err := s.acc.SetModelConsent(r.Context(), r.PathValue("id"), model, *in.Granted)
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// adminOrgWebhookSecret is GET /admin/v1/orgs/{id}/webhook-secret: the
+// secret that signs the organisation's product job webhooks.
+func (s *Server) adminOrgWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+	secret, err := s.acc.OrgWebhookSecret(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return orgAdminErr(err, "organization")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"secret": secret})
+	return nil
+}

@@ -1,0 +1,221 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/vfxrender/vfx/worker"
+)
+
+// Product catalogue: products, their models, input schemas and credit
+// prices. The catalogue is part of the interface and documented in the
+// OpenAPI document.
+
+// ImageCreditUnits is the number of frame units an image counts for in
+// credit prices.
+const ImageCreditUnits = 8
+
+// productDef is one product of GET /v1/products.
+type productDef struct {
+	Product     string     `json:"product"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	models      []modelDef // answered by GET /v1/products/{product}/models
+}
+
+// modelDef is one model of a product.
+type modelDef struct {
+	ModelID     string          `json:"model_id"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Pricing     pricing         `json:"pricing"`
+	schema      *jsonschema.Schema
+}
+
+// pricing documents how a job's credits are computed.
+type pricing struct {
+	Unit        string         `json:"unit"`
+	Description string         `json:"description"`
+	Rates       map[string]int `json:"rates"`
+}
+
+const vfxSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "vfx vfx-2.0 inputs",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["source", "alpha_mode"],
+  "properties": {
+    "source": {"type": "string", "minLength": 1, "description": "Source image (PNG, JPEG, WebP) or video (MP4, MOV; H.264 or HEVC; at most 240 frames): vfx://uploads/{id}/{filename}, https:// or data: URI. At most 2,770,000 pixels."},
+    "alpha_mode": {"enum": ["auto", "fill", "custom", "select"]},
+    "alpha": {"type": "string", "minLength": 1, "description": "Alpha matte URI; required for custom and select, ignored otherwise."},
+    "alpha_keyframe_index": {"type": "integer", "minimum": 0, "default": 0},
+    "prompt": {"type": "string", "maxLength": 2000},
+    "reference_image": {"type": "string", "minLength": 1, "description": "Reference image URI (PNG, JPEG, WebP)."},
+    "max_resolution": {"enum": [720, 1080], "default": 1080},
+    "seed": {"type": "integer", "minimum": 0, "maximum": 4294967295},
+    "mode": {"enum": ["standard", "fast"], "default": "standard", "description": "fast renders at 2/3 of the resolution and upscales the render with the vfx_finish upscaler: about half the work and half the credits, slightly softer fine detail."}
+  },
+  "anyOf": [{"required": ["prompt"]}, {"required": ["reference_image"]}],
+  "allOf": [{
+    "if": {"required": ["alpha_mode"], "properties": {"alpha_mode": {"enum": ["custom", "select"]}}},
+    "then": {"required": ["alpha"]}
+  }]
+}`
+
+const finishSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "vfx_finish vfx-2.0 inputs",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["parent_job_id", "target_resolution"],
+  "properties": {
+    "parent_job_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,200}$", "description": "A dap_ id: a success-ful standard-mode vfx product job of the same key owner, organisation and team."},
+    "target_resolution": {"enum": [1080, 2160], "description": "Shorter side of the upscaled render."}
+  }
+}`
+
+// catalogue returns the products with compiled schemas.
+func catalogue() ([]*productDef, error) {
+	ps := []*productDef{
+		{Product: worker.ProductVFX, Name: "VFX", Description: "Relights and composites an image or video from a prompt, a reference image and an alpha matte.",
+			models: []modelDef{{ModelID: worker.ModelVFX2, Description: "vfx 2.0 render pipeline", InputSchema: json.RawMessage(vfxSchema),
+				Pricing: pricing{Unit: "credits", Rates: map[string]int{"standard_720_per_frame": 1, "standard_1080_per_frame": 2, "image_frame_units": ImageCreditUnits},
+					Description: "frames x rate (an image counts 8 frames); fast mode costs half, rounded up; at least 1 credit"}}}},
+		{Product: worker.ProductFinish, Name: "VFX Finish", Description: "Upscales a finished standard vfx job to 1080 or 2160 (shorter side) with an edge-aware Lanczos kernel and sharpening; audio passes through.",
+			models: []modelDef{{ModelID: worker.ModelVFX2, Description: "vfx 2.0 finish upscaler", InputSchema: json.RawMessage(finishSchema),
+				Pricing: pricing{Unit: "credits", Rates: map[string]int{"1080_per_frame": 1, "2160_per_frame": 3, "image_frame_units": ImageCreditUnits},
+					Description: "parent frames x rate (an image counts 8 frames); at least 1 credit"}}}},
+	}
+	for _, p := range ps {
+		for i := range p.models {
+			m := &p.models[i]
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.InputSchema))
+			if err != nil {
+				return nil, fmt.Errorf("api: schema of %s/%s: %w", p.Product, m.ModelID, err)
+			}
+			c := jsonschema.NewCompiler()
+			url := "vfx:///schemas/" + p.Product + "/" + m.ModelID + ".json"
+			if err := c.AddResource(url, doc); err != nil {
+				return nil, fmt.Errorf("api: schema of %s/%s: %w", p.Product, m.ModelID, err)
+			}
+			if m.schema, err = c.Compile(url); err != nil {
+				return nil, fmt.Errorf("api: schema of %s/%s: %w", p.Product, m.ModelID, err)
+			}
+		}
+	}
+	return ps, nil
+}
+
+func (p *productDef) model(id string) (*modelDef, bool) {
+	for i := range p.models {
+		if p.models[i].ModelID == id {
+			return &p.models[i], true
+		}
+	}
+	return nil, false
+}
+
+func (p *productDef) modelIDs() []string {
+	out := make([]string, len(p.models))
+	for i, m := range p.models {
+		out[i] = m.ModelID
+	}
+	return out
+}
+
+// schemaProblems validates inputs against the model's schema and returns
+// nil or a 422 INVALID_INPUT naming the unknown and missing fields.
+func (m *modelDef) schemaProblems(inputs json.RawMessage) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(inputs))
+	if err != nil {
+		return invalidInput("inputs is not valid JSON: %v", err)
+	}
+	err = m.schema.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("api: validate inputs: %w", err)
+	}
+	printer := message.NewPrinter(language.English)
+	var unknown, missing, other []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		switch k := e.ErrorKind.(type) {
+		case *kind.AdditionalProperties:
+			unknown = append(unknown, k.Properties...)
+		case *kind.Required:
+			missing = append(missing, k.Missing...)
+		case *kind.Group, *kind.Schema, *kind.AnyOf, *kind.AllOf, *kind.Reference:
+		default:
+			loc := "inputs"
+			if len(e.InstanceLocation) > 0 {
+				loc = "inputs." + strings.Join(e.InstanceLocation, ".")
+			}
+			other = append(other, loc+": "+e.ErrorKind.LocalizedString(printer))
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	slices.Sort(unknown)
+	slices.Sort(missing)
+	unknown, missing = slices.Compact(unknown), slices.Compact(missing)
+	var parts []string
+	if len(unknown) > 0 {
+		parts = append(parts, "unknown fields: "+strings.Join(unknown, ", "))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, "missing fields: "+strings.Join(missing, ", "))
+	}
+	parts = append(parts, other...)
+	msg := "inputs do not match the input_schema of the model"
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, "; ")
+	}
+	e := invalidInput("%s", msg)
+	e.Unknown, e.Missing = unknown, missing
+	return e
+}
+
+// vfxCredits is the price of a vfx job.
+func vfxCredits(video bool, frames, maxRes int, mode string) int64 {
+	units := int64(ImageCreditUnits)
+	if video {
+		units = int64(max(frames, 1))
+	}
+	rate := int64(2)
+	if maxRes == 720 {
+		rate = 1
+	}
+	c := units * rate
+	if mode == worker.ModeFast {
+		c = (c + 1) / 2
+	}
+	return max(c, 1)
+}
+
+// finishCredits is the price of a vfx_finish job.
+func finishCredits(video bool, frames, target int) int64 {
+	units := int64(ImageCreditUnits)
+	if video {
+		units = int64(max(frames, 1))
+	}
+	rate := int64(1)
+	if target == worker.FinishRes2160 {
+		rate = 3
+	}
+	return max(units*rate, 1)
+}

@@ -1,0 +1,631 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/queue"
+)
+
+// testOrg is an organisation set up through the operator API.
+type testOrg struct {
+	ID, Key, TeamID, TeamKey string
+}
+
+// newOrg creates an organisation with credits, both products enabled, the
+// model consented, a team (budget nil = none) and two keys: one
+// organisation-wide, one bound to the team.
+func (e *env) newOrg(credits int64, teamBudget *int64) testOrg {
+	e.t.Helper()
+	r := e.adminDo("POST", "/admin/v1/orgs", map[string]any{"name": "Acme"})
+	if r.status != 201 {
+		e.t.Fatalf("create org: %d %s", r.status, r.body)
+	}
+	o := testOrg{ID: r.json(e.t)["id"].(string)}
+	if credits > 0 {
+		if r := e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/credits", map[string]any{"amount": credits}); r.status != 200 || r.json(e.t)["balance"].(float64) != float64(credits) {
+			e.t.Fatalf("credits: %d %s", r.status, r.body)
+		}
+	}
+	for _, p := range []string{"vfx", "vfx_finish"} {
+		if r := e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/"+p, map[string]any{"enabled": true}); r.status != 200 {
+			e.t.Fatalf("enable: %d %s", r.status, r.body)
+		}
+	}
+	if r := e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/models/vfx-2.0/consent", map[string]any{"granted": true}); r.status != 200 {
+		e.t.Fatalf("consent: %d %s", r.status, r.body)
+	}
+	r = e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/teams", map[string]any{"name": "Post", "budget_credits": teamBudget})
+	if r.status != 201 {
+		e.t.Fatalf("team: %d %s", r.status, r.body)
+	}
+	o.TeamID = r.json(e.t)["id"].(string)
+	r = e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/keys", nil)
+	if r.status != 201 {
+		e.t.Fatalf("key: %d %s", r.status, r.body)
+	}
+	o.Key = r.json(e.t)["key"].(string)
+	r = e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/keys", map[string]any{"team_id": o.TeamID})
+	if r.status != 201 || r.json(e.t)["team_id"] != o.TeamID {
+		e.t.Fatalf("team key: %d %s", r.status, r.body)
+	}
+	o.TeamKey = r.json(e.t)["key"].(string)
+	return o
+}
+
+func (e *env) credits(orgID string) account.OrgCredits {
+	e.t.Helper()
+	r := e.adminDo("GET", "/admin/v1/orgs/"+orgID+"/credits", nil)
+	var c account.OrgCredits
+	if r.status != 200 || json.Unmarshal(r.body, &c) != nil {
+		e.t.Fatalf("credits: %d %s", r.status, r.body)
+	}
+	if c.Credited != c.Balance+c.Reserved+c.Charged {
+		e.t.Fatalf("ledger invariant broken: %+v", c)
+	}
+	return c
+}
+
+// detail decodes a product API error body.
+func detailOf(t *testing.T, r resp) productDetailBody {
+	t.Helper()
+	var d productDetail
+	if err := json.Unmarshal(r.body, &d); err != nil || d.Detail.ErrorCode == "" {
+		t.Fatalf("status %d: not a detail error: %s", r.status, r.body)
+	}
+	if d.Detail.UnknownFields == nil || d.Detail.MissingFields == nil {
+		t.Fatalf("detail without field lists: %s", r.body)
+	}
+	return d.Detail
+}
+
+func wantDetail(t *testing.T, r resp, status int, code string) productDetailBody {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	d := detailOf(t, r)
+	if d.ErrorCode != code {
+		t.Fatalf("code %s, want %s: %s", d.ErrorCode, code, r.body)
+	}
+	return d
+}
+
+func dataPNG(t *testing.T, w, h int) string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes(t, w, h, false))
+}
+
+func vfxJob(key, src string) map[string]any {
+	return map[string]any{"model_id": "vfx-2.0", "idempotency_key": key,
+		"inputs": map[string]any{"source": src, "alpha_mode": "fill", "prompt": "warm sunset light"}}
+}
+
+func productJob(t *testing.T, r resp) ProductJob {
+	t.Helper()
+	var j ProductJob
+	if err := json.Unmarshal(r.body, &j); err != nil || j.ID == "" {
+		t.Fatalf("status %d: not a product job: %s", r.status, r.body)
+	}
+	return j
+}
+
+// finishProduct completes (or fails) a product job as a worker would.
+func (e *env) finishProduct(id string, ok bool, frames int) {
+	e.t.Helper()
+	ctx := context.Background()
+	outs := map[string]string{}
+	if ok {
+		for _, n := range []string{"render", "source", "alpha"} {
+			key := "product-jobs/" + id + "/" + n + ".png"
+			if _, err := e.st.Put(ctx, key, bytes.NewReader(pngBytes(e.t, 8, 8, false)), -1, "image/png"); err != nil {
+				e.t.Fatal(err)
+			}
+			outs[n] = key
+		}
+	}
+	if _, err := e.q.Update(ctx, id, func(r *queue.Record) error { r.Status = queue.StatusProcessing; return nil }); err != nil {
+		e.t.Fatal(err)
+	}
+	rec, err := e.q.Update(ctx, id, func(r *queue.Record) error {
+		if ok {
+			r.Status, r.Outputs, r.Progress, r.Frames = queue.StatusCompleted, outs, 100, frames
+		} else {
+			r.Status, r.Error = queue.StatusFailed, "INVALID_FILE_FORMAT: source: test failure"
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.q.PublishEvent(ctx, queue.Event{JobID: id, Kind: queue.KindProduct, Status: rec.Status}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestProductAuthAndTeams(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	o := e.newOrg(100, nil)
+	o2 := e.newOrg(100, nil)
+	_, personal := e.newAccount(account.KindPersonal, account.AccountInput{})
+	acctOrgKey := e.orgKey() // an organization-kind key of an account, not of an organisation
+
+	wantDetail(t, e.do("GET", "/v1/products", "", nil), 401, CodeInvalidAPIKey)
+	wantDetail(t, e.do("GET", "/v1/products", "vfx_sk_"+string(bytes.Repeat([]byte("a"), 32)), nil), 401, CodeInvalidAPIKey)
+	for _, k := range []string{personal, acctOrgKey} {
+		wantDetail(t, e.do("GET", "/v1/products", k, nil), 403, CodeOrgKeyRequired)
+		wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", k, vfxJob("a", dataPNG(t, 64, 64))), 403, CodeOrgKeyRequired)
+		wantDetail(t, e.do("GET", "/v1/product-jobs/dap_x", k, nil), 403, CodeOrgKeyRequired)
+	}
+	if r := e.do("GET", "/v1/products", o.Key, nil); r.status != 200 {
+		t.Fatalf("org key: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/products", o.Key, nil, HeaderTeamID, o.TeamID); r.status != 200 {
+		t.Fatalf("org key in its team: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/products", o.TeamKey, nil, HeaderTeamID, o.TeamID); r.status != 200 {
+		t.Fatalf("team key with its team: %d %s", r.status, r.body)
+	}
+	wantDetail(t, e.do("GET", "/v1/products", o.Key, nil, HeaderTeamID, o2.TeamID), 403, CodeTeamForbidden)
+	wantDetail(t, e.do("GET", "/v1/products", o.Key, nil, HeaderTeamID, "team_nosuch"), 403, CodeTeamForbidden)
+	wantDetail(t, e.do("GET", "/v1/products", o.TeamKey, nil, HeaderTeamID, o2.TeamID), 403, CodeTeamForbidden)
+
+	// Organisation keys are for the product API; uploads serve both.
+	if r := e.do("GET", "/v1/vfx/generations", o.Key, nil); r.status != 403 || r.code() != CodeAccountKeyRequired {
+		t.Fatalf("org key on the generation API: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/uploads", o.Key, map[string]any{"filename": "a.png"}); r.status != 200 {
+		t.Fatalf("org key upload: %d %s", r.status, r.body)
+	}
+	// No personal limits on organisation keys: more reads than a personal
+	// key's 5 per minute.
+	for i := range 12 {
+		if r := e.do("GET", "/v1/product-jobs/dap_nosuch", o.Key, nil); r.status != 404 {
+			t.Fatalf("read %d: %d %s", i, r.status, r.body)
+		}
+	}
+}
+
+func TestProductCatalogueAndAccess(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	o := e.newOrg(1000, nil)
+	r := e.do("GET", "/v1/products", o.Key, nil)
+	var list struct {
+		Products []struct {
+			Product string
+			Models  []string
+		}
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Products) != 2 ||
+		list.Products[0].Product != "vfx" || list.Products[1].Product != "vfx_finish" || !slices.Equal(list.Products[1].Models, []string{"vfx-2.0"}) {
+		t.Fatalf("products: %s", r.body)
+	}
+	for _, p := range []string{"vfx", "vfx_finish"} {
+		r := e.do("GET", "/v1/products/"+p+"/models", o.Key, nil)
+		var ms struct {
+			Models []struct {
+				ModelID     string         `json:"model_id"`
+				InputSchema map[string]any `json:"input_schema"`
+				Pricing     map[string]any
+			} `json:"models"`
+		}
+		if err := json.Unmarshal(r.body, &ms); err != nil || len(ms.Models) != 1 || ms.Models[0].ModelID != "vfx-2.0" {
+			t.Fatalf("models of %s: %s", p, r.body)
+		}
+		s := ms.Models[0].InputSchema
+		if s["$schema"] != "https://json-schema.org/draft/2020-12/schema" || s["additionalProperties"] != false || ms.Models[0].Pricing["unit"] != "credits" {
+			t.Fatalf("schema of %s: %v", p, s)
+		}
+	}
+	wantDetail(t, e.do("GET", "/v1/products/nosuch/models", o.Key, nil), 404, CodeProductNotFound)
+	wantDetail(t, e.do("POST", "/v1/products/nosuch/jobs", o.Key, vfxJob("k", "x")), 404, CodeProductNotFound)
+	job := vfxJob("k", dataPNG(t, 64, 64))
+	job["model_id"] = "vfx-9"
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, job), 404, CodeModelNotFound)
+
+	// Enablement and consent.
+	e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/vfx", map[string]any{"enabled": false})
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("k1", dataPNG(t, 64, 64))), 403, CodeProductNotEnabled)
+	wantDetail(t, e.do("POST", "/v1/products/vfx/estimate", o.Key, map[string]any{"model_id": "vfx-2.0", "inputs": map[string]any{}}), 403, CodeProductNotEnabled)
+	e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/vfx", map[string]any{"enabled": true})
+	e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/models/vfx-2.0/consent", map[string]any{"granted": false})
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("k2", dataPNG(t, 64, 64))), 403, CodeModelConsentRequired)
+	if c := e.credits(o.ID); c.Reserved != 0 || c.Balance != 1000 {
+		t.Fatalf("refusals reserved credits: %+v", c)
+	}
+	// Operator API errors.
+	if r := e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/nosuch", map[string]any{"enabled": true}); r.status != 404 || r.code() != CodeProductNotFound {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := e.adminDo("PUT", "/admin/v1/orgs/org_nosuch/models/vfx-2.0/consent", map[string]any{"granted": true}); r.status != 404 || r.code() != CodeOrgNotFound {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/credits", map[string]any{"amount": -5}); r.status != 400 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/admin/v1/orgs", "", map[string]any{"name": "x"}); r.status != 401 {
+		t.Fatalf("no operator token: %d", r.status)
+	}
+}
+
+func TestProductValidation(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	o := e.newOrg(1000, nil)
+	post := func(body any) resp { return e.do("POST", "/v1/products/vfx/jobs", o.Key, body) }
+	src := dataPNG(t, 64, 64)
+
+	j := vfxJob("k", src)
+	j["priority"], j["webhook"] = 1, "x"
+	d := wantDetail(t, post(j), 422, CodeInvalidInput)
+	if !slices.Equal(d.UnknownFields, []string{"priority", "webhook"}) {
+		t.Fatalf("unknown top-level fields: %+v", d)
+	}
+	d = wantDetail(t, post(map[string]any{"inputs": map[string]any{}}), 422, CodeInvalidInput)
+	if !slices.Equal(d.MissingFields, []string{"model_id", "idempotency_key"}) {
+		t.Fatalf("missing top-level fields: %+v", d)
+	}
+	j = vfxJob("k", src)
+	j["billing_unit"] = "usd"
+	wantDetail(t, post(j), 400, CodeUnsupportedBillingUnit)
+	j["billing_unit"] = "credits"
+	if r := post(j); r.status != 202 {
+		t.Fatalf("billing_unit credits: %d %s", r.status, r.body)
+	}
+	for _, bad := range []map[string]any{
+		{"max_credits": -1}, {"max_credits": 1.5}, {"model_id": ""}, {"idempotency_key": string(bytes.Repeat([]byte("k"), 257))},
+		{"inputs": []any{1}}, {"billing_unit": "eur"},
+	} {
+		j := vfxJob("k-bad", src)
+		for k, v := range bad {
+			j[k] = v
+		}
+		wantDetail(t, post(j), 422, CodeInvalidInput)
+	}
+	j = vfxJob("k3", src)
+	j["callback_url"] = "ftp://example.com/x"
+	wantDetail(t, post(j), 400, CodeInvalidCallbackURL)
+
+	// inputs against the model's input_schema.
+	j = vfxJob("k4", src)
+	j["inputs"] = map[string]any{"alpha_mode": "fill", "prompt": "x", "colour": "red", "strength": 2}
+	d = wantDetail(t, post(j), 422, CodeInvalidInput)
+	if !slices.Equal(d.UnknownFields, []string{"colour", "strength"}) || !slices.Equal(d.MissingFields, []string{"source"}) {
+		t.Fatalf("inputs: %+v", d)
+	}
+	j["inputs"] = map[string]any{"source": src, "alpha_mode": "custom", "prompt": "x"}
+	if d = wantDetail(t, post(j), 422, CodeInvalidInput); !slices.Equal(d.MissingFields, []string{"alpha"}) {
+		t.Fatalf("custom without alpha: %+v", d)
+	}
+	j["inputs"] = map[string]any{"source": src, "alpha_mode": "fill"}
+	if d = wantDetail(t, post(j), 422, CodeInvalidInput); !slices.Contains(d.MissingFields, "prompt") {
+		t.Fatalf("no style input: %+v", d)
+	}
+	j["inputs"] = map[string]any{"source": src, "alpha_mode": "fill", "prompt": "x", "max_resolution": 4000, "mode": "turbo"}
+	if d = wantDetail(t, post(j), 422, CodeInvalidInput); len(d.UnknownFields)+len(d.MissingFields) != 0 || !bytes.Contains([]byte(d.Message), []byte("max_resolution")) {
+		t.Fatalf("bad values: %+v", d)
+	}
+	fj := map[string]any{"model_id": "vfx-2.0", "idempotency_key": "f", "inputs": map[string]any{"parent_job_id": "dap_x", "target_resolution": 4320}}
+	wantDetail(t, e.do("POST", "/v1/products/vfx_finish/jobs", o.Key, fj), 422, CodeInvalidInput)
+	// Content checks at submission (the source is at hand).
+	j["inputs"] = map[string]any{"source": "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("not a png")), "alpha_mode": "fill", "prompt": "x"}
+	wantDetail(t, post(j), 400, CodeInvalidFileFormat)
+	if r := e.do("POST", "/v1/products/vfx/jobs", o.Key, "{not json"); r.status != 422 || detailOf(t, r).ErrorCode != CodeInvalidInput {
+		t.Fatalf("malformed JSON: %d %s", r.status, r.body)
+	}
+}
+
+func TestProductEstimateAndCredits(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	budget := int64(20)
+	o := e.newOrg(100, &budget)
+	src := dataPNG(t, 64, 64)
+	est := func(inputs map[string]any) map[string]any {
+		r := e.do("POST", "/v1/products/vfx/estimate", o.Key, map[string]any{"model_id": "vfx-2.0", "inputs": inputs})
+		if r.status != 200 {
+			t.Fatalf("estimate: %d %s", r.status, r.body)
+		}
+		return r.json(t)
+	}
+	if m := est(map[string]any{"source": src, "alpha_mode": "fill", "prompt": "x"}); m["credits"] != 16.0 || m["exact"] != true {
+		t.Fatalf("image 1080 standard: %v", m)
+	}
+	if m := est(map[string]any{"source": src, "alpha_mode": "fill", "prompt": "x", "mode": "fast", "max_resolution": 720}); m["credits"] != 4.0 {
+		t.Fatalf("image 720 fast: %v", m)
+	}
+	if m := est(map[string]any{"source": "https://127.0.0.1:9/v.mp4", "alpha_mode": "fill", "prompt": "x"}); m["credits"] != 480.0 || m["exact"] != false {
+		t.Fatalf("source not at hand: %v", m)
+	}
+	if r := e.do("POST", "/v1/products/vfx/estimate", o.Key, map[string]any{"model_id": "vfx-2.0", "idempotency_key": "x", "inputs": map[string]any{}}); r.status != 422 {
+		t.Fatalf("estimate takes no idempotency_key: %d", r.status)
+	}
+	if c := e.credits(o.ID); c.Balance != 100 || c.Reserved != 0 {
+		t.Fatalf("an estimate charged: %+v", c)
+	}
+
+	r := e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("a", src))
+	if r.status != 202 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	j := productJob(t, r)
+	if j.Status != ProductQueued || j.Product != "vfx" || j.ModelID != "vfx-2.0" || j.OrganizationID != o.ID || j.TeamID != nil ||
+		j.BillingUnit != "credits" || j.CreditsCharged != nil || j.Refunded != nil || j.Error != nil || len(j.ID) < 10 || j.ID[:4] != "dap_" {
+		t.Fatalf("job: %s", r.body)
+	}
+	if c := e.credits(o.ID); c.Balance != 84 || c.Reserved != 16 {
+		t.Fatalf("after submit: %+v", c)
+	}
+	// max_credits below an exact price: refused, nothing reserved.
+	jm := vfxJob("b", src)
+	jm["max_credits"] = 15
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, jm), 402, CodeBudgetExceeded)
+	// Team budget 20: one 16-credit job fits, the second does not.
+	if r := e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("t1", src), HeaderTeamID, o.TeamID); r.status != 202 || *productJob(t, r).TeamID != o.TeamID {
+		t.Fatalf("team job: %d %s", r.status, r.body)
+	}
+	d := wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.TeamKey, vfxJob("t2", src)), 402, CodeBudgetExceeded)
+	if !bytes.Contains([]byte(d.Message), []byte("team")) {
+		t.Fatalf("team budget message: %s", d.Message)
+	}
+	// Balance: 68 left; a 240-frame upper bound (480) does not fit.
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("big", "https://127.0.0.1:9/v.mp4")), 402, CodeBudgetExceeded)
+	if c := e.credits(o.ID); c.Balance != 68 || c.Reserved != 32 {
+		t.Fatalf("refusals changed the ledger: %+v", c)
+	}
+}
+
+func TestProductIdempotency(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	o := e.newOrg(10000, nil)
+	src := dataPNG(t, 64, 64)
+	r1 := e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("same", src))
+	r2 := e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("same", src))
+	if r1.status != 202 || r2.status != 202 || productJob(t, r1).ID != productJob(t, r2).ID {
+		t.Fatalf("same key and body: %d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
+	}
+	// Field order and billing_unit "credits" (the default) do not change the body.
+	same := `{"inputs":{"prompt":"warm sunset light","alpha_mode":"fill","source":"` + src + `"},"billing_unit":"credits","idempotency_key":"same","model_id":"vfx-2.0"}`
+	if r := e.do("POST", "/v1/products/vfx/jobs", o.Key, same); r.status != 202 || productJob(t, r).ID != productJob(t, r1).ID {
+		t.Fatalf("reordered body: %d %s", r.status, r.body)
+	}
+	changed := vfxJob("same", src)
+	changed["inputs"].(map[string]any)["prompt"] = "cold"
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, changed), 409, CodeIdempotencyConflict)
+	changed = vfxJob("same", src)
+	changed["max_credits"] = 500
+	wantDetail(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, changed), 409, CodeIdempotencyConflict)
+	// Keys are scoped to the organisation and team.
+	if r := e.do("POST", "/v1/products/vfx/jobs", o.TeamKey, vfxJob("same", src)); r.status != 202 || productJob(t, r).ID == productJob(t, r1).ID {
+		t.Fatalf("another team's key: %d %s", r.status, r.body)
+	}
+	before := e.credits(o.ID)
+
+	// Concurrent duplicates make one job and one reservation.
+	const n = 8
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("race", src))
+			if r.status == 202 {
+				ids[i] = productJob(t, r).ID
+			} else {
+				t.Errorf("concurrent %d: %d %s", i, r.status, r.body)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("concurrent duplicates made several jobs: %v", ids)
+		}
+	}
+	if c := e.credits(o.ID); c.Reserved-before.Reserved != 16 {
+		t.Fatalf("concurrent duplicates reserved %d credits, want 16", c.Reserved-before.Reserved)
+	}
+}
+
+func TestProductLifecycle(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	o := e.newOrg(1000, nil)
+	src := dataPNG(t, 64, 64)
+	submit := func(key string, body map[string]any) ProductJob {
+		t.Helper()
+		r := e.do("POST", "/v1/products/vfx/jobs", key, body)
+		if r.status != 202 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return productJob(t, r)
+	}
+	get := func(id string) ProductJob {
+		t.Helper()
+		r := e.do("GET", "/v1/product-jobs/"+id, o.Key, nil)
+		if r.status != 200 {
+			t.Fatalf("get %s: %d %s", id, r.status, r.body)
+		}
+		return productJob(t, r)
+	}
+
+	ok := submit(o.Key, vfxJob("ok", src))
+	e.finishProduct(ok.ID, true, 1)
+	j := get(ok.ID)
+	if j.Status != ProductSuccess || *j.CreditsCharged != 16 || *j.Refunded || j.Error != nil || *j.Progress != 100 ||
+		j.Outputs["render"] == "" || j.Outputs["source"] == "" || j.Outputs["alpha"] == "" {
+		t.Fatalf("success: %+v", j)
+	}
+	if res, err := http.Get(j.Outputs["render"]); err != nil || res.StatusCode != 200 {
+		t.Fatalf("render URL: %v %v", res, err)
+	}
+
+	bad := submit(o.Key, vfxJob("bad", src))
+	e.finishProduct(bad.ID, false, 0)
+	j = get(bad.ID)
+	if j.Status != ProductFailed || *j.CreditsCharged != 0 || !*j.Refunded || j.Error == nil || j.Error.Code != CodeInvalidFileFormat || j.Outputs != nil {
+		t.Fatalf("failed: %+v", j)
+	}
+
+	queued := submit(o.Key, vfxJob("cancel", src))
+	r := e.do("POST", "/v1/product-jobs/"+queued.ID+"/cancel", o.Key, nil)
+	j = productJob(t, r)
+	if r.status != 200 || j.Status != ProductCancelled || !*j.Refunded || *j.CreditsCharged != 0 || j.Error.Code != "CANCELLED" {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/product-jobs/"+ok.ID+"/cancel", o.Key, nil); productJob(t, r).Status != ProductSuccess {
+		t.Fatalf("cancel of a finished job changed it: %s", r.body)
+	}
+	wantDetail(t, e.do("POST", "/v1/product-jobs/dap_nosuch/cancel", o.Key, nil), 404, CodeJobNotFound)
+
+	// credit_required: the source is not at hand, max_credits caps the
+	// reservation at 10, and the render has 30 frames (60 credits).
+	capped := vfxJob("capped", "https://127.0.0.1:9/v.mp4")
+	capped["max_credits"] = 10
+	cj := submit(o.Key, capped)
+	if c := e.credits(o.ID); c.Reserved != 10 {
+		t.Fatalf("capped reservation: %+v", c)
+	}
+	e.finishProduct(cj.ID, true, 30)
+	j = get(cj.ID)
+	if j.Status != ProductCreditRequired || *j.CreditsCharged != 0 || !*j.Refunded || j.Outputs != nil || j.Error == nil {
+		t.Fatalf("credit_required: %+v", j)
+	}
+
+	// Reads: another organisation or team sees nothing; a disabled product's
+	// jobs stay readable.
+	o2 := e.newOrg(10, nil)
+	wantDetail(t, e.do("GET", "/v1/product-jobs/"+ok.ID, o2.Key, nil), 404, CodeJobNotFound)
+	wantDetail(t, e.do("GET", "/v1/product-jobs/"+ok.ID, o.TeamKey, nil), 404, CodeJobNotFound)
+	wantDetail(t, e.do("GET", "/v1/product-jobs/vfx_abc", o.Key, nil), 404, CodeJobNotFound)
+	e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/vfx", map[string]any{"enabled": false})
+	if j := get(ok.ID); j.Status != ProductSuccess {
+		t.Fatalf("after disabling: %+v", j)
+	}
+	c := e.credits(o.ID)
+	if c.Charged != 16 || c.Reserved != 0 || c.Balance != 1000-16 {
+		t.Fatalf("ledger: %+v", c)
+	}
+	// The billing consumer settles without any read.
+	e.adminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/vfx", map[string]any{"enabled": true})
+	silent := submit(o.Key, vfxJob("silent", src))
+	e.finishProduct(silent.ID, true, 1)
+	eventually(t, 10*time.Second, "billing consumer settles", func() bool { return e.credits(o.ID).Charged == 32 })
+}
+
+func TestProductWebhook(t *testing.T) {
+	type hit struct {
+		body   []byte
+		header http.Header
+	}
+	hits := make(chan hit, 10)
+	var fail sync.Map
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- hit{b, r.Header.Clone()}
+		if _, bad := fail.LoadAndDelete("once"); bad {
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	defer hook.Close()
+	e := newEnv(t, envOpts{})
+	o := e.newOrg(1000, nil)
+	j := vfxJob("hook", dataPNG(t, 64, 64))
+	j["callback_url"] = hook.URL + "/cb"
+	r := e.do("POST", "/v1/products/vfx/jobs", o.Key, j)
+	id := productJob(t, r).ID
+	fail.Store("once", true)
+	e.finishProduct(id, true, 1)
+	secret := e.adminDo("GET", "/admin/v1/orgs/"+o.ID+"/webhook-secret", nil).json(t)["secret"].(string)
+	for attempt := 1; attempt <= 2; attempt++ {
+		var h hit
+		select {
+		case h = <-hits:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no webhook attempt %d", attempt)
+		}
+		var body ProductJob
+		if err := json.Unmarshal(h.body, &body); err != nil || body.ID != id || body.Status != ProductSuccess || body.Outputs["render"] == "" || *body.CreditsCharged != 16 {
+			t.Fatalf("webhook body: %s", h.body)
+		}
+		ts, _ := strconv.ParseInt(h.header.Get(HeaderWebhookTimestamp), 10, 64)
+		if h.header.Get(HeaderWebhookID) != id+"_success" || h.header.Get(HeaderWebhookSignature) != SignWebhook(secret, h.header.Get(HeaderWebhookID), ts, h.body) {
+			t.Fatalf("attempt %d headers: %v", attempt, h.header)
+		}
+	}
+	eventually(t, 10*time.Second, "delivered state", func() bool {
+		m, err := e.srv.getProductMeta(context.Background(), id)
+		return err == nil && m.Webhook.Status == WebhookDelivered && m.Webhook.Attempts == 2
+	})
+}
+
+func TestFinishParents(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	o := e.newOrg(10000, nil)
+	o2 := e.newOrg(10000, nil)
+	src := dataPNG(t, 64, 64)
+	submit := func(key, product string, body map[string]any) resp {
+		return e.do("POST", "/v1/products/"+product+"/jobs", key, body)
+	}
+	finishBody := func(idem, parent string, target int) map[string]any {
+		return map[string]any{"model_id": "vfx-2.0", "idempotency_key": idem, "inputs": map[string]any{"parent_job_id": parent, "target_resolution": target}}
+	}
+	std := productJob(t, submit(o.Key, "vfx", vfxJob("std", src)))
+	fastBody := vfxJob("fast", src)
+	fastBody["inputs"].(map[string]any)["mode"] = "fast"
+	fast := productJob(t, submit(o.Key, "vfx", fastBody))
+	teamJob := productJob(t, submit(o.TeamKey, "vfx", vfxJob("team", src)))
+
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f0", std.ID, 2160)), 409, CodeParentNotSuccessful)
+	e.finishProduct(std.ID, true, 12)
+	e.finishProduct(fast.ID, true, 12)
+	e.finishProduct(teamJob.ID, true, 12)
+
+	gen := e.newAccountJob(t)
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f1", gen, 2160)), 422, CodeParentNotProductJob)
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f2", fast.ID, 2160)), 422, CodeParentFastMode)
+	wantDetail(t, submit(o2.Key, "vfx_finish", finishBody("f3", std.ID, 2160)), 404, CodeParentNotFound)
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f4", "dap_nosuch", 2160)), 404, CodeParentNotFound)
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f5", teamJob.ID, 2160)), 403, CodeParentNotOwned)
+	wantDetail(t, submit(o.TeamKey, "vfx_finish", finishBody("f6", std.ID, 2160)), 403, CodeParentNotOwned)
+
+	r := e.do("POST", "/v1/products/vfx_finish/estimate", o.Key, map[string]any{"model_id": "vfx-2.0", "inputs": map[string]any{"parent_job_id": std.ID, "target_resolution": 2160}})
+	if r.status != 200 || r.json(t)["credits"] != float64(ImageCreditUnits*3) {
+		t.Fatalf("finish estimate: %d %s", r.status, r.body)
+	}
+	r = submit(o.Key, "vfx_finish", finishBody("f7", std.ID, 2160))
+	if r.status != 202 {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	child := productJob(t, r)
+	if child.Product != "vfx_finish" || child.Status != ProductQueued {
+		t.Fatalf("child: %s", r.body)
+	}
+	e.finishProduct(child.ID, true, 1)
+	wantDetail(t, submit(o.Key, "vfx_finish", finishBody("f8", child.ID, 1080)), 422, CodeParentIsFinish)
+	j := productJob(t, e.do("GET", "/v1/product-jobs/"+child.ID, o.Key, nil))
+	if j.Status != ProductSuccess || len(j.Outputs) != 1 || j.Outputs["render"] == "" {
+		t.Fatalf("finish outputs: %+v", j)
+	}
+}
+
+// newAccountJob submits a generation job with a personal key and returns
+// its id.
+func (e *env) newAccountJob(t *testing.T) string {
+	t.Helper()
+	_, key := e.newAccount(account.KindPersonal, account.AccountInput{})
+	r := e.do("POST", "/v1/vfx/generations", key, validReq(dataPNG(t, 64, 64)))
+	if r.status != 201 {
+		t.Fatalf("generation: %d %s", r.status, r.body)
+	}
+	return fmt.Sprint(r.json(t)["id"])
+}
