@@ -4,6 +4,8 @@ package kernels
 
 import (
 	"testing"
+
+	"github.com/vfxrender/vfx/frame"
 )
 
 // GPU benchmarks at 2.77 MP (2560x1080). Each reports GB/s: the bytes
@@ -97,6 +99,53 @@ func BenchmarkCUDAOps(b *testing.B) {
 			if copyGBs > 0 {
 				b.ReportMetric(100*gbs/copyGBs, "pct_of_copy")
 			}
+		})
+	}
+}
+
+// BenchmarkCUDAFinish1080to2160 is the device work of one vfx_finish frame
+// at 2160 (ScaleOps): a 1920x1080 linear RGB image already on the device,
+// UpscaleEdge to 3840x2160 (edge 1), then SharpenDownload to a YUV420P
+// host frame (which waits for the codes, so every iteration is a whole
+// frame, transfer to the host included). GB/s counts the compulsory
+// traffic: the source read, the 2160 image written and read back, and
+// the 8-bit frame written and copied down. The sub-benchmarks time the
+// two ops alone (Sync once at the end for UpscaleEdge).
+func BenchmarkCUDAFinish1080to2160(b *testing.B) {
+	d := newTestCUDA(b)
+	const sw, sh, dw, dh = 1920, 1080, 3840, 2160
+	in := newOpInputs(sw, sh, 2)
+	src := put(b, d, sw, sh, in.rgb)
+	big, err := d.NewImage(dw, dh, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := frame.New(frame.YUV420P, dw, dh)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out.ColorSpace = frame.BT709
+	srcB, bigB, yuvB := sw*sh*3*4, dw*dh*3*4, dw*dh*3/2
+	up := func() error { return d.UpscaleEdge(big, src, 1) }
+	sharpen := func() error { return d.SharpenDownload(out, big, 0.5) }
+	cases := []struct {
+		name  string
+		bytes int
+		run   func() error
+	}{
+		{"UpscaleEdge", srcB + bigB, up},
+		{"SharpenDownload", bigB + 2*yuvB, sharpen},
+		{"UpscaleEdge+SharpenDownload", srcB + 2*bigB + 2*yuvB, func() error {
+			if err := up(); err != nil {
+				return err
+			}
+			return sharpen()
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchCUDA(b, c.bytes, c.run, d)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "frames/s")
 		})
 	}
 }

@@ -18,8 +18,9 @@ package kernels
 //   - 1e-5: LabTransfer (CUDA's double log/exp against the CPU's table
 //     approximations with errors below 1e-11, then float32 rounding).
 //
-// The table is meant to grow: the ops of MatteOps (issue 6) and ScaleOps
-// (issue 7) get their CUDA kernels by appending cases here.
+// The table is meant to grow: the ops of MatteOps (issue 6) get their
+// CUDA kernels by appending cases here. ScaleOps (issue 7) are in it:
+// UpscaleEdge, Sharpen and SharpenDownload are bit-identical (tol 0).
 
 import (
 	"fmt"
@@ -277,6 +278,96 @@ var opCases = []opCase{
 	frameCase("Upload+Download/gray8", frame.Gray8, frame.BT709, false),
 	gcdCase("GainCompositeDownload/yuv420p", frame.YUV420P),
 	gcdCase("GainCompositeDownload/rgb24", frame.RGB24),
+	// ScaleOps (issue 7): 2x as 1080 -> 2160, non-integer ratios, one
+	// axis only, equal sizes (copy), edge 0 (plain Lanczos), fractional
+	// and out-of-range edge.
+	upscaleCase("UpscaleEdge/2x", func(w, h int) (int, int) { return 2 * w, 2 * h }, 1, in3),
+	upscaleCase("UpscaleEdge/2x-plain", func(w, h int) (int, int) { return 2 * w, 2 * h }, 0, in3),
+	upscaleCase("UpscaleEdge/1.5x-edge0.6", func(w, h int) (int, int) { return (3*w + 1) / 2, (3*h + 1) / 2 }, 0.6, in3),
+	upscaleCase("UpscaleEdge/odd-ratio", func(w, h int) (int, int) { return (7*w)/3 + 1, (9*h)/7 + 2 }, 1, in3),
+	upscaleCase("UpscaleEdge/x-only-gray", func(w, h int) (int, int) { return w + 5, h }, 2, in1),
+	upscaleCase("UpscaleEdge/same", func(w, h int) (int, int) { return w, h }, 1, in3),
+	imageOp("Sharpen/0.8", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.Sharpen(dst, up(in.rgb), 0.8)
+	}),
+	imageOp("Sharpen/0", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.Sharpen(dst, up(in.rgb), 0)
+	}),
+	imageOp("Sharpen/gray-neg", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.Sharpen(dst, up(in.gray), -0.4)
+	}),
+	sharpenDownloadCase("SharpenDownload/yuv420p-bt709", frame.YUV420P, frame.BT709, false, 0.5),
+	sharpenDownloadCase("SharpenDownload/yuv420p-bt601-full", frame.YUV420P, frame.BT601, true, 1.5),
+	sharpenDownloadCase("SharpenDownload/rgb24", frame.RGB24, frame.BT709, false, 0.7),
+	finishCase("UpscaleEdge+SharpenDownload/2x-yuv420p"),
+}
+
+// in3 and in1 pick the 3-channel and 1-channel random inputs.
+func in3(in *opInputs) []float32 { return in.rgb }
+func in1(in *opInputs) []float32 { return in.gray }
+
+// upscaleCase is UpscaleEdge of pick(in) to size(w, h).
+func upscaleCase(name string, size func(w, h int) (int, int), edge float32, pick func(*opInputs) []float32) opCase {
+	return opCase{name, 0, func(t testing.TB, d Device, in *opInputs) []float64 {
+		data := pick(in)
+		w, h := size(in.w, in.h)
+		dst, err := d.NewImage(w, h, len(data)/(in.w*in.h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().UpscaleEdge(dst, put(t, d, in.w, in.h, data), edge); err != nil {
+			t.Fatal(err)
+		}
+		return read(t, d, dst)
+	}}
+}
+
+func frameCodes(f *frame.HostFrame) []float64 {
+	var out []float64
+	for _, p := range f.Planes {
+		for _, b := range p {
+			out = append(out, float64(b))
+		}
+	}
+	return out
+}
+
+// sharpenDownloadCase sharpens the random RGB image into a frame.
+func sharpenDownloadCase(name string, fm frame.PixelFormat, cs frame.ColorSpace, full bool, amount float32) opCase {
+	return opCase{name, 0, func(t testing.TB, d Device, in *opInputs) []float64 {
+		f, err := frame.New(fm, in.w, in.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ColorSpace, f.FullRange = cs, full
+		if err := d.Ops().SharpenDownload(f, put(t, d, in.w, in.h, in.rgb), amount); err != nil {
+			t.Fatal(err)
+		}
+		return frameCodes(f)
+	}}
+}
+
+// finishCase is the device work of a vfx_finish frame: UpscaleEdge 2x
+// then SharpenDownload to YUV420P.
+func finishCase(name string) opCase {
+	return opCase{name, 0, func(t testing.TB, d Device, in *opInputs) []float64 {
+		big, err := d.NewImage(2*in.w, 2*in.h, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().UpscaleEdge(big, put(t, d, in.w, in.h, in.rgb), 1); err != nil {
+			t.Fatal(err)
+		}
+		f, err := frame.New(frame.YUV420P, 2*in.w, 2*in.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ColorSpace = frame.BT709
+		if err := d.Ops().SharpenDownload(f, big, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		return frameCodes(f)
+	}}
 }
 
 // frameCase uploads a random 8-bit frame, returns the linear pixels and
@@ -404,5 +495,23 @@ func TestCUDAShapeErrors(t *testing.T) {
 	}
 	if _, err := d.NewImage(0, 8, 3); err == nil {
 		t.Fatal("NewImage 0x8 succeeded")
+	}
+	small, _ := d.NewImage(4, 8, 3)
+	if err := d.UpscaleEdge(small, a, 1); err == nil {
+		t.Fatal("UpscaleEdge to a smaller image succeeded")
+	}
+	if err := d.UpscaleEdge(a, a, 1); err == nil {
+		t.Fatal("UpscaleEdge in place succeeded")
+	}
+	if err := d.Sharpen(a, a, 1); err == nil {
+		t.Fatal("Sharpen in place succeeded")
+	}
+	g, _ := frame.New(frame.Gray8, 8, 8)
+	if err := d.SharpenDownload(g, a, 1); err == nil {
+		t.Fatal("SharpenDownload into gray8 succeeded")
+	}
+	f9, _ := frame.New(frame.RGB24, 9, 8)
+	if err := d.SharpenDownload(f9, a, 1); err == nil {
+		t.Fatal("SharpenDownload into a 9x8 frame from 8x8 succeeded")
 	}
 }

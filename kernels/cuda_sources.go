@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "0082b670be9f732eddb933a52ad2311f64902db9c03590f021fe4bba218ca2ae"
+const cudaSourcesSHA256 = "cc327e4cae65463153831cab8ba0a2416bdc7009f6e7c64c050a1097adb94a82"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "c606a263742197096cf488d4718e81c50e54a379d6997e03817fbe135ee968f9"
+const cudaFatbinSHA256 = "245df7c3c57c7a4f847f1a6c6e365ad748dc364cde0a4344505eba77918710ef"

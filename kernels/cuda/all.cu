@@ -7,3 +7,4 @@
 #include "stats.cu"
 #include "distance.cu"
 #include "composite.cu"
+#include "scale.cu"
