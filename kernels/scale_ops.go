@@ -15,7 +15,9 @@ type ScaleOps interface {
 	// src at min(max(j, 0), sw-1) (weights of taps outside the image fold
 	// onto the edge sample), weighted by L3(j - c) = sinc(x)sinc(x/3)
 	// computed in float64, normalised to sum 1 and rounded to float32; the
-	// sum l is taken in float32 in increasing j order. With a =
+	// sum l is taken in float32 exactly as ResizeLanczos3's passes do it
+	// (weights of folded taps merged per clamped sample; two running sums
+	// over even and odd taps, added at the end). With a =
 	// src[clamp(floor(c))] and b = src[clamp(floor(c)+1)], the result is
 	// l + edge*(min(max(l, min(a, b)), max(a, b)) - l): edge 0 is plain
 	// Lanczos-3, edge 1 clamps every sample to the range of its two
