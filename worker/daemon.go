@@ -240,11 +240,11 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 	if err := precheck(jr); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp(dm.TempDir, "vfx-job-")
+	dir, releaseDir, err := newJobDir(dm.TempDir)
 	if err != nil {
-		return fmt.Errorf("worker: job folder: %w", err)
+		return err
 	}
-	defer os.RemoveAll(dir)
+	defer releaseDir()
 
 	req, err := dm.fetch(ctx, jr, dir)
 	if err != nil {

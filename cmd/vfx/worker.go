@@ -355,6 +355,15 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 			return fmt.Errorf("worker: temp dir: %w", err)
 		}
 	}
+	// Job folders a killed worker left behind (SIGKILL, OOM) go now; those
+	// of live workers sharing the folder are locked and stay.
+	removed, err := worker.SweepJobDirs(cfg.tempDir)
+	if err != nil {
+		log.Warn("sweep stale job folders", zap.Error(err))
+	}
+	if len(removed) > 0 {
+		log.Info("removed stale job folders", zap.Strings("folders", removed))
+	}
 	codec.Quiet()
 	dev := kernels.NewCPU(cfg.cpuWorkers)
 	defer dev.Close()

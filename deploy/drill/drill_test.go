@@ -11,6 +11,7 @@
 //
 // `go test ./deploy/drill` runs the short form (18 jobs); VFX_DRILL=full
 // (make drill) runs the full one (60 jobs, MinIO down 10 s).
+// VFX_DRILL_LOGS=<dir> keeps every process's output there.
 package drill
 
 import (
@@ -352,9 +353,9 @@ func TestDrill(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	s := d.summarise(jobs, recv)
-	line := fmt.Sprintf("drill(%s): %d jobs (%d submit errors): completed %d, failed %d, lost %d, duplicated outputs %d, charges against completed jobs %d/%d (double %d, stray %d, usage mismatch %d), webhooks delivered %d/%d (bad signatures %d), time %v",
-		pl.name, len(specs), len(specs)-len(jobs), s.completed, s.failed, s.lost, s.duplicated, s.charged, s.completed, s.doubleCharged, s.strayCharges,
-		s.usageMismatch, s.hooksDelivered, s.hooksWanted, recv.badSig, time.Since(began).Round(time.Second))
+	line := fmt.Sprintf("drill(%s): %d jobs (%d submit errors): completed %d, failed %d, lost %d (ghosts %d), duplicated outputs %d, charges against completed jobs %d/%d (double %d, stray %d, usage mismatch %d), webhooks delivered %d/%d (bad signatures %d), redeliveries %d, time %v",
+		pl.name, len(specs), len(specs)-len(jobs), s.completed, s.failed, s.lost, s.ghosts, s.duplicated, s.charged, s.completed, s.doubleCharged, s.strayCharges,
+		s.usageMismatch, s.hooksDelivered, s.hooksWanted, recv.badSig, s.redeliveries, time.Since(began).Round(time.Second))
 	fmt.Println(line)
 	t.Log(line)
 	t.Logf("submissions retried after a 5xx or a refused connection: %d", d.retriedSubmits)
@@ -364,7 +365,7 @@ func TestDrill(t *testing.T) {
 	for _, p := range s.problems {
 		t.Error(p)
 	}
-	if len(jobs) != len(specs) || s.completed != len(jobs) || s.lost != 0 || s.duplicated != 0 || s.charged != s.completed || s.doubleCharged != 0 ||
+	if len(jobs) != len(specs) || s.completed != len(jobs) || s.lost != 0 || s.ghosts != 0 || s.duplicated != 0 || s.charged != s.completed || s.doubleCharged != 0 ||
 		s.strayCharges != 0 || s.usageMismatch != 0 || s.hooksDelivered != s.hooksWanted || recv.badSig != 0 {
 		t.Errorf("drill failed: %s", line)
 	}
@@ -554,6 +555,8 @@ func jobFolders(t *testing.T, dir string) []string {
 
 type summary struct {
 	completed, failed, lost, duplicated  int
+	redeliveries                         int
+	ghosts                               int // listed jobs the client never got an id for, not failed
 	charged, doubleCharged, strayCharges int
 	pendingCharges, usageMismatch        int
 	hooksWanted, hooksDelivered          int
@@ -585,6 +588,9 @@ func (d *drill) summarise(jobs []job, recv *hookRecv) summary {
 
 	completedBy := map[string]map[string]bool{} // account → completed job ids
 	for _, j := range jobs {
+		if r := d.record(j.id); r != nil && r.Attempt > 1 {
+			s.redeliveries += r.Attempt - 1
+		}
 		res := d.get("/v1/vfx/generations/"+j.id, j.key)
 		status, _ := res["status"].(string)
 		switch status {
@@ -634,6 +640,38 @@ func (d *drill) summarise(jobs []job, recv *hookRecv) summary {
 		}
 	}
 
+	// Each account's job list: a job the client never got an id for (its
+	// submission answered an error) must not linger unfinished there.
+	known := map[string]bool{}
+	keys := map[string]string{}
+	for _, j := range jobs {
+		known[j.id] = true
+		keys[j.account] = j.key
+	}
+	for acct, key := range keys {
+		token := ""
+		for range 100 {
+			path := "/v1/vfx/generations?limit=100"
+			if token != "" {
+				path += "&page_token=" + token
+			}
+			page := d.get(path, key)
+			list, _ := page["jobs"].([]any)
+			for _, it := range list {
+				m, _ := it.(map[string]any)
+				id, _ := m["id"].(string)
+				if !known[id] && m["status"] != "failed" {
+					s.ghosts++
+					problem("account %s lists job %s (%v), which no submission returned", acct, id, m["status"])
+				}
+			}
+			token, _ = page["next_page_token"].(string)
+			if token == "" {
+				break
+			}
+		}
+	}
+
 	// The charge ledger: one entry per completed job, fully applied, and
 	// the period usage equals the sum of the entries.
 	kv, err := d.js.KeyValue(ctx, account.BucketUsage)
@@ -642,7 +680,7 @@ func (d *drill) summarise(jobs []job, recv *hookRecv) summary {
 		s.pendingCharges = 1
 		return s
 	}
-	keys, err := kv.ListKeys(ctx)
+	usageKeys, err := kv.ListKeys(ctx)
 	if err != nil {
 		problem("usage keys: %v", err)
 		s.pendingCharges = 1
@@ -650,7 +688,7 @@ func (d *drill) summarise(jobs []job, recv *hookRecv) summary {
 	}
 	ledger := map[string]map[string]float64{} // account → job → cost
 	periods := map[string]float64{}
-	for k := range keys.Keys() {
+	for k := range usageKeys.Keys() {
 		e, err := kv.Get(ctx, k)
 		if err != nil {
 			problem("usage %s: %v", k, err)

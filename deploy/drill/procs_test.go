@@ -90,6 +90,10 @@ func startProc(t *testing.T, name, bin string, args, env []string) *proc {
 	}()
 	t.Cleanup(func() {
 		p.kill()
+		if dir := os.Getenv("VFX_DRILL_LOGS"); dir != "" {
+			_ = os.MkdirAll(dir, 0o755)
+			_ = os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.out.String()), 0o644)
+		}
 		if t.Failed() {
 			t.Logf("%s output (tail):\n%s", name, tail(p.out.String(), 5000))
 		}
