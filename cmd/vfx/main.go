@@ -27,6 +27,7 @@ usage:
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
+  vfx probe [--timeout D] URL GET a health endpoint; exit 0 on 2xx (container health checks)
   vfx version                 print the version
 `
 
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRender(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "probe":
+		err = cmdProbe(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "vfx", version)
 	case "-h", "-help", "--help", "help":

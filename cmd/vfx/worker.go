@@ -162,7 +162,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long the jobs in hand may take to finish before they are handed back to other workers [VFX_DRAIN_TIMEOUT]")
 	backend := fs.String("backend", e.str("VFX_BACKEND", "cpu"), "compute backend: cpu [VFX_BACKEND]")
 	cpuWorkers := fs.Int("cpu-workers", e.int("VFX_CPU_WORKERS", 0), "CPU compute threads per job (0 = all cores) [VFX_CPU_WORKERS]")
-	httpAddr := fs.String("http-addr", e.str("VFX_HTTP_ADDR", "127.0.0.1:9090"), "listen address of /metrics, /healthz and /readyz; \"off\" disables [VFX_HTTP_ADDR]")
+	httpAddr := fs.String("http-addr", e.str("VFX_HTTP_ADDR", "127.0.0.1:9090"), "listen address of /metrics, /livez, /healthz and /readyz; \"off\" disables [VFX_HTTP_ADDR]")
 	allowHosts := fs.String("allow-hosts", e.str("VFX_ALLOW_HOSTS", ""), "comma-separated hosts or IPs exempt from the SSRF guard of https:// inputs [VFX_ALLOW_HOSTS]")
 	allowHTTP := fs.Bool("allow-http", e.bool("VFX_ALLOW_HTTP", false), "also accept http:// input URLs (development only) [VFX_ALLOW_HTTP]")
 	name := fs.String("name", e.str("VFX_WORKER_NAME", fmt.Sprintf("%s-%d", host, os.Getpid())), "worker name in job records and logs [VFX_WORKER_NAME]")
@@ -448,7 +448,7 @@ func openStore(ctx context.Context, cfg workerConfig) (store.Store, error) {
 	return store.NewLocal(cfg.storeDir, "", secret)
 }
 
-// serveOps serves /metrics, /healthz and /readyz on addr and returns a
+// serveOps serves /metrics, /livez, /healthz and /readyz on addr and returns a
 // function that shuts the server down.
 func serveOps(addr string, reg *prometheus.Registry, state *workerState, log *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
@@ -457,10 +457,15 @@ func serveOps(addr string, reg *prometheus.Registry, state *workerState, log *za
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
-	})
+	}
+	// /livez (Kubernetes liveness) and /healthz (its older name): the
+	// process serves HTTP. /readyz: connected to NATS and pulling jobs
+	// (false during start-up and drain).
+	mux.HandleFunc("GET /livez", live)
+	mux.HandleFunc("GET /healthz", live)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !state.isReady() {

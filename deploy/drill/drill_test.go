@@ -417,6 +417,22 @@ func (d *drill) waitReady(w *proc) {
 		}
 		return len(w.out.lines("worker ready")) > 0, "not yet"
 	})
+	// The probes the Kubernetes manifests use answer 200 once ready.
+	l := w.out.lines("http listening")
+	if len(l) == 0 {
+		d.t.Fatalf("%s logged no http address", w.name)
+	}
+	addr, _ := l[0]["addr"].(string)
+	for _, path := range []string{"/livez", "/readyz"} {
+		eventually(d.t, 30*time.Second, w.name+path, func() (bool, string) {
+			res, err := http.Get("http://" + addr + path)
+			if err != nil {
+				return false, err.Error()
+			}
+			res.Body.Close()
+			return res.StatusCode == http.StatusOK, res.Status
+		})
+	}
 }
 
 // call makes one API request and decodes the JSON answer.
