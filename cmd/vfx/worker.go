@@ -172,6 +172,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	ackWait := fs.Duration("ack-wait", e.duration("VFX_ACK_WAIT", 60*time.Second), "AckWait of the shared workers consumer: a job whose worker stops heartbeating is redelivered after it; all workers must agree [VFX_ACK_WAIT]")
 	maxDeliver := fs.Int("max-deliver", e.int("VFX_MAX_DELIVER", 5), "deliveries of a job before it fails; all workers must agree [VFX_MAX_DELIVER]")
 	retryDelays := fs.String("retry-delays", e.str("VFX_RETRY_DELAYS", "1s,5s,30s,2m"), "comma-separated delays before retries 1, 2, … of a job after a transient error (the last repeats) [VFX_RETRY_DELAYS]")
+	replicas := fs.Int("replicas", e.int("VFX_REPLICAS", 1), "replicas of the queue's streams and bucket (3 on a NATS cluster); must agree with the API's, or each start would change them [VFX_REPLICAS]")
 	maxJob := fs.Duration("max-job-duration", e.duration("VFX_MAX_JOB_DURATION", 30*time.Minute), "how long one delivery is heartbeated; a longer job is presumed stuck and redelivered [VFX_MAX_JOB_DURATION]")
 
 	if err := fs.Parse(args); err != nil {
@@ -207,6 +208,8 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return cfg, usageError{fmt.Sprintf("--ack-wait %s: want at least 1s", *ackWait)}
 	case *maxDeliver < 1:
 		return cfg, usageError{fmt.Sprintf("--max-deliver %d: want at least 1", *maxDeliver)}
+	case *replicas < 1 || *replicas > 5:
+		return cfg, usageError{fmt.Sprintf("--replicas %d: want 1..5", *replicas)}
 	case *maxJob < time.Second:
 		return cfg, usageError{fmt.Sprintf("--max-job-duration %s: want at least 1s", *maxJob)}
 	}
@@ -217,7 +220,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if err != nil {
 		return cfg, usageError{"--retry-delays: " + err.Error()}
 	}
-	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob}
+	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob, Replicas: *replicas}
 
 	switch cfg.storeKind {
 	case "local":
