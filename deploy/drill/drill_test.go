@@ -41,6 +41,7 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store/storetest"
 )
@@ -153,6 +154,7 @@ func TestDrill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the drill starts nats-server, MinIO, vfx api and three vfx worker processes; run without -short")
 	}
+	codec.Quiet()
 	pl := drillPlan()
 	began := time.Now()
 	dir := t.TempDir()
