@@ -275,15 +275,11 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 	return s.viewWith(ctx, rec, &m)
 }
 
-// submitRetryFor bounds how long a request keeps trying to queue its job
-// while NATS is unreachable (a server restart, a leader election).
-const submitRetryFor = 10 * time.Second
-
-// submit queues the record, trying again for up to submitRetryFor while
+// submit queues the record, trying again for up to Config.SubmitRetryFor while
 // NATS fails: queue.Submit resumes a half-done submission (record created,
 // publish lost or unconfirmed) without queueing the job twice.
 func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
-	deadline := time.Now().Add(submitRetryFor)
+	deadline := time.Now().Add(s.cfg.SubmitRetryFor)
 	pause := 100 * time.Millisecond
 	for {
 		out, _, err := s.q.Submit(ctx, rec)
