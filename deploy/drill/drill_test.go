@@ -427,7 +427,7 @@ func (d *drill) waitReady(w *proc) {
 	addr, _ := l[0]["addr"].(string)
 	for _, path := range []string{"/livez", "/readyz"} {
 		eventually(d.t, 30*time.Second, w.name+path, func() (bool, string) {
-			res, err := http.Get("http://" + addr + path)
+			res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + path)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -484,7 +484,9 @@ func (d *drill) upload(key, name, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("PUT", up["upload_url"].(string), bytes.NewReader(b))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "PUT", up["upload_url"].(string), bytes.NewReader(b))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -237,7 +237,7 @@ func (n *natsProc) start(t *testing.T) {
 		if !n.p.running() {
 			t.Fatalf("nats-server exited: %s", tail(n.p.out.String(), 3000))
 		}
-		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.monPort))
+		res, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.monPort))
 		if err != nil {
 			return false, err.Error()
 		}
