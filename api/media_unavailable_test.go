@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"syscall"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/vfxrender/vfx/store"
 )
@@ -29,5 +32,29 @@ func TestMediaErrorStoreDown(t *testing.T) {
 	}
 	if err := mediaError("source", context.Canceled); errors.As(err, &ae) {
 		t.Fatalf("cancelled: %#v, want a plain error", err)
+	}
+}
+
+// TestNATSUnavailableIs503: a request that fails because NATS has no
+// responder (a restart; the drill saw Reserve fail so) answers 503
+// SERVICE_UNAVAILABLE with Retry-After, not 500; other errors stay 500.
+func TestNATSUnavailableIs503(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	for _, c := range []struct {
+		err  error
+		code int
+	}{
+		{fmt.Errorf("account: reserve: %w", nats.ErrNoResponders), http.StatusServiceUnavailable},
+		{fmt.Errorf("queue: get: %w", nats.ErrTimeout), http.StatusServiceUnavailable},
+		{errors.New("something else"), http.StatusInternalServerError},
+	} {
+		rec := httptest.NewRecorder()
+		e.srv.writeError(rec, httptest.NewRequest("POST", "/v1/vfx/generations", nil), c.err)
+		if rec.Code != c.code {
+			t.Errorf("%v: %d, want %d", c.err, rec.Code, c.code)
+		}
+		if c.code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: no Retry-After", c.err)
+		}
 	}
 }
