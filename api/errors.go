@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
@@ -133,10 +135,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header()[k] = vs
 		}
 		writeJSON(w, ae.Status, envelope{Error: envelopeBody{Code: ae.Code, Message: ae.Message}})
+	case natsUnavailable(err):
+		s.log.Warn("request failed: NATS unreachable", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, envelope{Error: envelopeBody{Code: CodeUnavailable,
+			Message: "the job system is unreachable for a moment (NATS restarting); resend the request, with the same idempotency_key if it had one"}})
 	default:
 		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 		writeJSON(w, http.StatusInternalServerError, envelope{Error: envelopeBody{Code: CodeInternal, Message: "internal error"}})
 	}
+}
+
+// natsUnavailable reports an error of NATS being unreachable or without
+// a JetStream leader for the moment (a restart, an election): the
+// request can be resent.
+func natsUnavailable(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
 // rateHeaders returns the X-RateLimit-* headers (and Retry-After when

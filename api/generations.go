@@ -265,12 +265,52 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 		return release(fmt.Errorf("api: job index: %w", err))
 	}
 	reqJSON, _ := json.Marshal(jr)
-	rec, _, err := s.q.Submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
+	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
 		Request: reqJSON, Seed: jr.Seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
-		return release(fmt.Errorf("api: submit: %w", err))
+		s.abandon(ctx, jobID, err)
+		return release(newError(http.StatusServiceUnavailable, CodeUnavailable,
+			"the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.viewWith(ctx, rec, &m)
+}
+
+// submit queues the record, trying again for up to Config.SubmitRetryFor while
+// NATS fails: queue.Submit resumes a half-done submission (record created,
+// publish lost or unconfirmed) without queueing the job twice.
+func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
+	deadline := time.Now().Add(s.cfg.SubmitRetryFor)
+	pause := 100 * time.Millisecond
+	for {
+		out, _, err := s.q.Submit(ctx, rec)
+		if err == nil || errors.Is(err, queue.ErrInvalid) || ctx.Err() != nil || time.Now().After(deadline) {
+			if err != nil {
+				return queue.Record{}, fmt.Errorf("api: submit: %w", err)
+			}
+			return out, nil
+		}
+		s.log.Warn("queue job; retrying", zap.String("job_id", rec.ID), zap.Error(err))
+		if !sleepCtx(ctx, pause) {
+			return queue.Record{}, fmt.Errorf("api: submit: %w", err)
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// abandon marks failed, best effort, a job whose submission gave up, so
+// that it does not stay in_queue in the account's list with no message
+// to run it (a message that did reach the stream finds the record
+// terminal and is acknowledged without work).
+func (s *Server) abandon(ctx context.Context, jobID string, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := s.q.Update(ctx, jobID, func(r *queue.Record) error {
+		r.Status = queue.StatusFailed
+		r.Error = CodeUnavailable + ": the job could not be queued"
+		return nil
+	})
+	s.log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),
+		zap.NamedError("mark_failed", err))
 }
 
 // getGeneration is GET /v1/vfx/generations/{job_id}.

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/worker"
 )
 
-// mediaError turns an input error into a 400 with its code; other errors
-// (object storage down) are returned as they are.
+// mediaError turns an input error into a 400 with its code, and object
+// storage that cannot be reached (a network error, a 5xx) into a 503
+// SERVICE_UNAVAILABLE with Retry-After: nothing was created, the same
+// request can be sent again. Other errors are returned as they are.
 func mediaError(what string, err error) error {
 	if err == nil {
 		return nil
@@ -21,7 +26,27 @@ func mediaError(what string, err error) error {
 	if errors.As(worker.AsInputError(what, err), &ie) {
 		return badRequest(ie.Code, "%v", ie.Err)
 	}
+	if storeUnreachable(err) {
+		e := newError(http.StatusServiceUnavailable, CodeUnavailable,
+			"object storage is unreachable, the %s could not be checked; nothing was created, retry shortly", what)
+		e.Header = http.Header{"Retry-After": {"2"}}
+		return e
+	}
 	return fmt.Errorf("api: check %s: %w", what, err)
+}
+
+// storeUnreachable reports a network failure of object storage (or an
+// https:// source answering 5xx: store.ErrUnreachable).
+func storeUnreachable(err error) bool {
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, store.ErrUnreachable), errors.As(err, &ne), errors.As(err, &ue):
+		return true
+	}
+	return false
 }
 
 // atHand reports whether uri's content can be checked at submission

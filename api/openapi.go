@@ -110,7 +110,7 @@ var errorCodes = map[string]string{
 	CodeInvalidFilename:         "400: upload filename not 3-255 characters with one of the accepted extensions, or with a path separator or control character.",
 	CodeRequestTooLarge:         "413: request body over the cap (about 70 MB: a 50 MB inline data: URI in base64 and the rest of the request).",
 	CodeInternal:                "500: internal error; the outcome of a submission is uncertain: resend it with the same idempotency_key.",
-	CodeUnavailable:             "503: a job with the same idempotency_key is still being created; resend the same request.",
+	CodeUnavailable:             "503 (with Retry-After): NATS or object storage unreachable for a moment, or a job with the same idempotency_key still being created; resend the same request.",
 	CodeNotFound:                "404: no such route.",
 	CodeUnauthorized:            "401 (operator API): missing or wrong Authorization: Bearer token.",
 	CodeAccountNotFound:         "404 (operator API): no such account.",

@@ -75,6 +75,8 @@ const (
 	DefaultMaxBodyBytes int64 = 70 << 20
 	// DefaultWebhookTimeout bounds one webhook attempt (SPEC: 10 seconds).
 	DefaultWebhookTimeout = 10 * time.Second
+	// DefaultSubmitRetryFor is the default of Config.SubmitRetryFor.
+	DefaultSubmitRetryFor = 10 * time.Second
 	// DefaultVideoFramesEstimate is the frame count assumed for the cost
 	// estimate of a video whose source is not at hand (the 240-frame cap).
 	DefaultVideoFramesEstimate = 240
@@ -134,6 +136,10 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// WebhookWorkers is how many deliveries run at once; 0 means 8.
 	WebhookWorkers int
+	// SubmitRetryFor bounds how long a submission keeps trying to queue
+	// its job while NATS fails (a server restart, a leader election)
+	// before it answers 503; 0 means DefaultSubmitRetryFor.
+	SubmitRetryFor time.Duration
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Replicas of the API's buckets; 0 means 1.
@@ -198,6 +204,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = DefaultWebhookTimeout
+	}
+	if s.cfg.SubmitRetryFor <= 0 {
+		s.cfg.SubmitRetryFor = DefaultSubmitRetryFor
 	}
 	if s.cfg.WebhookWorkers <= 0 {
 		s.cfg.WebhookWorkers = 8

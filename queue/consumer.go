@@ -237,15 +237,41 @@ func (d *Delivery) Claim(ctx context.Context, worker string) (Record, error) {
 
 // Done acknowledges the job and waits for the server to confirm
 // (DoubleAck), so the message leaves VFX_JOBS. Call it after the record is
-// terminal. Returns ErrSettled on a second settlement.
+// terminal. While the server is unreachable or its JetStream not ready (a
+// restart, a leader election) the ack is tried again, each try bounded by
+// ackTryTimeout, until ctx ends: an ack lost there would cost a needless
+// redelivery after AckWait. Returns ErrSettled on a second settlement.
 func (d *Delivery) Done(ctx context.Context) error {
 	if !d.settle() {
 		return fmt.Errorf("queue: done %s: %w", d.JobID, ErrSettled)
 	}
-	if err := d.msg.DoubleAck(ctx); err != nil {
-		return fmt.Errorf("queue: done %s: %w", d.JobID, err)
+	pause := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, ackTryTimeout)
+		err := d.msg.DoubleAck(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !transientNATS(err) || ctx.Err() != nil {
+			return fmt.Errorf("queue: done %s: %w", d.JobID, err)
+		}
+		if serr := sleepCtx(ctx, pause); serr != nil {
+			return fmt.Errorf("queue: done %s: %w", d.JobID, err)
+		}
+		pause = min(2*pause, time.Second)
 	}
-	return nil
+}
+
+// ackTryTimeout bounds one acknowledgement round trip in Done.
+const ackTryTimeout = 5 * time.Second
+
+// transientNATS reports an error that a NATS restart or a JetStream leader
+// election causes and that trying again shortly can clear.
+func transientNATS(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected)
 }
 
 // Retry gives the job back for a later attempt: the cause is stored as the

@@ -233,16 +233,19 @@ func (dm *Daemon) republish(ctx context.Context, log *zap.Logger, rec queue.Reco
 
 // work runs a claimed job up to the completed record and its event.
 func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record, log *zap.Logger) error {
-	dir, err := os.MkdirTemp(dm.TempDir, "vfx-job-")
+	dir, releaseDir, err := newJobDir(dm.TempDir)
 	if err != nil {
-		return fmt.Errorf("worker: job folder: %w", err)
+		return err
 	}
-	defer os.RemoveAll(dir)
+	defer releaseDir()
 	var out jobOutput
 	switch rec.Kind {
 	case queue.KindGeneration:
 		jr, err := DecodeJobRequest(rec.Request)
 		if err != nil {
+			return err
+		}
+		if err := precheck(jr); err != nil {
 			return err
 		}
 		if out, err = dm.generate(ctx, d, jr, dir, "jobs/"+d.JobID, "", log); err != nil {

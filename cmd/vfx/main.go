@@ -28,6 +28,7 @@ usage:
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
   vfx selftest [flags]        render a small job on the backend and compare it with the CPU reference
+  vfx probe [--timeout D] URL GET a health endpoint; exit 0 on 2xx (container health checks)
   vfx version                 print the version
 `
 
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "selftest":
 		err = cmdSelftest(ctx, args[1:], stdout, stderr)
+	case "probe":
+		err = cmdProbe(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "vfx", version)
 	case "-h", "-help", "--help", "help":

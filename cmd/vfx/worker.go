@@ -164,7 +164,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	backend := fs.String("backend", e.str("VFX_BACKEND", "auto"), backendHelp+" [VFX_BACKEND]")
 	gpu := fs.Int("gpu", e.int("VFX_GPU", -1), gpuHelp+" [VFX_GPU]")
 	cpuWorkers := fs.Int("cpu-workers", e.int("VFX_CPU_WORKERS", 0), "CPU compute threads per job (0 = all cores) [VFX_CPU_WORKERS]")
-	httpAddr := fs.String("http-addr", e.str("VFX_HTTP_ADDR", "127.0.0.1:9090"), "listen address of /metrics, /healthz and /readyz; \"off\" disables [VFX_HTTP_ADDR]")
+	httpAddr := fs.String("http-addr", e.str("VFX_HTTP_ADDR", "127.0.0.1:9090"), "listen address of /metrics, /livez, /healthz and /readyz; \"off\" disables [VFX_HTTP_ADDR]")
 	allowHosts := fs.String("allow-hosts", e.str("VFX_ALLOW_HOSTS", ""), "comma-separated hosts or IPs exempt from the SSRF guard of https:// inputs [VFX_ALLOW_HOSTS]")
 	allowHTTP := fs.Bool("allow-http", e.bool("VFX_ALLOW_HTTP", false), "also accept http:// input URLs (development only) [VFX_ALLOW_HTTP]")
 	name := fs.String("name", e.str("VFX_WORKER_NAME", fmt.Sprintf("%s-%d", host, os.Getpid())), "worker name in job records and logs [VFX_WORKER_NAME]")
@@ -174,6 +174,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	ackWait := fs.Duration("ack-wait", e.duration("VFX_ACK_WAIT", 60*time.Second), "AckWait of the shared workers consumer: a job whose worker stops heartbeating is redelivered after it; all workers must agree [VFX_ACK_WAIT]")
 	maxDeliver := fs.Int("max-deliver", e.int("VFX_MAX_DELIVER", 5), "deliveries of a job before it fails; all workers must agree [VFX_MAX_DELIVER]")
 	retryDelays := fs.String("retry-delays", e.str("VFX_RETRY_DELAYS", "1s,5s,30s,2m"), "comma-separated delays before retries 1, 2, … of a job after a transient error (the last repeats) [VFX_RETRY_DELAYS]")
+	replicas := fs.Int("replicas", e.int("VFX_REPLICAS", 1), "replicas of the queue's streams and bucket (3 on a NATS cluster); must agree with the API's, or each start would change them [VFX_REPLICAS]")
 	maxJob := fs.Duration("max-job-duration", e.duration("VFX_MAX_JOB_DURATION", 30*time.Minute), "how long one delivery is heartbeated; a longer job is presumed stuck and redelivered [VFX_MAX_JOB_DURATION]")
 
 	if err := fs.Parse(args); err != nil {
@@ -207,6 +208,8 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return cfg, usageError{fmt.Sprintf("--ack-wait %s: want at least 1s", *ackWait)}
 	case *maxDeliver < 1:
 		return cfg, usageError{fmt.Sprintf("--max-deliver %d: want at least 1", *maxDeliver)}
+	case *replicas < 1 || *replicas > 5:
+		return cfg, usageError{fmt.Sprintf("--replicas %d: want 1..5", *replicas)}
 	case *maxJob < time.Second:
 		return cfg, usageError{fmt.Sprintf("--max-job-duration %s: want at least 1s", *maxJob)}
 	}
@@ -220,7 +223,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if err != nil {
 		return cfg, usageError{"--retry-delays: " + err.Error()}
 	}
-	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob}
+	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob, Replicas: *replicas}
 
 	switch cfg.storeKind {
 	case "local":
@@ -358,6 +361,15 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 			return fmt.Errorf("worker: temp dir: %w", err)
 		}
 	}
+	// Job folders a killed worker left behind (SIGKILL, OOM) go now; those
+	// of live workers sharing the folder are locked and stay.
+	removed, err := worker.SweepJobDirs(cfg.tempDir)
+	if err != nil {
+		log.Warn("sweep stale job folders", zap.Error(err))
+	}
+	if len(removed) > 0 {
+		log.Info("removed stale job folders", zap.Strings("folders", removed))
+	}
 	codec.Quiet()
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {
@@ -454,7 +466,7 @@ func openStore(ctx context.Context, cfg workerConfig) (store.Store, error) {
 	return store.NewLocal(cfg.storeDir, "", secret)
 }
 
-// serveOps serves /metrics, /healthz and /readyz on addr and returns a
+// serveOps serves /metrics, /livez, /healthz and /readyz on addr and returns a
 // function that shuts the server down.
 func serveOps(addr string, reg *prometheus.Registry, state *workerState, log *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
@@ -463,10 +475,15 @@ func serveOps(addr string, reg *prometheus.Registry, state *workerState, log *za
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
-	})
+	}
+	// /livez (Kubernetes liveness) and /healthz (its older name): the
+	// process serves HTTP. /readyz: connected to NATS and pulling jobs
+	// (false during start-up and drain).
+	mux.HandleFunc("GET /livez", live)
+	mux.HandleFunc("GET /healthz", live)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !state.isReady() {
