@@ -88,6 +88,8 @@ type Device interface {
 
 // Ops are the compute operations of a Device.
 type Ops interface {
+	MatteOps
+
 	// Fill sets every pixel of channel c to v[c].
 	Fill(dst Image, v []float32) error
 	// Copy copies src into dst.
