@@ -47,7 +47,7 @@ type AutoOptions struct {
 
 // DefaultAutoOptions are the tuned defaults.
 func DefaultAutoOptions() AutoOptions {
-	return AutoOptions{Select: DefaultSelectOptions(), PlateSamples: 25, StaticFraction: 0.6, PlateThreshold: 0.09, CentreIterations: 4}
+	return AutoOptions{Select: DefaultSelectOptions(), PlateSamples: 25, StaticFraction: 0.6, PlateThreshold: 0.09, CentreIterations: 8}
 }
 
 // AutoPlan is what auto found in a clip and what it needs to make the
@@ -295,8 +295,8 @@ func (a *AutoPlan) centre(ctx context.Context, src Frames, index int, key kernel
 	pv := make([]float32, w*h)
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
-			dx := (float64(x) + 0.5 - 0.5*float64(w)) / (0.3 * float64(w))
-			dy := (float64(y) + 0.5 - 0.55*float64(h)) / (0.42 * float64(h))
+			dx := (float64(x) + 0.5 - 0.5*float64(w)) / (0.2 * float64(w))
+			dy := (float64(y) + 0.5 - 0.55*float64(h)) / (0.38 * float64(h))
 			r := math.Sqrt(dx*dx + dy*dy)
 			pv[y*w+x] = float32(1 / (1 + math.Exp(6*(r-1))))
 		}
@@ -308,12 +308,29 @@ func (a *AutoPlan) centre(ctx context.Context, src Frames, index int, key kernel
 		return err
 	}
 	f := a.o.Select.Fuse
-	f.Prior, f.Global = 0.4, 1
-	for it := 0; it < max(1, a.o.CentreIterations); it++ {
-		if err := p.learnColours(frame, key); err != nil {
+	f.Prior, f.Global = 1, 1
+	inside, err := a.dev.NewImage(a.w, a.h, 1)
+	if err != nil {
+		return err
+	}
+	defer a.dev.Free(inside)
+	iters := max(1, a.o.CentreIterations)
+	for it := 0; it < iters; it++ {
+		// The foreground model learns only inside the prior (what lies
+		// outside it is background, as outside GrabCut's box).
+		if err := a.dev.Ops().Composite(inside, key, p.zero1, prior); err != nil {
 			return err
 		}
-		if err := p.fuseWith(key, frame, prior, key, nil, nil, f); err != nil {
+		if err := p.learnColours(frame, inside); err != nil {
+			return err
+		}
+		// The local classifiers would reinforce an early wrong contour:
+		// they join only in the last round.
+		g := f
+		if it < iters-1 {
+			g.Local = 0
+		}
+		if err := p.fuseWith(key, frame, prior, key, nil, nil, g); err != nil {
 			return err
 		}
 	}
