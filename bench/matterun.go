@@ -47,9 +47,30 @@ func srgbLinear(v float32) float32 {
 	return float32(math.Pow((float64(v)+0.055)/1.055, 2.4))
 }
 
-// prepared is a case drawn once: its flow-size frames and exact mattes.
+// Clip is a sequence with ground-truth mattes: a synthetic MatteCase or a
+// folder in the DAVIS layout.
+type Clip interface {
+	Name() string
+	Size() (w, h int)
+	Len() int
+	// Load writes frame i as planar sRGB values in [0,1] (3*w*h) and its
+	// true matte (w*h).
+	Load(i int, rgb, alpha []float32) error
+}
+
+type caseClip struct{ *MatteCase }
+
+func (c caseClip) Name() string     { return c.MatteCase.Name }
+func (c caseClip) Size() (int, int) { return c.W, c.H }
+func (c caseClip) Len() int         { return c.Frames }
+func (c caseClip) Load(i int, rgb, alpha []float32) error {
+	c.Render(i, rgb, alpha)
+	return nil
+}
+
+// prepared is a clip read once: its flow-size frames and exact mattes.
 type prepared struct {
-	c        *MatteCase
+	c        clipInfo
 	low      *hostFrames
 	truth    [][]float32
 	fw, fh   int
@@ -59,7 +80,15 @@ type prepared struct {
 	rgb, lin []float32
 }
 
-func prepare(dev kernels.Device, c *MatteCase) (*prepared, error) {
+// clipInfo is a Clip with its size at hand.
+type clipInfo struct {
+	Clip
+	W, H, Frames int
+}
+
+func prepare(dev kernels.Device, cl Clip) (*prepared, error) {
+	w, h := cl.Size()
+	c := clipInfo{Clip: cl, W: w, H: h, Frames: cl.Len()}
 	p := &prepared{c: c, low: &hostFrames{dev: dev}}
 	p.fw, p.fh = matte.FlowSize(c.W, c.H, matte.DefaultFlowShort)
 	var err error
@@ -76,7 +105,9 @@ func prepare(dev kernels.Device, c *MatteCase) (*prepared, error) {
 	p.rgb, p.lin = make([]float32, 3*n), make([]float32, 3*n)
 	for i := 0; i < c.Frames; i++ {
 		a := make([]float32, n)
-		c.Render(i, p.rgb, a)
+		if err := c.Load(i, p.rgb, a); err != nil {
+			return nil, err
+		}
 		p.truth = append(p.truth, a)
 		if err := dev.WritePixels(p.full, p.rgb); err != nil {
 			return nil, err
@@ -102,7 +133,9 @@ func (p *prepared) close(dev kernels.Device) {
 // linearFrame uploads frame i of the case, in linear light, into p.full.
 func (p *prepared) linearFrame(dev kernels.Device, i int) error {
 	a := make([]float32, p.c.W*p.c.H)
-	p.c.Render(i, p.rgb, a)
+	if err := p.c.Load(i, p.rgb, a); err != nil {
+		return err
+	}
 	for k, v := range p.rgb {
 		p.lin[k] = srgbLinear(v)
 	}
@@ -160,12 +193,21 @@ func collect(lows [][]float32, dev kernels.Device) func(i int, m kernels.Image) 
 // RunSelect propagates the exact matte of frame key through the case
 // and scores the refined mattes.
 func RunSelect(ctx context.Context, dev kernels.Device, c *MatteCase, key int, o matte.SelectOptions) (MatteRun, error) {
-	p, err := prepare(dev, c)
+	return RunSelectClip(ctx, dev, caseClip{c}, key, o)
+}
+
+// RunSelectClip is RunSelect on any clip.
+func RunSelectClip(ctx context.Context, dev kernels.Device, cl Clip, key int, o matte.SelectOptions) (MatteRun, error) {
+	p, err := prepare(dev, cl)
 	if err != nil {
 		return MatteRun{}, err
 	}
 	defer p.close(dev)
-	run := MatteRun{Case: c.Name, Method: "select", Frames: c.Frames}
+	c := p.c
+	if key < 0 || key >= c.Frames {
+		return MatteRun{}, fmt.Errorf("bench: keyframe %d outside 0..%d", key, c.Frames-1)
+	}
+	run := MatteRun{Case: c.Name(), Method: "select", Frames: c.Frames}
 	keyLow, err := dev.NewImage(p.fw, p.fh, 1)
 	if err != nil {
 		return run, err
@@ -188,13 +230,14 @@ func RunSelect(ctx context.Context, dev kernels.Device, c *MatteCase, key int, o
 }
 
 // RunAuto runs auto on the case and scores it.
-func RunAuto(ctx context.Context, dev kernels.Device, c *MatteCase, o matte.AutoOptions) (MatteRun, error) {
-	p, err := prepare(dev, c)
+func RunAuto(ctx context.Context, dev kernels.Device, mc *MatteCase, o matte.AutoOptions) (MatteRun, error) {
+	p, err := prepare(dev, caseClip{mc})
 	if err != nil {
 		return MatteRun{}, err
 	}
 	defer p.close(dev)
-	run := MatteRun{Case: c.Name, Frames: c.Frames}
+	c := p.c
+	run := MatteRun{Case: c.Name(), Frames: c.Frames}
 	t0 := time.Now()
 	plan, err := matte.PlanAuto(ctx, dev, p.low, p.fw, p.fh, o)
 	if err != nil {

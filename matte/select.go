@@ -31,6 +31,9 @@ type SelectOptions struct {
 	// LocalRadius is the box radius (flow pixels) of the local colour
 	// classifiers along the contour.
 	LocalRadius int
+	// Hysteresis is the log-odds gain that sharpens the warped matte
+	// towards 0 or 1 before it becomes the prior.
+	Hysteresis float32
 	// Fuse weighs the evidence (see kernels.FuseParams).
 	Fuse kernels.FuseParams
 }
@@ -42,6 +45,7 @@ func DefaultSelectOptions() SelectOptions {
 		ConfSigma:   1.5,
 		PriorBlur:   1.5,
 		LocalRadius: 6,
+		Hysteresis:  4,
 		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
 	}
 }
@@ -75,10 +79,11 @@ type propagator struct {
 	w, h int
 	fe   *flowEngine
 
-	zero3, zero1, one1 kernels.Image
+	zero3, zero1, one1  kernels.Image
 	tmp3, fg, bg, cover kernels.Image
 	fwd, bwd, conf      kernels.Image
 	warped, prior       kernels.Image
+	sharp               kernels.Image
 	raw, eNew, eOld     kernels.Image
 	table               []float32
 	refMean             float64 // mean luma of the keyframe
@@ -94,7 +99,7 @@ func newPropagator(dev kernels.Device, w, h int, o SelectOptions) (*propagator, 
 		dst *kernels.Image
 		c   int
 	}{{&p.zero3, 3}, {&p.zero1, 1}, {&p.one1, 1}, {&p.tmp3, 3}, {&p.fg, 3}, {&p.bg, 3}, {&p.cover, 1},
-		{&p.fwd, 2}, {&p.bwd, 2}, {&p.conf, 1}, {&p.warped, 1}, {&p.prior, 1},
+		{&p.fwd, 2}, {&p.bwd, 2}, {&p.conf, 1}, {&p.warped, 1}, {&p.prior, 1}, {&p.sharp, 1},
 		{&p.raw, 3}, {&p.eNew, 1}, {&p.eOld, 1}} {
 		if *t.dst, err = dev.NewImage(w, h, t.c); err != nil {
 			p.close()
@@ -112,7 +117,7 @@ func (p *propagator) close() {
 	if p.fe != nil {
 		p.fe.close()
 	}
-	for _, im := range []kernels.Image{p.zero3, p.zero1, p.one1, p.tmp3, p.fg, p.bg, p.cover, p.fwd, p.bwd, p.conf, p.warped, p.prior, p.raw, p.eNew, p.eOld} {
+	for _, im := range []kernels.Image{p.zero3, p.zero1, p.one1, p.tmp3, p.fg, p.bg, p.cover, p.fwd, p.bwd, p.conf, p.warped, p.prior, p.sharp, p.raw, p.eNew, p.eOld} {
 		if im != nil {
 			p.dev.Free(im)
 		}
@@ -154,7 +159,14 @@ func (p *propagator) step(dst, frame, prevM kernels.Image, curP, prevP *pyramid,
 	if err := ops.Warp(p.warped, prevM, p.fwd, 1); err != nil {
 		return err
 	}
-	return p.fuse(dst, frame, p.warped, p.conf, f)
+	// Hysteresis: the warped matte is pushed towards 0 or 1 before it
+	// becomes the prior, so that weak colour evidence cannot accumulate
+	// over frames (recursive log-odds would otherwise let any small bias
+	// grow a region from nothing).
+	if err := ops.MatteFuse(p.sharp, frame, p.warped, nil, nil, nil, nil, nil, nil, kernels.FuseParams{Prior: p.o.Hysteresis}); err != nil {
+		return err
+	}
+	return p.fuse(dst, frame, p.sharp, p.conf, f)
 }
 
 // fuse combines a (warped) shape matte with the colour models into dst.
