@@ -197,9 +197,11 @@ func (d *CPU) FlowSolve(flow, tensor, mismatch Image, lambda, maxStep, scale flo
 				continue
 			}
 			p, q := float64(mp[i]), float64(mq[i])
-			du := -(c*p - b*q) / det
-			dv := -(a*q - b*p) / det
-			if n := math.Sqrt(du*du + dv*dv); n > ms {
+			inv := 1 / det
+			du := -(c*p - b*q) * inv
+			dv := -(a*q - b*p) * inv
+			if n2 := du*du + dv*dv; n2 > ms*ms {
+				n := math.Sqrt(n2)
 				du, dv = du*ms/n, dv*ms/n
 			}
 			fu[i] = float32(float64(fu[i]) + du/sc)

@@ -53,7 +53,7 @@ type MatteOps interface {
 	// FlowSolve updates flow in place from the box-filtered tensor
 	// (a, b, c) = (sum gx², sum gx gy, sum gy²) and mismatch (p, q):
 	// with a' = a + lambda, c' = c + lambda, det = a'c' - b², the level
-	// step is d = -(c'p - b q, a'q - b p)/det (0 when det <= 1e-12),
+	// step is d = -(c'p - b q, a'q - b p) * (1/det) (0 when det <= 1e-12),
 	// scaled down to length maxStep when longer, and the flow moves by
 	// d/scale. Computed in float64, stored as float32.
 	FlowSolve(flow, tensor, mismatch Image, lambda, maxStep, scale float32) error

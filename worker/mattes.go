@@ -89,7 +89,8 @@ func decodeGray(ctx context.Context, in codec.Input, lim codec.Limits, w, h int)
 // size, so only low-resolution data is held across the job.
 type matteSource struct {
 	dev     kernels.Device
-	lows    [][]float32 // flow-size mattes per frame; nil for chroma
+	lows    [][]uint16 // flow-size mattes per frame (65535 = 1); nil for chroma
+	buf     []float32
 	chroma  *kernels.ChromaParams
 	key     int
 	keyFull *frame.HostFrame // select: the keyframe matte as given, at the output size
@@ -101,7 +102,7 @@ type matteSource struct {
 // lowBytes estimates the memory prepareMattes holds for a clip.
 func lowBytes(frames, w, h int) int64 {
 	fw, fh := matte.FlowSize(w, h, matte.DefaultFlowShort)
-	return int64(frames) * int64(fw*fh) * (3 + 4)
+	return int64(frames) * int64(fw*fh) * (3 + 2)
 }
 
 // prepareMattes runs the first pass of select (video) and auto jobs. It
@@ -122,8 +123,15 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 	ms := &matteSource{dev: dev, key: -1}
 	collect := func(i int, m kernels.Image) error {
 		v, err := dev.ReadPixels(m)
-		ms.lows[i] = v
-		return err
+		if err != nil {
+			return err
+		}
+		q := make([]uint16, len(v))
+		for k, x := range v {
+			q[k] = uint16(min(max(x, 0), 1)*65535 + 0.5)
+		}
+		ms.lows[i] = q
+		return nil
 	}
 	if mode == matte.Select {
 		idx := req.AlphaKeyframeIndex
@@ -147,7 +155,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 			return nil, err
 		}
 		ms.key, ms.Method = idx, "select"
-		ms.lows = make([][]float32, n)
+		ms.lows = make([][]uint16, n)
 		if err := matte.Propagate(ctx, dev, frames, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
 			return nil, fmt.Errorf("worker: select: %w", err)
 		}
@@ -163,7 +171,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 			ms.chroma = &c
 			return ms, nil
 		}
-		ms.lows = make([][]float32, n)
+		ms.lows = make([][]uint16, n)
 		if err := plan.Mattes(ctx, frames, collect); err != nil {
 			return nil, fmt.Errorf("worker: auto: %w", err)
 		}
@@ -190,7 +198,13 @@ func (m *matteSource) alpha(i int, src, dst kernels.Image) error {
 	case i >= len(m.lows):
 		return fmt.Errorf("worker: the source decoded to more frames (%d+) than in the matte pass (%d)", i+1, len(m.lows))
 	}
-	if err := m.dev.WritePixels(m.low, m.lows[i]); err != nil {
+	if m.buf == nil {
+		m.buf = make([]float32, len(m.lows[i]))
+	}
+	for k, q := range m.lows[i] {
+		m.buf[k] = float32(q) / 65535
+	}
+	if err := m.dev.WritePixels(m.low, m.buf); err != nil {
 		return err
 	}
 	m.lows[i] = nil // done with it
