@@ -63,3 +63,9 @@ vet: deps
 
 clean:
 	rm -rf $(BIN) out
+
+## bench-matte: the matte quality suite (select and auto, synthetic sequences with exact mattes,
+## 854x480): J, F, J decay, flicker and matte frames/s per case.
+.PHONY: bench-matte
+bench-matte: deps
+	$(GO) test -run=NONE -bench='BenchmarkMatte' -benchtime=1x -timeout 30m ./bench/
