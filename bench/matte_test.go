@@ -12,7 +12,7 @@ func TestMatteSuiteSelect(t *testing.T) {
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
 	var sj, sf float64
-	cases := MatteSuite(320, 180, 30)
+	cases := MatteSuite(320, 180, 24)
 	for _, c := range cases {
 		r, err := RunSelect(context.Background(), dev, c, 0, matte.DefaultSelectOptions())
 		if err != nil {
