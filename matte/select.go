@@ -78,6 +78,7 @@ type propagator struct {
 	o    SelectOptions
 	w, h int
 	fe   *flowEngine
+	fe2  *flowEngine // the backward flow runs beside the forward one
 
 	zero3, zero1, one1  kernels.Image
 	tmp3, fg, bg, cover kernels.Image
@@ -93,6 +94,10 @@ func newPropagator(dev kernels.Device, w, h int, o SelectOptions) (*propagator, 
 	p := &propagator{dev: dev, ops: dev.Ops(), o: o, w: w, h: h}
 	var err error
 	if p.fe, err = newFlowEngine(dev, w, h, o.Flow); err != nil {
+		return nil, err
+	}
+	if p.fe2, err = newFlowEngine(dev, w, h, o.Flow); err != nil {
+		p.fe.close()
 		return nil, err
 	}
 	for _, t := range []struct {
@@ -116,6 +121,9 @@ func newPropagator(dev kernels.Device, w, h int, o SelectOptions) (*propagator, 
 func (p *propagator) close() {
 	if p.fe != nil {
 		p.fe.close()
+	}
+	if p.fe2 != nil {
+		p.fe2.close()
 	}
 	for _, im := range []kernels.Image{p.zero3, p.zero1, p.one1, p.tmp3, p.fg, p.bg, p.cover, p.fwd, p.bwd, p.conf, p.warped, p.prior, p.sharp, p.raw, p.eNew, p.eOld} {
 		if im != nil {
@@ -147,10 +155,13 @@ func (p *propagator) learnColours(frame, m kernels.Image) error {
 // the current frame (frame, pyramid curP) into dst.
 func (p *propagator) step(dst, frame, prevM kernels.Image, curP, prevP *pyramid, f kernels.FuseParams) error {
 	ops := p.ops
-	if err := p.fe.flow(p.fwd, curP, prevP); err != nil { // current -> previous
-		return err
-	}
-	if err := p.fe.flow(p.bwd, prevP, curP); err != nil { // previous -> current
+	// The two flows run concurrently (on distinct images, which every
+	// Device allows): the coarse pyramid levels are too small to fill the
+	// cores on their own.
+	done := make(chan error, 1)
+	go func() { done <- p.fe2.flow(p.bwd, prevP, curP) }() // previous -> current
+	errF := p.fe.flow(p.fwd, curP, prevP)                  // current -> previous
+	if err := errors.Join(errF, <-done); err != nil {
 		return err
 	}
 	if err := ops.FlowConfidence(p.conf, p.fwd, p.bwd, p.o.ConfSigma); err != nil {
