@@ -247,7 +247,7 @@ func (d *CPU) FlowConfidence(dst, fwd, bwd Image, sigma float32) error {
 			for x := 0; x < w; x++ {
 				i := y*w + x
 				px, py := float32(x)+fu[i], float32(y)+fv[i]
-				if !(px >= 0 && px <= float32(w-1) && py >= 0 && py <= float32(h-1)) {
+				if !(px >= -0.5 && px <= float32(w)-0.5 && py >= -0.5 && py <= float32(h)-0.5) {
 					q[i] = 0
 					continue
 				}

@@ -61,7 +61,8 @@ type MatteOps interface {
 	// pair into the 1-channel dst: with f = fwd(x,y) and b = bwd sampled
 	// bilinearly (as Warp, scale 1) at (x+fu, y+fv), e = |f + b|² and
 	// dst = exp(-e / sigma²); dst = 0 where (x+fu, y+fv) lies outside
-	// [0, w-1] x [0, h-1]. sigma > 0.
+	// [-0.5, w-0.5] x [-0.5, h-0.5] (more than half a pixel off the
+	// image: the pixel left the frame). sigma > 0.
 	FlowConfidence(dst, fwd, bwd Image, sigma float32) error
 	// ColourHistogram returns the weighted histogram of the 3-channel src
 	// over bins³ cells: channel value v goes to bin

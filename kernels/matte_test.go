@@ -71,7 +71,7 @@ func TestWarpAndConfidence(t *testing.T) {
 			for x := 0; x < w; x++ {
 				i := y*w + x
 				px, py := float64(x)+float64(fl[i]), float64(y)+float64(fl[w*h+i])
-				if px < 0 || py < 0 || px > float64(w-1) || py > float64(h-1) {
+				if px < -0.5 || py < -0.5 || px > float64(w)-0.5 || py > float64(h)-0.5 {
 					continue
 				}
 				eu := float64(fl[i]) + refSample(bw, w, h, px, py)
