@@ -162,3 +162,9 @@ docker:
 	docker build -f deploy/docker/Dockerfile --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) .
 docker-gpu:
 	docker build -f deploy/docker/Dockerfile.gpu --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE_GPU):$(IMAGE_TAG) .
+
+## bench-matte: the matte quality suite (select and auto, synthetic sequences with exact mattes,
+## 854x480): J, F, J decay, flicker and matte frames/s per case.
+.PHONY: bench-matte
+bench-matte: deps
+	$(GO) test -run=NONE -bench='BenchmarkMatte' -benchtime=1x -timeout 30m ./bench/

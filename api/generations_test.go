@@ -527,9 +527,7 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	}
 }
 
-// TestSelectMatteChecks drives the select-mode content checks directly:
-// this build refuses select at submission (INVALID_ALPHA_MODE, see
-// matte.Mode.Supported) until keyframe propagation lands.
+// TestSelectMatteChecks drives the select-mode content checks directly.
 func TestSelectMatteChecks(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.orgKey()
@@ -545,6 +543,9 @@ func TestSelectMatteChecks(t *testing.T) {
 	}{
 		{matteVid, 0, CodeAlphaMustBeImage},
 		{kf, 4, CodeInvalidKeyframeIndex},
+		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "square.png", pngBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "half.png", pngBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
 		_, err := e.srv.checkMedia(ctx, worker.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",

@@ -71,6 +71,10 @@ func peakRSS() float64 {
 }
 
 func benchJob(b *testing.B, typ string, w, h, frames int, preset string) {
+	benchJobMode(b, typ, "custom", w, h, frames, preset)
+}
+
+func benchJobMode(b *testing.B, typ, mode string, w, h, frames int, preset string) {
 	ctx := context.Background()
 	codec.Quiet()
 	p, err := WriteFixture(ctx, b.TempDir(), FixtureOptions{Width: w, Height: h, Frames: frames, Seed: 1})
@@ -78,14 +82,17 @@ func benchJob(b *testing.B, typ string, w, h, frames int, preset string) {
 		b.Fatal(err)
 	}
 	src, alpha := p.Source, p.Matte
+	if typ == "image" || mode == "select" {
+		alpha = p.StillMatte // select: the keyframe matte of frame 0
+	}
 	if typ == "image" {
-		src, alpha = p.Still, p.StillMatte
+		src = p.Still
 	}
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
 	pl := &worker.Pipeline{Device: dev}
 	in := func(s string) *codec.Input { i := codec.FileInput(s); return &i }
-	req := worker.Request{GenerationType: typ, Source: in(src), AlphaMode: "custom", Alpha: in(alpha),
+	req := worker.Request{GenerationType: typ, Source: in(src), AlphaMode: mode, Alpha: in(alpha),
 		Reference: in(p.Reference), Prompt: "warm key light from the left", Seed: 1, Preset: preset, CRF: 18}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -110,6 +117,20 @@ func BenchmarkJobVideo1080p240(b *testing.B) { benchJob(b, "video", 1920, 1080, 
 // BenchmarkJobImage2_7MP is a 2560x1080 (2.76 MP) image job: the largest
 // source that is not scaled down by max_resolution 1080.
 func BenchmarkJobImage2_7MP(b *testing.B) { benchJob(b, "image", 2560, 1080, 1, "medium") }
+
+// BenchmarkJobVideoSelect2_7MP240 is the largest select job: 240 frames
+// at 2560x1080 (2.76 MP), the keyframe matte of frame 0 propagated through
+// the clip, then rendered. Its peak-rss-bytes is the memory bound of the
+// issue (run it alone: the figure is the process's peak).
+func BenchmarkJobVideoSelect2_7MP240(b *testing.B) {
+	benchJobMode(b, "video", "select", 2560, 1080, 240, "medium")
+}
+
+// BenchmarkJobVideoSelect480p is a 96-frame 854x480 select job, whole
+// (decode, propagation, render, three encodes).
+func BenchmarkJobVideoSelect480p(b *testing.B) {
+	benchJobMode(b, "video", "select", 854, 480, 96, "medium")
+}
 
 // BenchmarkDecodeFixture1080p decodes the fixture video (H.264 1080p).
 func BenchmarkDecodeFixture1080p(b *testing.B) {

@@ -2,15 +2,17 @@
 // supplied matte fits its source. A matte is 1 = keep the subject,
 // 0 = replace it with the background.
 //
-// Implemented modes: fill (the whole frame is kept and relit) and custom
-// (a matte file of the same kind, size and length as the source). The
-// select (keyframe propagation) and auto (no matte) modes are refused with
-// ErrModeNotSupported until their propagation and segmentation land.
+// Modes: fill (the whole frame is kept and relit), custom (a matte file
+// of the same kind, size and length as the source), select (one keyframe
+// matte propagated through a video by optical flow and colour models, see
+// Propagate) and auto (no matte: a chroma key, a clean-plate difference or
+// a centre-prior segmentation, see PlanAuto).
 package matte
 
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Mode is an alpha_mode of the generation API.
@@ -43,6 +45,9 @@ var (
 	ErrFrameCountMismatch = errors.New("matte: matte frame count does not match the source")
 	// ErrKeyframeIndex is an alpha_keyframe_index outside 0..frames-1.
 	ErrKeyframeIndex = errors.New("matte: keyframe index out of range")
+	// ErrKeyframeFormat is a select keyframe that is not a grayscale PNG
+	// or JPEG.
+	ErrKeyframeFormat = errors.New("matte: keyframe matte must be a grayscale PNG or JPEG")
 )
 
 // ParseMode validates an alpha_mode string.
@@ -61,10 +66,8 @@ func (m Mode) NeedsMatte() bool { return m == Custom || m == Select }
 // wrapping ErrModeNotSupported that says so plainly.
 func (m Mode) Supported() error {
 	switch m {
-	case Fill, Custom:
+	case Fill, Custom, Auto, Select:
 		return nil
-	case Auto, Select:
-		return fmt.Errorf("%w: %q is not supported yet; use \"custom\" with a matte file or \"fill\"", ErrModeNotSupported, string(m))
 	}
 	return fmt.Errorf("%w %q", ErrInvalidMode, string(m))
 }
@@ -101,16 +104,49 @@ func CheckCustom(src, m Geometry) error {
 }
 
 // CheckKeyframe checks a select keyframe matte and its index against the
-// source: the matte is an image and, for a video source, the index lies in
-// 0..frames-1 (SPEC.md: the index is ignored for images).
+// source: the matte is an image of the source's size or of its aspect
+// ratio (it is then resampled; a zero matte size skips this check) and,
+// for a video source, the index lies in 0..frames-1 (SPEC.md: the index is
+// ignored for images).
 func CheckKeyframe(src, m Geometry, index int) error {
 	if m.Video {
 		return fmt.Errorf("%w: got a video", ErrMustBeImage)
+	}
+	if m.Width > 0 && m.Height > 0 && src.Width > 0 && src.Height > 0 && !SameAspect(src.Width, src.Height, m.Width, m.Height) {
+		return fmt.Errorf("%w: source is %dx%d, keyframe matte is %dx%d: want the same size or the same aspect ratio",
+			ErrSizeMismatch, src.Width, src.Height, m.Width, m.Height)
 	}
 	if src.Video && (index < 0 || index >= src.Frames) {
 		return fmt.Errorf("%w: alpha_keyframe_index %d, source has %d frames (valid 0..%d)", ErrKeyframeIndex, index, src.Frames, src.Frames-1)
 	}
 	return nil
+}
+
+// SameAspect reports whether a w1 x h1 and a w2 x h2 picture have the same
+// aspect ratio, allowing the rounding of one pixel in the smaller one.
+func SameAspect(w1, h1, w2, h2 int) bool {
+	if w1 == w2 && h1 == h2 {
+		return true
+	}
+	if w2*h2 > w1*h1 {
+		w1, h1, w2, h2 = w2, h2, w1, h1
+	}
+	// Scale the larger to the smaller's width and compare heights.
+	hs := float64(h1) * float64(w2) / float64(w1)
+	return math.Abs(hs-float64(h2)) <= 1
+}
+
+// CheckKeyframeFormat checks that a keyframe matte is a grayscale PNG or
+// JPEG, from its container and FFmpeg pixel format names.
+func CheckKeyframeFormat(container, pixelFormat string) error {
+	if container != "png" && container != "jpeg" {
+		return fmt.Errorf("%w: got %s", ErrKeyframeFormat, container)
+	}
+	switch pixelFormat {
+	case "gray", "gray16be", "gray16le", "ya8", "ya16be", "ya16le", "monob", "monow", "gray10le", "gray12le":
+		return nil
+	}
+	return fmt.Errorf("%w: got a %s %s (colour); save the matte as grayscale", ErrKeyframeFormat, container, pixelFormat)
 }
 
 func article(video bool) string {

@@ -21,13 +21,10 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestSupported(t *testing.T) {
-	for m, want := range map[Mode]error{Fill: nil, Custom: nil, Auto: ErrModeNotSupported, Select: ErrModeNotSupported, "x": ErrInvalidMode} {
+	for m, want := range map[Mode]error{Fill: nil, Custom: nil, Auto: nil, Select: nil, "x": ErrInvalidMode} {
 		err := m.Supported()
 		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
 			t.Errorf("%q.Supported() = %v, want %v", m, err, want)
-		}
-		if want == ErrModeNotSupported && !strings.Contains(err.Error(), "not supported yet") {
-			t.Errorf("%q: message %q does not say it is not supported yet", m, err)
 		}
 	}
 	if !Custom.NeedsMatte() || !Select.NeedsMatte() || Fill.NeedsMatte() || Auto.NeedsMatte() {
@@ -81,5 +78,31 @@ func TestCheckKeyframe(t *testing.T) {
 	}
 	if err := CheckKeyframe(key, key, 5); err != nil {
 		t.Fatalf("image source ignores the index: %v", err)
+	}
+}
+
+func TestKeyframeSizeAndFormat(t *testing.T) {
+	vid := Geometry{Video: true, Width: 1920, Height: 1080, Frames: 10}
+	for _, c := range []struct {
+		w, h int
+		ok   bool
+	}{{1920, 1080, true}, {960, 540, true}, {854, 480, true}, {3840, 2160, true}, {1080, 1920, false}, {1000, 1000, false}, {640, 480, false}} {
+		err := CheckKeyframe(vid, Geometry{Width: c.w, Height: c.h, Frames: 1}, 0)
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrSizeMismatch) {
+			t.Errorf("%dx%d: err = %v, want ok=%v", c.w, c.h, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "aspect ratio") {
+			t.Errorf("message %q does not explain the rule", err)
+		}
+	}
+	for _, c := range []struct {
+		container, pix string
+		ok             bool
+	}{{"png", "gray", true}, {"jpeg", "gray", true}, {"png", "gray16be", true}, {"png", "ya8", true},
+		{"png", "rgb24", false}, {"jpeg", "yuvj420p", false}, {"webp", "gray", false}, {"mp4", "gray", false}} {
+		err := CheckKeyframeFormat(c.container, c.pix)
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrKeyframeFormat) {
+			t.Errorf("%s %s: err = %v, want ok=%v", c.container, c.pix, err, c.ok)
+		}
 	}
 }

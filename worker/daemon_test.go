@@ -374,7 +374,8 @@ func TestDaemonErrorClassification(t *testing.T) {
 		{"bad-type", JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, "INVALID_GENERATION_TYPE"},
 		{"no-style", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, "MISSING_STYLE_INPUT"},
 		{"no-alpha", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, "MISSING_ALPHA"},
-		{"select", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_ALPHA_MODE"},
+		{"select", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_FILE_FORMAT"},
+		{"bad-mode", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "magic", Prompt: "x"}, "INVALID_ALPHA_MODE"},
 		{"resolution", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, "INVALID_MAX_RESOLUTION"},
 	}
 	for _, c := range cases {

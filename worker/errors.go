@@ -48,6 +48,7 @@ var codeTable = []struct {
 	{matte.ErrSizeMismatch, "ALPHA_TYPE_MISMATCH"},
 	{matte.ErrFrameCountMismatch, "ALPHA_TYPE_MISMATCH"},
 	{matte.ErrKeyframeIndex, "INVALID_KEYFRAME_INDEX"},
+	{matte.ErrKeyframeFormat, "ALPHA_TYPE_MISMATCH"},
 	{store.ErrMIMEMismatch, "INVALID_FILE_FORMAT"},
 	{store.ErrTooLarge, "SOURCE_TOO_LARGE"},
 	{store.ErrNotFound, "SOURCE_UNREACHABLE"},

@@ -78,6 +78,9 @@ func CheckMedia(ctx context.Context, req *Request, lim codec.Limits) (Media, err
 			if m.Alpha.Kind != codec.KindImage {
 				return m, classify("alpha", fmt.Errorf("%w: got %s video", matte.ErrMustBeImage, m.Alpha.Container))
 			}
+			if err := matte.CheckKeyframeFormat(m.Alpha.Container, m.Alpha.PixelFormat); err != nil {
+				return m, classify("alpha", err)
+			}
 			if m.HaveSource {
 				if err := matte.CheckKeyframe(geometry(m.Source), geometry(m.Alpha), req.AlphaKeyframeIndex); err != nil {
 					return m, classify("alpha", err)

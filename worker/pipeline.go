@@ -73,7 +73,11 @@ type Result struct {
 	Width, Height         int
 	SourceCopied          bool // the source was passed through unchanged (stream copy)
 	AlphaCopied           bool // the custom matte video was passed through unchanged
-	Elapsed               time.Duration
+	// Matte is how select and auto made the matte: "select", "auto/chroma",
+	// "auto/static" or "auto/centre" ("" for the other modes and for select
+	// on an image, whose keyframe is used as given).
+	Matte   string
+	Elapsed time.Duration
 }
 
 // Pipeline runs jobs on one compute device. It holds no per-job state.
@@ -199,8 +203,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	}
 
 	if p.OnPlan != nil {
-		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: media.Frames(),
-			HeapBytes: int64(heapPerPixel*float64(outW*outH)) + heapFixed})
+		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
+		if mode == matte.Auto || mode == matte.Select && video {
+			heap += lowBytes(media.Frames(), outW, outH)
+		}
+		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: media.Frames(), HeapBytes: heap})
 	}
 	if outDir == "" {
 		outDir = "."
@@ -220,6 +227,16 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	}
 	names := [3]string{"render." + ext, "source." + ext, "alpha." + ext}
 	res := Result{Width: outW, Height: outH}
+
+	// Select (video) and auto: the first pass, at the flow size.
+	ms, err := p.prepareMattes(ctx, &req, mode, video, outW, outH)
+	if err != nil {
+		return Result{}, err
+	}
+	defer ms.close()
+	if ms != nil {
+		res.Matte = ms.Method
+	}
 
 	rend, err := render.New(ctx, p.Device, render.Params{
 		Prompt:    req.Prompt,
@@ -242,7 +259,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	copyAlpha := mode == matte.Custom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
 	res.AlphaCopied = copyAlpha
 
-	n, err := p.frames(ctx, &req, mode, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
+	n, err := p.frames(ctx, &req, mode, ms, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
 		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), copySource, copyAlpha)
 	if err != nil {
 		return Result{}, err
@@ -322,7 +339,7 @@ type work struct {
 // frames runs the streaming part: decode → compute → three encoders, each
 // stage in its own goroutine joined by small bounded channels, with frame
 // buffers recycled through pools so that memory does not grow with length.
-func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, info codec.Info,
+func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms *matteSource, info codec.Info,
 	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath string, copySource, copyAlpha bool) (int, error) {
 	video := info.Kind == codec.KindVideo
 	lim := p.limits()
@@ -346,7 +363,9 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 	}
 	defer srcDec.Close()
 	var mDec *codec.Decoder
-	if mode == matte.Custom {
+	// A custom matte, or the keyframe of select on an image (used as given,
+	// resampled when its aspect ratio matches).
+	if mode == matte.Custom || mode == matte.Select && !video {
 		mDec, err = codec.NewDecoder(ctx, *req.Alpha, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
 		if err != nil {
 			return 0, classify("alpha", err)
@@ -478,8 +497,10 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 				if err := a.Alloc(); err != nil {
 					return err
 				}
-				for k := range a.Planes[0] {
-					a.Planes[0][k] = 255
+				if ms == nil { // fill; else the compute stage makes it
+					for k := range a.Planes[0] {
+						a.Planes[0][k] = 255
+					}
 				}
 			}
 			a.PTS = f.PTS
@@ -493,12 +514,29 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, in
 		defer close(toRender)
 		defer close(toAlpha)
 		defer close(toSource)
-		for wk := range toCompute {
+		for i := 0; ; i++ {
+			wk, ok := <-toCompute
+			if !ok {
+				break
+			}
 			if err := dev.Upload(srcImg, wk.src); err != nil {
 				return fmt.Errorf("worker: upload source: %w", err)
 			}
 			var alpha kernels.Image
-			if aImg != nil {
+			if ms != nil {
+				if err := ms.alpha(i, srcImg, aImg); err != nil {
+					return fmt.Errorf("worker: matte of frame %d: %w", i, err)
+				}
+				// The render uses exactly the 8-bit matte written to the
+				// alpha file (and so one clamped to [0,1]).
+				if err := dev.Download(wk.alpha, aImg); err != nil {
+					return fmt.Errorf("worker: download matte: %w", err)
+				}
+				if err := dev.Upload(aImg, wk.alpha); err != nil {
+					return fmt.Errorf("worker: upload matte: %w", err)
+				}
+				alpha = aImg
+			} else if aImg != nil {
 				if err := dev.Upload(aImg, wk.alpha); err != nil {
 					return fmt.Errorf("worker: upload matte: %w", err)
 				}

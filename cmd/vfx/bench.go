@@ -9,12 +9,17 @@ import (
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/worker"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"want a subcommand: fixture or ffmpeg"}
+		return usageError{"want a subcommand: fixture, ffmpeg or matte"}
+	}
+	if args[0] == "matte" {
+		return benchMatte(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -53,4 +58,35 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown bench subcommand %q", args[0])}
+}
+
+// benchMatte scores select propagation on a folder in the DAVIS layout.
+func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench matte", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	framesDir := fs.String("frames", "", "folder of JPEG frames named by number (DAVIS layout, required)")
+	masksDir := fs.String("masks", "", "folder of PNG masks {0,255} named like the frames (required)")
+	keyframe := fs.Int("keyframe", 0, "frame whose true mask seeds the propagation")
+	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{}
+	}
+	if *framesDir == "" || *masksDir == "" {
+		return usageError{"bench matte: --frames and --masks are required"}
+	}
+	clip, err := bench.OpenDAVIS(*framesDir, *masksDir)
+	if err != nil {
+		return err
+	}
+	dev := kernels.NewCPU(*workers)
+	defer dev.Close()
+	run, err := bench.RunSelectClip(ctx, dev, clip, *keyframe, matte.DefaultSelectOptions())
+	if err != nil {
+		return err
+	}
+	w, h := clip.Size()
+	fmt.Fprintf(stdout, "%s: %d frames %dx%d, keyframe %d (DAVIS protocol: first and last frame left out of the means)\n",
+		clip.Name(), clip.Len(), w, h, *keyframe)
+	fmt.Fprintln(stdout, run)
+	return nil
 }

@@ -66,7 +66,8 @@ func TestRenderCLIBadInput(t *testing.T) {
 		{[]string{"--type", "video", "--source", filepath.Join(dir, "missing.mp4"), "--prompt", "x"}, "no such file"},
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--seed", "4294967296"}, "INVALID_SEED"},
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--preset", "warp"}, "preset"},
-		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--alpha-mode", "select", "--alpha", bogus}, "not supported yet"},
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--alpha-mode", "select", "--alpha", bogus}, "INVALID_FILE_FORMAT"},
+		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--alpha-mode", "magic"}, "INVALID_ALPHA_MODE"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(append([]string{"render", "--out", filepath.Join(dir, "o")}, c.args...)...)

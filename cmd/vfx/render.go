@@ -22,8 +22,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	typ := fs.String("type", "", "generation type: image or video (required)")
 	source := fs.String("source", "", "source image (PNG, JPEG, WebP) or video (MP4/MOV, H.264/HEVC) (required)")
-	alphaMode := fs.String("alpha-mode", "fill", "alpha mode: fill or custom (select and auto are not supported yet)")
-	alpha := fs.String("alpha", "", "alpha matte: an image for image jobs, a video of the same length for video jobs (custom)")
+	alphaMode := fs.String("alpha-mode", "fill", "alpha mode: fill, custom, select (propagate a keyframe matte) or auto (no matte)")
+	alpha := fs.String("alpha", "", "alpha matte: custom: an image for image jobs, a video of the same length for video jobs; select: a grayscale PNG or JPEG keyframe matte")
 	keyframe := fs.Int("alpha-keyframe-index", 0, "reference frame of a select matte (0-based)")
 	reference := fs.String("reference", "", "reference image whose light and colour the render takes (PNG, JPEG, WebP)")
 	prompt := fs.String("prompt", "", "text description of the light and scene (at most 2000 characters)")
@@ -134,6 +134,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	secs := res.Elapsed.Seconds()
+	if res.Matte != "" {
+		fmt.Fprintf(stdout, "matte: %s\n", res.Matte)
+	}
 	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s %s %s\n",
 		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, res.Render, res.Source, res.Alpha)
 	return nil

@@ -1,0 +1,333 @@
+package matte
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// Frames is a clip seen at the flow size: frame i as 3 channels of
+// sRGB-encoded values in [0,1] (not linear light: flow and colour models
+// work on perceptual values).
+type Frames interface {
+	// Len is the number of frames.
+	Len() int
+	// Frame writes frame i into dst (3 channels at the flow size).
+	Frame(ctx context.Context, i int, dst kernels.Image) error
+}
+
+// SelectOptions tune keyframe propagation.
+type SelectOptions struct {
+	Flow FlowOptions
+	// ConfSigma is the forward–backward error (flow pixels) at which the
+	// confidence falls to 1/e.
+	ConfSigma float32
+	// PriorBlur is the Gaussian sigma (flow pixels) that softens the
+	// warped matte before it becomes the shape prior: near the contour
+	// colour decides, far from it shape does.
+	PriorBlur float32
+	// LocalRadius is the box radius (flow pixels) of the local colour
+	// classifiers along the contour.
+	LocalRadius int
+	// Hysteresis is the log-odds gain that sharpens the warped matte
+	// towards 0 or 1 before it becomes the prior.
+	Hysteresis float32
+	// Fuse weighs the evidence (see kernels.FuseParams).
+	Fuse kernels.FuseParams
+}
+
+// DefaultSelectOptions are the tuned defaults.
+func DefaultSelectOptions() SelectOptions {
+	return SelectOptions{
+		Flow:        DefaultFlowOptions(),
+		ConfSigma:   1.5,
+		PriorBlur:   1.5,
+		LocalRadius: 6,
+		Hysteresis:  4,
+		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
+	}
+}
+
+// ErrKeyframe is a keyframe matte or index that does not fit the clip.
+var ErrKeyframe = errors.New("matte: bad keyframe")
+
+// colourTable turns foreground and background histograms into the
+// posterior P(fg | colour) per cell, with add-one smoothing.
+func colourTable(fg, bg []float64) []float32 {
+	var nf, nb float64
+	for i := range fg {
+		nf += fg[i]
+		nb += bg[i]
+	}
+	t := make([]float32, len(fg))
+	cells := float64(len(fg))
+	for i := range fg {
+		pf := (fg[i] + 0.5) / (nf + 0.5*cells)
+		pb := (bg[i] + 0.5) / (nb + 0.5*cells)
+		t[i] = float32(pf / (pf + pb))
+	}
+	return t
+}
+
+// propagator is the per-job state of select at the flow size.
+type propagator struct {
+	dev  kernels.Device
+	ops  kernels.Ops
+	o    SelectOptions
+	w, h int
+	fe   *flowEngine
+	fe2  *flowEngine // the backward flow runs beside the forward one
+
+	zero3, zero1, one1  kernels.Image
+	tmp3, fg, bg, cover kernels.Image
+	fwd, bwd, conf      kernels.Image
+	warped, prior       kernels.Image
+	sharp               kernels.Image
+	raw, eNew, eOld     kernels.Image
+	table               []float32
+	refMean             float64 // mean luma of the keyframe
+}
+
+func newPropagator(dev kernels.Device, w, h int, o SelectOptions) (*propagator, error) {
+	p := &propagator{dev: dev, ops: dev.Ops(), o: o, w: w, h: h}
+	var err error
+	if p.fe, err = newFlowEngine(dev, w, h, o.Flow); err != nil {
+		return nil, err
+	}
+	if p.fe2, err = newFlowEngine(dev, w, h, o.Flow); err != nil {
+		p.fe.close()
+		return nil, err
+	}
+	for _, t := range []struct {
+		dst *kernels.Image
+		c   int
+	}{{&p.zero3, 3}, {&p.zero1, 1}, {&p.one1, 1}, {&p.tmp3, 3}, {&p.fg, 3}, {&p.bg, 3}, {&p.cover, 1},
+		{&p.fwd, 2}, {&p.bwd, 2}, {&p.conf, 1}, {&p.warped, 1}, {&p.prior, 1}, {&p.sharp, 1},
+		{&p.raw, 3}, {&p.eNew, 1}, {&p.eOld, 1}} {
+		if *t.dst, err = dev.NewImage(w, h, t.c); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
+	if err := p.ops.Fill(p.one1, []float32{1}); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *propagator) close() {
+	if p.fe != nil {
+		p.fe.close()
+	}
+	if p.fe2 != nil {
+		p.fe2.close()
+	}
+	for _, im := range []kernels.Image{p.zero3, p.zero1, p.one1, p.tmp3, p.fg, p.bg, p.cover, p.fwd, p.bwd, p.conf, p.warped, p.prior, p.sharp, p.raw, p.eNew, p.eOld} {
+		if im != nil {
+			p.dev.Free(im)
+		}
+	}
+}
+
+// learnColours builds the global colour table from a frame and its matte.
+func (p *propagator) learnColours(frame, m kernels.Image) error {
+	bins := p.o.Fuse.Bins
+	hf, err := p.ops.ColourHistogram(frame, m, bins)
+	if err != nil {
+		return err
+	}
+	inv := p.cover
+	if err := p.ops.Composite(inv, p.zero1, p.one1, m); err != nil { // 1 - m
+		return err
+	}
+	hb, err := p.ops.ColourHistogram(frame, inv, bins)
+	if err != nil {
+		return err
+	}
+	p.table = colourTable(hf, hb)
+	return nil
+}
+
+// step propagates matte prevM of the previous frame (pyramid prevP) to
+// the current frame (frame, pyramid curP) into dst.
+func (p *propagator) step(dst, frame, prevM kernels.Image, curP, prevP *pyramid, f kernels.FuseParams) error {
+	ops := p.ops
+	// The two flows run concurrently (on distinct images, which every
+	// Device allows): the coarse pyramid levels are too small to fill the
+	// cores on their own.
+	done := make(chan error, 1)
+	go func() { done <- p.fe2.flow(p.bwd, prevP, curP) }() // previous -> current
+	errF := p.fe.flow(p.fwd, curP, prevP)                  // current -> previous
+	if err := errors.Join(errF, <-done); err != nil {
+		return err
+	}
+	if err := ops.FlowConfidence(p.conf, p.fwd, p.bwd, p.o.ConfSigma); err != nil {
+		return err
+	}
+	if err := ops.Warp(p.warped, prevM, p.fwd, 1); err != nil {
+		return err
+	}
+	// Hysteresis: the warped matte is pushed towards 0 or 1 before it
+	// becomes the prior, so that weak colour evidence cannot accumulate
+	// over frames (recursive log-odds would otherwise let any small bias
+	// grow a region from nothing).
+	if err := ops.MatteFuse(p.sharp, frame, p.warped, nil, nil, nil, nil, nil, nil, kernels.FuseParams{Prior: p.o.Hysteresis}); err != nil {
+		return err
+	}
+	return p.fuse(dst, frame, p.sharp, p.conf, f)
+}
+
+// fuse combines a (warped) shape matte with the colour models into dst.
+func (p *propagator) fuse(dst, frame, shape, conf kernels.Image, f kernels.FuseParams) error {
+	return p.fuseWith(dst, frame, shape, shape, conf, nil, f)
+}
+
+// fusePlate is fuse with a clean plate.
+func (p *propagator) fusePlate(dst, frame, shape, plate kernels.Image, f kernels.FuseParams) error {
+	return p.fuseWith(dst, frame, shape, shape, nil, plate, f)
+}
+
+// fuseWith fuses the blurred prior shape, the local colour classifiers
+// around the contour of local, the global colour table and an optional
+// plate into dst (which may be local or prior: both are consumed before
+// dst is written).
+func (p *propagator) fuseWith(dst, frame, prior, local, conf, plate kernels.Image, f kernels.FuseParams) error {
+	ops := p.ops
+	if err := ops.GaussianBlur(p.prior, prior, p.o.PriorBlur); err != nil {
+		return err
+	}
+	r := p.o.LocalRadius
+	if err := ops.Composite(p.tmp3, frame, p.zero3, local); err != nil { // I*m
+		return err
+	}
+	if err := ops.BoxFilter(p.fg, p.tmp3, r); err != nil {
+		return err
+	}
+	if err := ops.Composite(p.tmp3, p.zero3, frame, local); err != nil { // I*(1-m)
+		return err
+	}
+	if err := ops.BoxFilter(p.bg, p.tmp3, r); err != nil {
+		return err
+	}
+	if err := ops.BoxFilter(p.cover, local, r); err != nil {
+		return err
+	}
+	return ops.MatteFuse(dst, frame, p.prior, conf, p.fg, p.bg, p.cover, plate, p.table, f)
+}
+
+// lumaPyramid reads frame i into frame, its brightness normalised to the
+// keyframe's (the first frame read), and builds its luma pyramid. The
+// normalisation keeps flow and the colour models valid through exposure
+// and lighting changes.
+func (p *propagator) lumaPyramid(ctx context.Context, src Frames, i int, frame kernels.Image) (*pyramid, error) {
+	if err := src.Frame(ctx, i, p.raw); err != nil {
+		return nil, err
+	}
+	lum, err := p.dev.NewImage(p.w, p.h, 1)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*pyramid, error) {
+		p.dev.Free(lum)
+		return nil, err
+	}
+	if err := p.ops.Luma(lum, p.raw); err != nil {
+		return fail(err)
+	}
+	sum, err := p.ops.Sum(lum)
+	if err != nil {
+		return fail(err)
+	}
+	mean := max(sum[0]/float64(p.w*p.h), 1e-3)
+	if p.refMean == 0 {
+		p.refMean = mean
+	}
+	if err := p.ops.Fill(p.eNew, []float32{float32(p.refMean)}); err != nil {
+		return fail(err)
+	}
+	if err := p.ops.Fill(p.eOld, []float32{float32(mean)}); err != nil {
+		return fail(err)
+	}
+	if err := p.ops.RatioRelight(frame, p.raw, p.eNew, p.eOld, nil, 1e-4, 4); err != nil {
+		return fail(err)
+	}
+	if err := p.ops.Luma(lum, frame); err != nil {
+		return fail(err)
+	}
+	return p.fe.pyramid(lum)
+}
+
+// Propagate carries the keyframe matte key (1 channel at the flow size,
+// the matte of frame index) through every frame of src: forward from the
+// keyframe to the last frame, then backward to frame 0. emit receives each
+// frame's matte at the flow size, in that order (the keyframe first, as
+// given); the image is reused after emit returns.
+func Propagate(ctx context.Context, dev kernels.Device, src Frames, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
+	n := src.Len()
+	if index < 0 || index >= n {
+		return fmt.Errorf("%w: index %d outside 0..%d", ErrKeyframe, index, n-1)
+	}
+	w, h := key.Width(), key.Height()
+	if key.Channels() != 1 {
+		return fmt.Errorf("%w: keyframe matte has %d channels", ErrKeyframe, key.Channels())
+	}
+	p, err := newPropagator(dev, w, h, o)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	var imgs [4]kernels.Image // frames and mattes, current and previous
+	for k, c := range []int{3, 3, 1, 1} {
+		if imgs[k], err = dev.NewImage(w, h, c); err != nil {
+			return err
+		}
+		defer dev.Free(imgs[k])
+	}
+	keyFrame := imgs[0]
+	keyP, err := p.lumaPyramid(ctx, src, index, keyFrame)
+	if err != nil {
+		return err
+	}
+	defer keyP.free(dev)
+	if err := p.learnColours(keyFrame, key); err != nil {
+		return err
+	}
+	if err := emit(index, key); err != nil {
+		return err
+	}
+	for _, dir := range []int{1, -1} {
+		prevM := key
+		prevP := keyP
+		cur, curM, spareM := imgs[1], imgs[2], imgs[3]
+		for i := index + dir; i >= 0 && i < n; i += dir {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			curP, err := p.lumaPyramid(ctx, src, i, cur)
+			if err != nil {
+				return err
+			}
+			if err := p.step(curM, cur, prevM, curP, prevP, o.Fuse); err != nil {
+				curP.free(dev)
+				return err
+			}
+			if prevP != keyP {
+				prevP.free(dev)
+			}
+			prevP = curP
+			if err := emit(i, curM); err != nil {
+				prevP.free(dev)
+				return err
+			}
+			prevM, curM, spareM = curM, spareM, curM
+			_ = spareM
+		}
+		if prevP != keyP {
+			prevP.free(dev)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
+)
+
+// lowFrames is a clip decoded once at the flow size, kept as packed RGB24
+// (3 bytes a pixel), served to package matte as sRGB-encoded floats.
+type lowFrames struct {
+	dev    kernels.Device
+	w, h   int
+	frames [][]byte
+	buf    []float32
+}
+
+func (l *lowFrames) Len() int { return len(l.frames) }
+
+func (l *lowFrames) Frame(_ context.Context, i int, dst kernels.Image) error {
+	if i < 0 || i >= len(l.frames) {
+		return fmt.Errorf("worker: frame %d of %d", i, len(l.frames))
+	}
+	n := l.w * l.h
+	if l.buf == nil {
+		l.buf = make([]float32, 3*n)
+	}
+	f := l.frames[i]
+	for p := 0; p < n; p++ {
+		l.buf[p] = float32(f[3*p]) / 255
+		l.buf[n+p] = float32(f[3*p+1]) / 255
+		l.buf[2*n+p] = float32(f[3*p+2]) / 255
+	}
+	return l.dev.WritePixels(dst, l.buf)
+}
+
+// decodeLow decodes every frame of the source at w x h into packed RGB24.
+func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim codec.Limits, w, h int) (*lowFrames, error) {
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.RGB24, Width: w, Height: h})
+	if err != nil {
+		return nil, classify("source", err)
+	}
+	defer dec.Close()
+	l := &lowFrames{dev: dev, w: w, h: h}
+	f := &frame.HostFrame{}
+	for {
+		if err := dec.Next(ctx, f); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, classify("source", err)
+		}
+		b := make([]byte, 3*w*h)
+		for y := 0; y < h; y++ {
+			copy(b[3*w*y:3*w*(y+1)], f.Planes[0][y*f.Strides[0]:y*f.Strides[0]+3*w])
+		}
+		l.frames = append(l.frames, b)
+	}
+	if len(l.frames) == 0 {
+		return nil, inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
+	}
+	return l, nil
+}
+
+// decodeGray decodes the first frame of in as Gray8 at w x h.
+func decodeGray(ctx context.Context, in codec.Input, lim codec.Limits, w, h int) (*frame.HostFrame, error) {
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
+	if err != nil {
+		return nil, classify("alpha", err)
+	}
+	defer dec.Close()
+	f := &frame.HostFrame{}
+	if err := dec.Next(ctx, f); err != nil {
+		return nil, classify("alpha", fmt.Errorf("%w: %w", codec.ErrCorrupt, err))
+	}
+	return f, nil
+}
+
+// matteSource makes the alpha of select (video) and auto jobs in the
+// compute stage. A first pass (prepareMattes) decodes the source at the
+// flow size and computes every frame's matte there (select propagation
+// or auto); the render pass then upsamples and refines each at the output
+// size, so only low-resolution data is held across the job.
+type matteSource struct {
+	dev     kernels.Device
+	lows    [][]uint16 // flow-size mattes per frame (65535 = 1); nil for chroma
+	buf     []float32
+	chroma  *kernels.ChromaParams
+	key     int
+	keyFull *frame.HostFrame // select: the keyframe matte as given, at the output size
+	refiner *matte.Refiner
+	low     kernels.Image
+	Method  string
+}
+
+// lowBytes estimates the memory prepareMattes holds for a clip.
+func lowBytes(frames, w, h int) int64 {
+	fw, fh := matte.FlowSize(w, h, matte.DefaultFlowShort)
+	return int64(frames) * int64(fw*fh) * (3 + 2)
+}
+
+// prepareMattes runs the first pass of select (video) and auto jobs. It
+// returns nil for the other modes and for select on an image (whose
+// keyframe matte is used as given).
+func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.Mode, video bool, w, h int) (*matteSource, error) {
+	if mode != matte.Auto && (mode != matte.Select || !video) {
+		return nil, nil
+	}
+	dev := p.Device
+	lim := p.limits()
+	fw, fh := matte.FlowSize(w, h, matte.DefaultFlowShort)
+	frames, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh)
+	if err != nil {
+		return nil, err
+	}
+	n := frames.Len()
+	ms := &matteSource{dev: dev, key: -1}
+	collect := func(i int, m kernels.Image) error {
+		v, err := dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		q := make([]uint16, len(v))
+		for k, x := range v {
+			q[k] = uint16(min(max(x, 0), 1)*65535 + 0.5)
+		}
+		ms.lows[i] = q
+		return nil
+	}
+	if mode == matte.Select {
+		idx := req.AlphaKeyframeIndex
+		if idx >= n {
+			return nil, classify("alpha_keyframe_index", fmt.Errorf("%w: alpha_keyframe_index %d, the source decodes to %d frames (valid 0..%d)",
+				matte.ErrKeyframeIndex, idx, n, n-1))
+		}
+		keyLow, err := decodeGray(ctx, *req.Alpha, lim, fw, fh)
+		if err != nil {
+			return nil, err
+		}
+		if ms.keyFull, err = decodeGray(ctx, *req.Alpha, lim, w, h); err != nil {
+			return nil, err
+		}
+		key, err := dev.NewImage(fw, fh, 1)
+		if err != nil {
+			return nil, err
+		}
+		defer dev.Free(key)
+		if err := dev.Upload(key, keyLow); err != nil {
+			return nil, err
+		}
+		ms.key, ms.Method = idx, "select"
+		ms.lows = make([][]uint16, n)
+		if err := matte.Propagate(ctx, dev, frames, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
+			return nil, fmt.Errorf("worker: select: %w", err)
+		}
+	} else {
+		plan, err := matte.PlanAuto(ctx, dev, frames, fw, fh, matte.DefaultAutoOptions())
+		if err != nil {
+			return nil, fmt.Errorf("worker: auto: %w", err)
+		}
+		defer plan.Close()
+		ms.Method = "auto/" + plan.Kind.String()
+		if plan.Kind == matte.AutoChroma {
+			c := plan.Chroma
+			ms.chroma = &c
+			return ms, nil
+		}
+		ms.lows = make([][]uint16, n)
+		if err := plan.Mattes(ctx, frames, collect); err != nil {
+			return nil, fmt.Errorf("worker: auto: %w", err)
+		}
+	}
+	if ms.refiner, err = matte.NewRefiner(dev, w, h, fw, fh); err != nil {
+		return nil, err
+	}
+	if ms.low, err = dev.NewImage(fw, fh, 1); err != nil {
+		ms.close()
+		return nil, err
+	}
+	return ms, nil
+}
+
+// alpha writes frame i's matte into dst (1 channel, output size) for the
+// frame src (linear RGB, output size); a chroma key also removes the
+// screen's spill from src in place.
+func (m *matteSource) alpha(i int, src, dst kernels.Image) error {
+	switch {
+	case m.chroma != nil:
+		return m.dev.Ops().ChromaKey(dst, src, src, *m.chroma)
+	case i == m.key:
+		return m.dev.Upload(dst, m.keyFull)
+	case i >= len(m.lows):
+		return fmt.Errorf("worker: the source decoded to more frames (%d+) than in the matte pass (%d)", i+1, len(m.lows))
+	}
+	if m.buf == nil {
+		m.buf = make([]float32, len(m.lows[i]))
+	}
+	for k, q := range m.lows[i] {
+		m.buf[k] = float32(q) / 65535
+	}
+	if err := m.dev.WritePixels(m.low, m.buf); err != nil {
+		return err
+	}
+	m.lows[i] = nil // done with it
+	return m.refiner.Refine(dst, src, m.low)
+}
+
+func (m *matteSource) close() {
+	if m == nil {
+		return
+	}
+	if m.refiner != nil {
+		m.refiner.Close()
+	}
+	if m.low != nil {
+		m.dev.Free(m.low)
+	}
+}
