@@ -89,6 +89,8 @@ type Device interface {
 // Ops are the compute operations of a Device.
 type Ops interface {
 	ScaleOps
+	MatteOps
+
 	// Fill sets every pixel of channel c to v[c].
 	Fill(dst Image, v []float32) error
 	// Copy copies src into dst.
