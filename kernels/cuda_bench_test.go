@@ -149,3 +149,10 @@ func BenchmarkCUDAFinish1080to2160(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCUDAFlow854x480 is matte's flow on the GPU at 854x480
+// (benchFlow in matte_flow_bench_test.go): Frame = one frame's pyramid
+// and coarse-to-fine flow (4 levels x 4 iterations of Warp, FlowMismatch,
+// BoxFilter, FlowSolve), Iteration = one solver iteration at full size;
+// frames/s. BenchmarkFlow854x480 is the CPU figure.
+func BenchmarkCUDAFlow854x480(b *testing.B) { benchFlow(b, newTestCUDA(b), 854, 480) }

@@ -18,9 +18,12 @@ package kernels
 //   - 1e-5: LabTransfer (CUDA's double log/exp against the CPU's table
 //     approximations with errors below 1e-11, then float32 rounding).
 //
-// The table is meant to grow: the ops of MatteOps (issue 6) get their
-// CUDA kernels by appending cases here. ScaleOps (issue 7) are in it:
-// UpscaleEdge, Sharpen and SharpenDownload are bit-identical (tol 0).
+// The table is meant to grow. ScaleOps (issue 7) are in it: UpscaleEdge,
+// Sharpen and SharpenDownload are bit-identical (tol 0). MatteOps (issue
+// 6) are appended from cuda_matte_test.go: bit-identical except
+// FlowConfidence and MatteFuse (1e-7: the device's float64 exp/log against
+// Go's, at most one float32 step of a value below 1) and the weighted
+// ColourHistogram (1e-9: float64 atomics in no fixed order).
 
 import (
 	"fmt"
@@ -142,7 +145,9 @@ func imageOpSized(name string, tol float64, size func(in *opInputs) (int, int, i
 
 func floats(v ...float64) []float64 { return v }
 
-var opCases = []opCase{
+// opCases: the ops of kernels.go, ScaleOps, then the MatteOps rows
+// (matteOpCases in cuda_matte_test.go).
+var opCases = append([]opCase{
 	imageOp("Fill", 0, 3, func(o Ops, _ Device, dst Image, _ *opInputs, _ func([]float32) Image) error {
 		return o.Fill(dst, []float32{0.25, -1, 3})
 	}),
@@ -300,7 +305,7 @@ var opCases = []opCase{
 	sharpenDownloadCase("SharpenDownload/yuv420p-bt601-full", frame.YUV420P, frame.BT601, true, 1.5),
 	sharpenDownloadCase("SharpenDownload/rgb24", frame.RGB24, frame.BT709, false, 0.7),
 	finishCase("UpscaleEdge+SharpenDownload/2x-yuv420p"),
-}
+}, matteOpCases...)
 
 // in3 and in1 pick the 3-channel and 1-channel random inputs.
 func in3(in *opInputs) []float32 { return in.rgb }
@@ -513,5 +518,28 @@ func TestCUDAShapeErrors(t *testing.T) {
 	f9, _ := frame.New(frame.RGB24, 9, 8)
 	if err := d.SharpenDownload(f9, a, 1); err == nil {
 		t.Fatal("SharpenDownload into a 9x8 frame from 8x8 succeeded")
+	}
+	one, _ := d.NewImage(8, 8, 1)
+	two, _ := d.NewImage(8, 8, 2)
+	if err := d.Gradient(one, one); err == nil {
+		t.Fatal("Gradient into a 1-channel dst succeeded")
+	}
+	if err := d.Warp(a, a, two, 1); err == nil {
+		t.Fatal("Warp in place succeeded")
+	}
+	if err := d.FlowSolve(two, a, two, 1e-4, 1, 0); err == nil {
+		t.Fatal("FlowSolve with scale 0 succeeded")
+	}
+	if err := d.FlowConfidence(one, two, two, 0); err == nil {
+		t.Fatal("FlowConfidence with sigma 0 succeeded")
+	}
+	if _, err := d.ColourHistogram(a, nil, 65); err == nil {
+		t.Fatal("ColourHistogram with 65 bins succeeded")
+	}
+	if err := d.MatteFuse(one, a, nil, nil, nil, nil, nil, nil, make([]float32, 7), FuseParams{Global: 1, Bins: 2}); err == nil {
+		t.Fatal("MatteFuse with a 7-entry table for 2 bins succeeded")
+	}
+	if err := d.ChromaKey(one, a, a, ChromaParams{Screen: [3]float32{0.9, 0.1, 0.1}, Channel: 1, High: 1}); err == nil {
+		t.Fatal("ChromaKey of a red screen as green succeeded")
 	}
 }

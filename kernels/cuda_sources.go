@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "cc327e4cae65463153831cab8ba0a2416bdc7009f6e7c64c050a1097adb94a82"
+const cudaSourcesSHA256 = "fadb153004efff5aa96bf3a273f7b9c91fbde10ba87a51aa28977d168c47a975"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "245df7c3c57c7a4f847f1a6c6e365ad748dc364cde0a4344505eba77918710ef"
+const cudaFatbinSHA256 = "b59357a478dd089fa1b8578daa33d64c66fbc069d2abf0544bf246a0411569b9"

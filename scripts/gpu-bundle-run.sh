@@ -31,7 +31,7 @@ for t in kernels render; do
 	pass=$(grep -c '^    --- PASS\|^--- PASS' "$out/$t-tests.log"); fail=$(grep -c '^    --- FAIL\|^--- FAIL' "$out/$t-tests.log")
 	echo "$t: $pass passed, $fail failed"
 done
-grep -hE '^BenchmarkCUDA(Copy|Frame|Job|Finish)' "$out"/*-bench.log
+grep -hE '^BenchmarkCUDA(Copy|Frame|Job|Finish|Flow)' "$out"/*-bench.log
 grep -hE '^BenchmarkCUDAOps/' "$out/kernels-bench.log" | awk '{for(i=1;i<=NF;i++) if($i=="pct_of_copy") print $1, $(i-1)"%"}'
 [ $status = 0 ] && echo "gpu-bundle: ALL TESTS PASSED" || echo "gpu-bundle: TESTS FAILED (see *-tests.log)"
 exit $status

@@ -8,3 +8,4 @@
 #include "distance.cu"
 #include "composite.cu"
 #include "scale.cu"
+#include "matte.cu"
