@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "fadb153004efff5aa96bf3a273f7b9c91fbde10ba87a51aa28977d168c47a975"
+const cudaSourcesSHA256 = "6e61baed458de960bb079aadae4557556623e5175dc86363e09a74f824835e30"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "b59357a478dd089fa1b8578daa33d64c66fbc069d2abf0544bf246a0411569b9"
+const cudaFatbinSHA256 = "0ddc357cc7e5d3d7084dd4792802e6c3841d22ac4d0af4e4863a2af3bf36b414"

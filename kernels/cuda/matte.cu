@@ -92,10 +92,12 @@ extern "C" __global__ void vfx_flow_solve(float *flow, const float *tensor, cons
         double det = a * c - b * b;
         if (det <= 1e-12) continue;
         double p = mis[i], q = mis[n + i];
-        double du = -(c * p - b * q) / det;
-        double dv = -(a * q - b * p) / det;
-        double nn = sqrt(du * du + dv * dv);
-        if (nn > ms) {
+        double inv = 1 / det;
+        double du = -(c * p - b * q) * inv;
+        double dv = -(a * q - b * p) * inv;
+        double n2 = du * du + dv * dv;
+        if (n2 > ms * ms) {
+            double nn = sqrt(n2);
             du = du * ms / nn;
             dv = dv * ms / nn;
         }
@@ -104,7 +106,8 @@ extern "C" __global__ void vfx_flow_solve(float *flow, const float *tensor, cons
     }
 }
 
-// FlowConfidence: exp(-|f + b(x+f)|^2 / sigma^2), 0 outside the image.
+// FlowConfidence: exp(-|f + b(x+f)|^2 / sigma^2), 0 more than half a pixel
+// outside the image.
 // s2 = float64(sigma)^2, computed on the host.
 extern "C" __global__ void vfx_flow_confidence(float *dst, const float *fwd, const float *bwd, int w, int h, double s2) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -113,7 +116,7 @@ extern "C" __global__ void vfx_flow_confidence(float *dst, const float *fwd, con
     int64_t n = (int64_t)w * h, i = (int64_t)y * w + x;
     float fu = fwd[i], fv = fwd[n + i];
     float px = (float)x + fu, py = (float)y + fv;
-    if (!(px >= 0 && px <= (float)(w - 1) && py >= 0 && py <= (float)(h - 1))) {
+    if (!(px >= -0.5f && px <= (float)w - 0.5f && py >= -0.5f && py <= (float)h - 0.5f)) {
         dst[i] = 0;
         return;
     }
