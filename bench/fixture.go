@@ -236,19 +236,11 @@ func WriteFixture(ctx context.Context, dir string, o FixtureOptions) (FixturePat
 		FrameRate: codec.Rational{Num: o.FPS, Den: 1}, TimeBase: codec.Rational{Num: 1, Den: o.FPS},
 		ColorSpace: frame.BT709, Preset: o.Preset, CRF: 12,
 	}
-	so := base
-	so.Input = frame.YUV420P
-	srcEnc, err := codec.NewEncoder(ctx, p.Source, so)
+	srcEnc, mEnc, err := sourceMatteEncoders(ctx, base, p.Source, p.Matte)
 	if err != nil {
-		return p, fmt.Errorf("bench: source encoder: %w", err)
+		return p, err
 	}
 	defer srcEnc.Close()
-	mo := base
-	mo.Input, mo.Gray = frame.Gray8, true
-	mEnc, err := codec.NewEncoder(ctx, p.Matte, mo)
-	if err != nil {
-		return p, fmt.Errorf("bench: matte encoder: %w", err)
-	}
 	defer mEnc.Close()
 	src, _ := frame.New(frame.YUV420P, o.Width, o.Height)
 	m, _ := frame.New(frame.Gray8, o.Width, o.Height)
@@ -303,4 +295,21 @@ func writePNG(ctx context.Context, path string, f *frame.HostFrame) error {
 		return fmt.Errorf("bench: finish %s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// sourceMatteEncoders opens the H.264 encoders of a fixture: base with
+// YUV420P input at srcPath, and grey (luma = matte) at mattePath.
+func sourceMatteEncoders(ctx context.Context, base codec.EncoderOptions, srcPath, mattePath string) (src, matte *codec.Encoder, err error) {
+	so := base
+	so.Input = frame.YUV420P
+	if src, err = codec.NewEncoder(ctx, srcPath, so); err != nil {
+		return nil, nil, fmt.Errorf("bench: source encoder: %w", err)
+	}
+	mo := base
+	mo.Input, mo.Gray = frame.Gray8, true
+	if matte, err = codec.NewEncoder(ctx, mattePath, mo); err != nil {
+		_ = src.Close()
+		return nil, nil, fmt.Errorf("bench: matte encoder: %w", err)
+	}
+	return src, matte, nil
 }

@@ -35,19 +35,11 @@ func WriteMatteCase(ctx context.Context, dir string, c *MatteCase, keys ...int) 
 	base := codec.EncoderOptions{Container: "mp4", Width: c.W, Height: c.H,
 		FrameRate: codec.Rational{Num: 25, Den: 1}, TimeBase: codec.Rational{Num: 1, Den: 25},
 		ColorSpace: frame.BT709, Preset: "ultrafast", CRF: 12}
-	so := base
-	so.Input = frame.YUV420P
-	srcEnc, err := codec.NewEncoder(ctx, p.Source, so)
+	srcEnc, mEnc, err := sourceMatteEncoders(ctx, base, p.Source, p.Matte)
 	if err != nil {
-		return p, fmt.Errorf("bench: source encoder: %w", err)
+		return p, err
 	}
 	defer srcEnc.Close()
-	mo := base
-	mo.Input, mo.Gray = frame.Gray8, true
-	mEnc, err := codec.NewEncoder(ctx, p.Matte, mo)
-	if err != nil {
-		return p, fmt.Errorf("bench: matte encoder: %w", err)
-	}
 	defer mEnc.Close()
 	yuv, _ := frame.New(frame.YUV420P, c.W, c.H)
 	rgb, _ := frame.New(frame.RGB24, c.W, c.H)

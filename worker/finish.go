@@ -190,20 +190,12 @@ func Upscale(ctx context.Context, dev kernels.Device, in codec.Input, outPath st
 		return nil
 	})
 	g.Go(func() error {
-		for f := range toEncode {
-			if err := enc.Write(gctx, f); err != nil {
-				return fmt.Errorf("worker: encode upscaled render: %w", err)
-			}
-			outPool.put(f)
+		return encodeAll(gctx, toEncode, enc, outPool, "upscaled render", func() {
 			done++
 			if o.Progress != nil {
 				o.Progress(done, total)
 			}
-		}
-		if err := enc.Close(); err != nil {
-			return fmt.Errorf("worker: finish upscaled render: %w", err)
-		}
-		return nil
+		})
 	})
 	if err := g.Wait(); err != nil {
 		_ = os.Remove(outPath)

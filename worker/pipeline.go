@@ -578,49 +578,15 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 	// Encode.
 	var done int
 	g.Go(func() error {
-		for f := range toRender {
-			if err := renderEnc.Write(gctx, f); err != nil {
-				return fmt.Errorf("worker: encode render: %w", err)
-			}
-			outPool.put(f)
+		return encodeAll(gctx, toRender, renderEnc, outPool, "render", func() {
 			done++
 			if p.Progress != nil {
 				p.Progress(done, total)
 			}
-		}
-		if err := renderEnc.Close(); err != nil {
-			return fmt.Errorf("worker: finish render: %w", err)
-		}
-		return nil
+		})
 	})
-	g.Go(func() error {
-		for f := range toAlpha {
-			if err := alphaEnc.Write(gctx, f); err != nil {
-				return fmt.Errorf("worker: encode alpha: %w", err)
-			}
-			alphaPool.put(f)
-		}
-		if alphaEnc != nil {
-			if err := alphaEnc.Close(); err != nil {
-				return fmt.Errorf("worker: finish alpha: %w", err)
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for f := range toSource {
-			if err := sourceEnc.Write(gctx, f); err != nil {
-				return fmt.Errorf("worker: encode source: %w", err)
-			}
-			srcPool.put(f)
-		}
-		if sourceEnc != nil {
-			if err := sourceEnc.Close(); err != nil {
-				return fmt.Errorf("worker: finish source: %w", err)
-			}
-		}
-		return nil
-	})
+	g.Go(func() error { return encodeAll(gctx, toAlpha, alphaEnc, alphaPool, "alpha", nil) })
+	g.Go(func() error { return encodeAll(gctx, toSource, sourceEnc, srcPool, "source", nil) })
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -632,6 +598,28 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 
 // pool recycles host frames; its capacity bounds the frames in flight.
 type pool chan *frame.HostFrame
+
+// encodeAll writes every frame of in to enc, returning each to pool and
+// calling each (when set) after every write, then closes enc. A nil enc is
+// allowed when nothing is sent on in.
+func encodeAll(ctx context.Context, in <-chan *frame.HostFrame, enc *codec.Encoder, pool pool, what string, each func()) error {
+	for f := range in {
+		if err := enc.Write(ctx, f); err != nil {
+			return fmt.Errorf("worker: encode %s: %w", what, err)
+		}
+		pool.put(f)
+		if each != nil {
+			each()
+		}
+	}
+	if enc == nil {
+		return nil
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("worker: finish %s: %w", what, err)
+	}
+	return nil
+}
 
 func newPool(n int) pool {
 	p := make(pool, n)
