@@ -83,24 +83,12 @@ func (s *Server) deliverProduct(ctx context.Context, ev queue.Event) (time.Durat
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	m.Webhook.Attempts++
-	if attemptErr == nil {
-		m.Webhook.Status = WebhookDelivered
-		m.Webhook.LastError = ""
-	} else {
-		m.Webhook.LastError = attemptErr.Error()
-		if m.Webhook.Attempts >= maxAttempts {
-			m.Webhook.Status = WebhookFailed
-		}
-	}
+	m.Webhook.record(attemptErr, maxAttempts)
 	v, _ := json.Marshal(m)
 	if _, err := s.pmeta.Update(context.WithoutCancel(ctx), ev.JobID, v, entry.Revision()); err != nil {
 		return 0, fmt.Errorf("api: store webhook state: %w", err)
 	}
 	s.log.Info("product webhook attempt", zap.String("job_id", rec.ID), zap.Int("attempt", m.Webhook.Attempts),
 		zap.String("status", m.Webhook.Status), zap.String("last_error", m.Webhook.LastError))
-	if m.Webhook.Status == WebhookPending {
-		return max(s.delays[m.Webhook.Attempts-1], time.Millisecond), nil
-	}
-	return 0, nil
+	return s.retryAfter(m.Webhook), nil
 }

@@ -161,26 +161,14 @@ func (s *Server) deliver(ctx context.Context, ev queue.Event) (time.Duration, er
 		return 0, ctx.Err() // shutting down: the attempt does not count
 	}
 
-	m.Webhook.Attempts++
-	if attemptErr == nil {
-		m.Webhook.Status = WebhookDelivered
-		m.Webhook.LastError = ""
-	} else {
-		m.Webhook.LastError = attemptErr.Error()
-		if m.Webhook.Attempts >= maxAttempts {
-			m.Webhook.Status = WebhookFailed
-		}
-	}
+	m.Webhook.record(attemptErr, maxAttempts)
 	v, _ := json.Marshal(m)
 	if _, err := s.meta.Update(context.WithoutCancel(ctx), ev.JobID, v, entry.Revision()); err != nil {
 		return 0, fmt.Errorf("api: store webhook state: %w", err)
 	}
 	s.log.Info("webhook attempt", zap.String("job_id", rec.ID), zap.Int("attempt", m.Webhook.Attempts),
 		zap.String("status", m.Webhook.Status), zap.String("last_error", m.Webhook.LastError))
-	if m.Webhook.Status == WebhookPending {
-		return max(s.delays[m.Webhook.Attempts-1], time.Millisecond), nil
-	}
-	return 0, nil
+	return s.retryAfter(m.Webhook), nil
 }
 
 // hookBody is the webhook body of a finished record, with fresh URLs.
@@ -237,4 +225,27 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// record counts a delivery attempt: delivered on success, failed once
+// maxAttempts attempts failed, else still pending with the error kept.
+func (w *webhookState) record(err error, maxAttempts int) {
+	w.Attempts++
+	if err == nil {
+		w.Status, w.LastError = WebhookDelivered, ""
+		return
+	}
+	w.LastError = err.Error()
+	if w.Attempts >= maxAttempts {
+		w.Status = WebhookFailed
+	}
+}
+
+// retryAfter is the wait before the next attempt of a pending webhook
+// (0 when no attempt follows).
+func (s *Server) retryAfter(w *webhookState) time.Duration {
+	if w.Status != WebhookPending {
+		return 0
+	}
+	return max(s.delays[w.Attempts-1], time.Millisecond)
 }
