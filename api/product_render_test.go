@@ -67,8 +67,8 @@ func countFrames(t *testing.T, path string) (codec.Info, int) {
 // TestProductRenderAndFinish runs real product jobs through the worker
 // daemon: a standard vfx video job, its vfx_finish child at 2160 (a
 // decodable render with the parent's frame count, 2160 on the shorter
-// side), and a fast-mode job (rendered smaller, upscaled back to the
-// standard size, half the credits).
+// side), a fast-mode job (rendered smaller, upscaled back to the
+// standard size, half the credits) and an auto-matte job.
 func TestProductRenderAndFinish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders real video (-short)")
@@ -82,6 +82,9 @@ func TestProductRenderAndFinish(t *testing.T) {
 	fastBody := vfxJob("fast", src)
 	fastBody["inputs"].(map[string]any)["mode"] = "fast"
 	fast := productJob(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, fastBody))
+	autoBody := vfxJob("auto", src)
+	autoBody["inputs"].(map[string]any)["alpha_mode"] = "auto"
+	auto := productJob(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, autoBody))
 
 	j := e.waitProduct(o.Key, std.ID)
 	if j.Status != ProductSuccess || *j.CreditsCharged != 16 || j.Outputs["alpha"] == "" {
@@ -105,6 +108,14 @@ func TestProductRenderAndFinish(t *testing.T) {
 		t.Fatalf("fast mode processed at %dx%d, want a 42-pixel shorter side", sinfo.DisplayWidth, sinfo.DisplayHeight)
 	}
 
+	aj := e.waitProduct(o.Key, auto.ID)
+	if aj.Status != ProductSuccess || *aj.CreditsCharged != 16 || aj.Outputs["alpha"] == "" {
+		t.Fatalf("auto-matte job: %+v", aj)
+	}
+	if _, n = countFrames(t, fetchOutput(t, aj.Outputs["alpha"], "auto-alpha.mp4")); n != 8 {
+		t.Fatalf("auto-matte alpha: %d frames, want 8", n)
+	}
+
 	r := e.do("POST", "/v1/products/vfx_finish/jobs", o.Key, map[string]any{"model_id": "vfx-2.0", "idempotency_key": "finish",
 		"inputs": map[string]any{"parent_job_id": std.ID, "target_resolution": 2160}})
 	if r.status != 202 {
@@ -119,7 +130,7 @@ func TestProductRenderAndFinish(t *testing.T) {
 		t.Fatalf("finish render: %d frames %dx%d, want 8 at 3240x2160", n, info.DisplayWidth, info.DisplayHeight)
 	}
 	c := e.credits(o.ID)
-	if c.Charged != 16+8+24 || c.Reserved != 0 {
+	if c.Charged != 16+8+16+24 || c.Reserved != 0 {
 		t.Fatalf("ledger: %+v", c)
 	}
 }
