@@ -166,6 +166,7 @@ type Server struct {
 	meta     jetstream.KeyValue
 	idem     jetstream.KeyValue
 	index    jetstream.KeyValue
+	chunk    int // entries per chunk of the job index (DefaultIndexChunk)
 	pmeta    jetstream.KeyValue
 	pidem    jetstream.KeyValue
 	products []*productDef
@@ -193,7 +194,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
-	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
+		chunk: DefaultIndexChunk}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -251,6 +253,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
 		return nil, err
+	}
+	if n, err := s.migrateIndex(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
 	}
 	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
 		return nil, err
