@@ -222,3 +222,65 @@ func TestListIndexMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexConcurrentInserts inserts from several goroutines at once (as
+// several requests or replicas do) into one account with small chunks:
+// no entry is lost and the chunks stay ordered.
+func TestIndexConcurrentInserts(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	ctx := context.Background()
+	e.srv.chunk = 3
+	acct := keyPart("acct_concurrent")
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const workers, each = 4, 25
+	errs := make(chan error, workers)
+	sfxs := make([][]string, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				// Interleaved times, some out of order between workers.
+				tm := base.Add(time.Duration(i*workers+(w*7)%workers) * time.Millisecond)
+				id := fmt.Sprintf("vfx_w%di%d", w, i)
+				sfxs[w] = append(sfxs[w], indexSuffix(tm, id))
+				if err := e.srv.indexInsert(ctx, acct, indexSuffix(tm, id), id); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []string
+	for _, s := range sfxs {
+		all = append(all, s...)
+	}
+	slices.Sort(all)
+	h, ok, err := e.srv.indexHeadOf(ctx, acct)
+	if err != nil || !ok || h.Chunk < 5 {
+		t.Fatalf("head %+v %v %v", h, ok, err)
+	}
+	var union []string
+	prevMin := ""
+	for c := 0; c <= h.Chunk; c++ {
+		sfx, err := e.srv.chunkSuffixes(ctx, acct, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sfx) > 0 && prevMin != "" && sfx[len(sfx)-1] >= prevMin {
+			t.Fatalf("chunk %d max %s not before chunk %d min %s", c, sfx[len(sfx)-1], c-1, prevMin)
+		}
+		if len(sfx) > 0 {
+			prevMin = sfx[0]
+		}
+		union = append(union, sfx...)
+	}
+	slices.Sort(union)
+	if !slices.Equal(union, all) {
+		t.Fatalf("chunks hold %d entries, want %d", len(union), len(all))
+	}
+}
