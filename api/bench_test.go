@@ -34,6 +34,9 @@ const benchClients = 8
 type benchAPI struct {
 	url    string
 	key    string
+	srv    *Server
+	q      *queue.Queue
+	owner  string // the key's account id
 	client *http.Client
 	source []byte // a JSON submission body with a small data: PNG source
 }
@@ -102,7 +105,7 @@ func newBenchAPI(b *testing.B) *benchAPI {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchAPI{url: ts.URL, key: key, client: client, source: body}
+	return &benchAPI{url: ts.URL, key: key, srv: srv, q: q, owner: a.ID, client: client, source: body}
 }
 
 // benchPNG is a 64x48 RGB PNG, decoded by the API's content checks on

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,12 +112,6 @@ func keyPart(id string) string {
 func idemKey(owner, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return keyPart(owner) + "." + hex.EncodeToString(sum[:20])
-}
-
-// indexKey orders an account's jobs newest first: the inverted creation
-// time, then the id.
-func indexKey(owner string, created time.Time, jobID string) string {
-	return fmt.Sprintf("%s.%019d_%s", keyPart(owner), math.MaxInt64-created.UnixNano(), jobID)
 }
 
 // postGeneration is POST /v1/vfx/generations.
@@ -261,7 +253,7 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 	if _, err := s.meta.Put(ctx, jobID, mv); err != nil {
 		return release(fmt.Errorf("api: job meta: %w", err))
 	}
-	if _, err := s.index.Put(ctx, indexKey(p.Account.ID, now, jobID), []byte(jobID)); err != nil {
+	if err := s.indexAdd(ctx, p.Account.ID, now, jobID); err != nil {
 		return release(fmt.Errorf("api: job index: %w", err))
 	}
 	reqJSON, _ := json.Marshal(jr)
@@ -455,27 +447,32 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 		limit = n
 	}
 	owner := principalOf(ctx).Account.ID
-	prefix := keyPart(owner) + "."
-	after := ""
+	acct := keyPart(owner)
+	prefix := acct + "."
+	after, startChunk := "", -1
 	if v := q.Get("page_token"); v != "" {
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil || !strings.HasPrefix(string(b), prefix) {
 			return unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
 		}
-		after = string(b)
+		startChunk, after = parsePageToken(string(b)[len(prefix):])
 	}
-	keys, err := s.indexKeys(ctx, prefix)
+	cur, err := s.indexScan(ctx, acct, after, startChunk)
 	if err != nil {
 		return err
 	}
-	start, _ := slices.BinarySearch(keys, after)
-	if after != "" && start < len(keys) && keys[start] == after {
-		start++
-	}
 	page := listPage{Jobs: []Job{}}
-	i := start
-	for ; i < len(keys) && len(page.Jobs) < limit; i++ {
-		_, id, _ := strings.Cut(keys[i][len(prefix):], "_")
+	var last indexEntry
+	for len(page.Jobs) < limit {
+		e, ok, err := cur.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		last = e
+		id := e.jobID()
 		rec, _, err := s.q.Get(ctx, id)
 		if errors.Is(err, queue.ErrNotFound) {
 			continue // indexed by a submission that failed
@@ -492,28 +489,15 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 		}
 		page.Jobs = append(page.Jobs, job)
 	}
-	if i < len(keys) && len(page.Jobs) > 0 {
-		tok := base64.RawURLEncoding.EncodeToString([]byte(keys[i-1]))
-		page.NextPageToken = &tok
+	if len(page.Jobs) == limit {
+		// A token only when an entry follows the page's last one.
+		if _, more, err := cur.next(ctx); err != nil {
+			return err
+		} else if more {
+			tok := base64.RawURLEncoding.EncodeToString([]byte(pageToken(acct, last)))
+			page.NextPageToken = &tok
+		}
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
-}
-
-// indexKeys returns an account's index keys, sorted (newest first).
-func (s *Server) indexKeys(ctx context.Context, prefix string) ([]string, error) {
-	kl, err := s.index.ListKeysFiltered(ctx, prefix+">")
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("api: job index: %w", err)
-	}
-	defer func() { _ = kl.Stop() }()
-	var keys []string
-	for k := range kl.Keys() {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys, nil
 }

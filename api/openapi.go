@@ -112,6 +112,7 @@ var errorCodes = map[string]string{
 	CodeInternal:                "500: internal error; the outcome of a submission is uncertain: resend it with the same idempotency_key.",
 	CodeUnavailable:             "503 (with Retry-After): NATS or object storage unreachable for a moment, or a job with the same idempotency_key still being created; resend the same request.",
 	CodeNotFound:                "404: no such route.",
+	CodeMethodNotAllowed:        "405: the path exists but does not serve the request's method; the Allow header lists the methods it does (GET implies HEAD). Product API paths answer it in the detail shape.",
 	CodeUnauthorized:            "401 (operator API): missing or wrong Authorization: Bearer token.",
 	CodeAccountNotFound:         "404 (operator API): no such account.",
 	CodeKeyNotFound:             "404 (operator API): no such key.",
@@ -378,5 +379,33 @@ func (s *Server) OpenAPI() map[string]any {
 		},
 	}
 	s.addProductAPI(doc)
+	s.addMethodNotAllowed(doc)
 	return doc
+}
+
+// addMethodNotAllowed documents the 405 of every operation: a known path
+// reached with a method it does not serve, with an Allow header.
+func (s *Server) addMethodNotAllowed(doc obj) {
+	product := map[string]bool{}
+	for _, rt := range s.routes {
+		product[rt.Path] = product[rt.Path] || rt.Product
+	}
+	doc["components"].(obj)["headers"].(obj)["Allow"] = obj{"schema": obj{"type": "string"},
+		"description": "The methods the path serves, comma-separated (GET implies HEAD)."}
+	const desc = "The path exists but does not serve this method; Allow lists the methods it does. Codes: " + CodeMethodNotAllowed + "."
+	for path, ops := range doc["paths"].(obj) {
+		schema := obj{"allOf": []any{ref("ErrorEnvelope"), obj{"properties": obj{"error": obj{"properties": obj{"code": obj{"enum": []any{CodeMethodNotAllowed}}}}}}}}
+		if product[path] {
+			schema = obj{"allOf": []any{ref("ProductError"), obj{"properties": obj{"detail": obj{"properties": obj{"error_code": obj{"enum": []any{CodeMethodNotAllowed}}}}}}}}
+		}
+		for _, op := range ops.(obj) {
+			o, ok := op.(obj)
+			if !ok {
+				continue
+			}
+			if rs, ok := o["responses"].(obj); ok {
+				rs["405"] = response(desc, schema, "Allow")
+			}
+		}
+	}
 }

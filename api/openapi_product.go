@@ -37,6 +37,7 @@ var productErrorCodes = map[string]string{
 	CodeParentNotProductJob:    "422 (vfx_finish): the parent is a generation API job (vfx_…), not a vfx product job.",
 	CodeParentFastMode:         "422 (vfx_finish): the parent is a fast-mode vfx job; only standard-mode jobs can be finished.",
 	CodeParentIsFinish:         "422 (vfx_finish): the parent is itself a vfx_finish job.",
+	CodeMethodNotAllowed:       "405: the path exists but does not serve the request's method; the Allow header lists the methods it does.",
 	CodeRequestTooLarge:        "413: request body over the cap.",
 	CodeInternal:               "500: internal error; the outcome is uncertain: resend the exact request with the same idempotency_key.",
 	CodeUnavailable:            "503: a job with the same idempotency_key is still being created; resend the same request.",

@@ -37,6 +37,15 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			}
 		}
 	}
+	// Every operation documents the 405 of a wrong method on its path.
+	for p, ops := range doc.Paths {
+		for m, raw := range ops {
+			var op struct{ Responses map[string]json.RawMessage }
+			if json.Unmarshal(raw, &op) == nil && op.Responses != nil && op.Responses["405"] == nil {
+				t.Errorf("%s %s documents no 405", m, p)
+			}
+		}
+	}
 	slices.Sort(served)
 	slices.Sort(documented)
 	if !slices.Equal(served, documented) {
@@ -44,7 +53,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	text := string(r.body)
 	for _, s := range []string{
-		`"201"`, `"200"`, `"400"`, `"401"`, `"402"`, `"404"`, `"409"`, `"413"`, `"422"`, `"429"`, `"204"`,
+		`"201"`, `"200"`, `"400"`, `"401"`, `"402"`, `"404"`, `"405"`, `"409"`, `"413"`, `"422"`, `"429"`, `"204"`,
 		"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "webhook-signature", "webhook-id", "webhook-timestamp",
 		"next_page_token", "page_token", "idempotency_key", "callback_url", "alpha_keyframe_index", "max_resolution", "reference_image_uri",
 		"billing_period_start", "current_period_usage", "total_usage", "upload_url", "vfx_uri", "completed_at", "modified_at", "last_error",
@@ -55,7 +64,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	for _, c := range append(slices.Clone(generationCodes), CodeInvalidAPIKey, CodeJobNotFound, CodeRateLimitExceeded,
-		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename) {
+		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename, CodeMethodNotAllowed) {
 		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
 			t.Errorf("error code %s not documented", c)
 		}
@@ -63,7 +72,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// Every code of the product API, and its notes.
 	for _, c := range []string{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
 		CodeUnsupportedBillingUnit, CodeBudgetExceeded, CodeJobNotFound, CodeProductNotFound, CodeModelNotFound, CodeIdempotencyConflict,
-		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful} {
+		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful,
+		CodeMethodNotAllowed} {
 		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
 			t.Errorf("product error code %s not documented", c)
 		}

@@ -94,7 +94,7 @@ func asProductErr(err error) (*productErr, bool) {
 // handleProduct registers a product API route: every error is answered in
 // the detail shape.
 func (s *Server) handleProduct(method, path string, h handlerFunc) {
-	s.routes = append(s.routes, route{method, path})
+	s.routes = append(s.routes, route{Method: method, Path: path, Product: true})
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		err := h(w, r)
 		if err == nil {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -165,11 +166,13 @@ type Server struct {
 	meta     jetstream.KeyValue
 	idem     jetstream.KeyValue
 	index    jetstream.KeyValue
+	chunk    int // entries per chunk of the job index (DefaultIndexChunk)
 	pmeta    jetstream.KeyValue
 	pidem    jetstream.KeyValue
 	products []*productDef
 	mux      *http.ServeMux
 	routes   []route
+	methods  *http.ServeMux // one pattern per route path, answering 405
 	resolver *store.Resolver
 	guard    *store.AddressGuard
 	hooks    *http.Client
@@ -178,9 +181,11 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
-// route is one registered pattern, kept for the OpenAPI check.
+// route is one registered pattern, kept for the OpenAPI check and the
+// 405 answers; Product marks the product API's routes (detail shape).
 type route struct {
 	Method, Path string
+	Product      bool
 }
 
 // New opens (creating when missing) the API's buckets and builds the
@@ -189,7 +194,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
-	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
+		chunk: DefaultIndexChunk}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -247,6 +253,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
 		return nil, err
+	}
+	if n, err := s.migrateIndex(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
 	}
 	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
 		return nil, err
@@ -309,7 +320,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // handle registers an API route answered with errors through writeError.
 func (s *Server) handle(method, path string, h handlerFunc) {
-	s.routes = append(s.routes, route{method, path})
+	s.routes = append(s.routes, route{Method: method, Path: path})
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -346,9 +357,60 @@ func (s *Server) buildRoutes() {
 	s.handle("PUT", "/admin/v1/orgs/{id}/products/{product}", s.withAdmin(s.adminSetProduct))
 	s.handle("PUT", "/admin/v1/orgs/{id}/models/{model_id}/consent", s.withAdmin(s.adminSetConsent))
 	s.handle("GET", "/admin/v1/orgs/{id}/webhook-secret", s.withAdmin(s.adminOrgWebhookSecret))
+	s.buildMethodRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A path of some route reached with another method: 405.
+		if h, pattern := s.methods.Handler(r); pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
 		s.writeError(w, r, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
+}
+
+// buildMethodRoutes registers, for each path of s.routes, a method-less
+// pattern answering 405 METHOD_NOT_ALLOWED with an Allow header listing
+// the path's methods (GET implies HEAD, as net/http serves HEAD through
+// GET handlers). The main mux's catch-all consults it, so a wrong method
+// on a known path is a 405 and an unknown path stays a 404. Product API
+// paths answer in the detail shape, the others in the envelope.
+func (s *Server) buildMethodRoutes() {
+	s.methods = http.NewServeMux()
+	type pathInfo struct {
+		methods []string
+		product bool
+	}
+	var order []string
+	paths := map[string]*pathInfo{}
+	for _, rt := range s.routes {
+		pi := paths[rt.Path]
+		if pi == nil {
+			pi = &pathInfo{}
+			paths[rt.Path] = pi
+			order = append(order, rt.Path)
+		}
+		pi.methods = append(pi.methods, rt.Method)
+		if rt.Method == http.MethodGet {
+			pi.methods = append(pi.methods, http.MethodHead)
+		}
+		pi.product = pi.product || rt.Product
+	}
+	for _, path := range order {
+		pi := paths[path]
+		slices.Sort(pi.methods)
+		allow := strings.Join(slices.Compact(pi.methods), ", ")
+		product := pi.product
+		s.methods.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			msg := fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)
+			if product {
+				writeJSON(w, http.StatusMethodNotAllowed, productDetail{Detail: productDetailBody{
+					ErrorCode: CodeMethodNotAllowed, Message: msg, UnknownFields: []string{}, MissingFields: []string{}}})
+				return
+			}
+			writeJSON(w, http.StatusMethodNotAllowed, envelope{Error: envelopeBody{Code: CodeMethodNotAllowed, Message: msg}})
+		})
+	}
 }
 
 // principalKey is the context key of the authenticated principal.

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMethodNotAllowed sends, over loopback HTTP, every method a route's
+// path does not serve to every registered route, and checks the 405, the
+// Allow header and the error shape of the route's family; unknown paths
+// stay 404 and served methods are not answered 405.
+func TestMethodNotAllowed(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	served := map[string][]string{} // path → methods
+	product := map[string]bool{}
+	for _, rt := range e.srv.routes {
+		served[rt.Path] = append(served[rt.Path], rt.Method)
+		product[rt.Path] = product[rt.Path] || rt.Product
+	}
+	if len(served) < 20 || !product["/v1/product-jobs/{job_id}"] || product["/v1/vfx/generations"] {
+		t.Fatalf("routes %v product %v", served, product)
+	}
+	concrete := func(p string) string {
+		for _, w := range []string{"{job_id}", "{id}", "{key_id}", "{product}", "{model_id}"} {
+			p = strings.ReplaceAll(p, w, "x1")
+		}
+		return p
+	}
+	checked := 0
+	for path, methods := range served {
+		want := slices.Clone(methods)
+		if slices.Contains(want, "GET") {
+			want = append(want, "HEAD")
+		}
+		slices.Sort(want)
+		for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+			if slices.Contains(want, m) {
+				continue
+			}
+			r := e.do(m, concrete(path), "", nil)
+			if r.status != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: status %d body %s", m, path, r.status, r.body)
+				continue
+			}
+			if got := r.header.Get("Allow"); got != strings.Join(want, ", ") {
+				t.Errorf("%s %s: Allow %q, want %q", m, path, got, strings.Join(want, ", "))
+			}
+			if product[path] {
+				var b struct {
+					Detail *struct {
+						ErrorCode     string   `json:"error_code"`
+						Message       string   `json:"message"`
+						UnknownFields []string `json:"unknown_fields"`
+						MissingFields []string `json:"missing_fields"`
+					} `json:"detail"`
+					Error any `json:"error"`
+				}
+				if err := json.Unmarshal(r.body, &b); err != nil || b.Detail == nil || b.Error != nil ||
+					b.Detail.ErrorCode != CodeMethodNotAllowed || b.Detail.Message == "" || b.Detail.UnknownFields == nil || b.Detail.MissingFields == nil {
+					t.Errorf("%s %s: product body %s (%v)", m, path, r.body, err)
+				}
+			} else {
+				var b map[string]any
+				_ = json.Unmarshal(r.body, &b)
+				if r.code() != CodeMethodNotAllowed || b["detail"] != nil || !strings.Contains(string(r.body), m) {
+					t.Errorf("%s %s: envelope body %s", m, path, r.body)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d wrong-method requests checked", checked)
+	}
+	// A served method still reaches its handler (401 without a key, not 405).
+	if r := e.do("GET", "/v1/vfx/generations", "", nil); r.status != 401 || r.header.Get("Allow") != "" {
+		t.Errorf("GET list without key: %d %s", r.status, r.body)
+	}
+	// HEAD on a GET route is served by the GET handler.
+	if r := e.do("HEAD", "/v1/openapi.json", "", nil); r.status != 200 {
+		t.Errorf("HEAD openapi: %d", r.status)
+	}
+	// Unknown paths, and known paths with an extra segment, stay 404.
+	for _, p := range []string{"/v1/nothing", "/v1/vfx/generations/a/b", "/v1/uploads/x", "/"} {
+		for _, m := range []string{"GET", "DELETE"} {
+			if r := e.do(m, p, "", nil); r.status != 404 || r.code() != CodeNotFound || r.header.Get("Allow") != "" {
+				t.Errorf("%s %s: %d %s", m, p, r.status, r.body)
+			}
+		}
+	}
+}
