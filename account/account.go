@@ -39,8 +39,10 @@ const (
 	// BucketUsage holds per-period usage totals ("<account>.period.<start
 	// unix>") and the charge ledger ("<account>.charge.<job id>").
 	BucketUsage = "usage"
-	// BucketInFlight holds, per account, the jobs admitted by Reserve and not
-	// yet settled, with their estimated costs.
+	// BucketInFlight holds, per account, one entry per job admitted by
+	// Reserve and not yet settled ("<account>.job.<job id>", with its
+	// estimated cost) and the aggregate of those entries ("<account>.sum":
+	// count and estimated cost). See inflight.go.
 	BucketInFlight = "inflight"
 )
 
@@ -235,24 +237,28 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		name string
 		desc string
 		ttl  time.Duration
+		// marker enables per-message TTLs, for the short-lived markers
+		// of removed entries.
+		marker time.Duration
 	}{
-		{&s.accounts, BucketAccounts, "vfx accounts", 0},
-		{&s.keys, BucketKeys, "vfx api keys (hashed)", 0},
-		{&s.hashes, BucketKeyHashes, "vfx api key hash index", 0},
-		{&s.ratelimits, BucketRateLimits, "vfx per-minute rate limit counters", rateLimitTTL},
-		{&s.usage, BucketUsage, "vfx usage per billing period and charge ledger", 0},
-		{&s.inflight, BucketInFlight, "vfx in-flight job reservations", 0},
-		{&s.orgs, BucketOrgs, "vfx organisations, teams, product enablement, consent", 0},
-		{&s.credits, BucketCredits, "vfx organisation credit ledger", 0},
+		{&s.accounts, BucketAccounts, "vfx accounts", 0, 0},
+		{&s.keys, BucketKeys, "vfx api keys (hashed)", 0, 0},
+		{&s.hashes, BucketKeyHashes, "vfx api key hash index", 0, 0},
+		{&s.ratelimits, BucketRateLimits, "vfx per-minute rate limit counters", rateLimitTTL, 0},
+		{&s.usage, BucketUsage, "vfx usage per billing period and charge ledger", 0, 0},
+		{&s.inflight, BucketInFlight, "vfx in-flight job reservations", 0, purgeMarkerTTL},
+		{&s.orgs, BucketOrgs, "vfx organisations, teams, product enablement, consent", 0, 0},
+		{&s.credits, BucketCredits, "vfx organisation credit ledger", 0, 0},
 	}
 	for _, b := range buckets {
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      b.name,
-			Description: b.desc,
-			History:     1,
-			TTL:         b.ttl,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
+			Bucket:         b.name,
+			Description:    b.desc,
+			History:        1,
+			TTL:            b.ttl,
+			LimitMarkerTTL: b.marker,
+			Storage:        jetstream.FileStorage,
+			Replicas:       cfg.Replicas,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("account: open: bucket %s: %w", b.name, err)

@@ -145,17 +145,6 @@ func pushRecent(list []string, id string) []string {
 	return list
 }
 
-// reservation is one job admitted by Reserve.
-type reservation struct {
-	Cost float64   `json:"cost"`
-	At   time.Time `json:"at"`
-}
-
-// inflightRecord is the stored set of an account's jobs in flight.
-type inflightRecord struct {
-	Jobs map[string]reservation `json:"jobs"`
-}
-
 // Ledger states of a charge.
 const (
 	chargePending = "pending" // recorded; period usage not yet counted
@@ -209,97 +198,6 @@ func usageKey(accountID string, periodStart time.Time) string {
 // nothing was charged).
 func (s *Service) readUsage(ctx context.Context, accountID string, start time.Time) (periodUsage, error) {
 	return casJSON(ctx, s.usage, usageKey(accountID, start), func(*periodUsage, bool) (bool, error) { return false, nil })
-}
-
-func sumReserved(r inflightRecord) float64 {
-	var sum float64
-	for _, j := range r.Jobs {
-		sum += j.Cost
-	}
-	return roundMoney(sum)
-}
-
-// Reserve admits a job at submission, atomically per account (a
-// compare-and-set on the account's in-flight record, which holds the
-// estimated cost of every job in flight). The account's current limits and
-// balance are read from the store (acct supplies the id). In order:
-//
-//   - enforceConcurrency (personal keys): the jobs in flight must be fewer
-//     than RateLimits.Concurrency, else a *LimitError with ErrConcurrencyLimit;
-//   - always: the period's usage + the in-flight estimates + cost must not
-//     exceed SpendingLimit, else ErrHardLimit (the error carries the numbers);
-//   - prepaid accounts: PrepaidBalance must cover the in-flight estimates +
-//     cost, else ErrInsufficientBalance.
-//
-// Reserving a jobID already in flight is a no-op. ErrNotFound for an unknown
-// account, ErrInvalid for a malformed job id or a negative cost.
-func (s *Service) Reserve(ctx context.Context, acct Account, jobID string, cost float64, enforceConcurrency bool) error {
-	if !validID(jobID) {
-		return fmt.Errorf("%w: job id %q", ErrInvalid, jobID)
-	}
-	if !validMoney(&cost) {
-		return fmt.Errorf("%w: cost must be a non-negative number", ErrInvalid)
-	}
-	if !validID(acct.ID) {
-		return fmt.Errorf("%w: account %q", ErrNotFound, acct.ID)
-	}
-	const eps = 1e-9
-	_, err := casJSON(ctx, s.inflight, acct.ID, func(r *inflightRecord, _ bool) (bool, error) {
-		if _, ok := r.Jobs[jobID]; ok {
-			return false, nil
-		}
-		// Read the account and usage after the in-flight record: a job
-		// settling concurrently is then counted twice (usage and in flight),
-		// never zero times.
-		ar, err := s.getRecord(ctx, acct.ID)
-		if err != nil {
-			return false, err
-		}
-		now := s.cfg.Now()
-		if r.Jobs == nil {
-			r.Jobs = map[string]reservation{}
-		}
-		if ttl := s.cfg.ReservationTTL; ttl > 0 {
-			for id, j := range r.Jobs {
-				if now.Sub(j.At) > ttl {
-					delete(r.Jobs, id)
-				}
-			}
-		}
-		if enforceConcurrency {
-			maxJobs := ar.RateLimits.OrDefault().Concurrency
-			if len(r.Jobs) >= maxJobs {
-				return false, &LimitError{Err: ErrConcurrencyLimit, InFlight: len(r.Jobs), MaxInFlight: maxJobs, Cost: cost}
-			}
-		}
-		start, _ := s.period(now)
-		u, err := s.readUsage(ctx, acct.ID, start)
-		if err != nil {
-			return false, err
-		}
-		reserved := sumReserved(*r)
-		if u.Usage+reserved+cost > ar.SpendingLimit+eps {
-			return false, &LimitError{Err: ErrHardLimit, Usage: u.Usage, Reserved: reserved, Cost: cost, Limit: ar.SpendingLimit, InFlight: len(r.Jobs)}
-		}
-		if ar.BillingType == BillingPrepaid && reserved+cost > ar.PrepaidBalance+eps {
-			return false, &LimitError{Err: ErrInsufficientBalance, Reserved: reserved, Cost: cost, Limit: ar.PrepaidBalance, InFlight: len(r.Jobs)}
-		}
-		r.Jobs[jobID] = reservation{Cost: cost, At: now.UTC()}
-		return true, nil
-	})
-	return wrapOp("reserve", err)
-}
-
-// release drops a job from the account's in-flight record.
-func (s *Service) release(ctx context.Context, accountID, jobID string) error {
-	_, err := casJSON(ctx, s.inflight, accountID, func(r *inflightRecord, _ bool) (bool, error) {
-		if _, ok := r.Jobs[jobID]; !ok {
-			return false, nil
-		}
-		delete(r.Jobs, jobID)
-		return true, nil
-	})
-	return err
 }
 
 // Settle ends a job's reservation. With charged true it first charges the
@@ -410,28 +308,6 @@ func (s *Service) advance(ctx context.Context, key, from, to string) (charge, er
 		return charge{}, fmt.Errorf("ledger %s: %w", key, err)
 	}
 	return c, nil
-}
-
-// InFlight returns the number of the account's jobs reserved and not yet
-// settled. ErrNotFound for an unknown account.
-func (s *Service) InFlight(ctx context.Context, accountID string) (int, error) {
-	if _, err := s.getRecord(ctx, accountID); err != nil {
-		return 0, err
-	}
-	r, err := casJSON(ctx, s.inflight, accountID, func(*inflightRecord, bool) (bool, error) { return false, nil })
-	if err != nil {
-		return 0, fmt.Errorf("account: in flight: %w", err)
-	}
-	n := len(r.Jobs)
-	if ttl := s.cfg.ReservationTTL; ttl > 0 {
-		now := s.cfg.Now()
-		for _, j := range r.Jobs {
-			if now.Sub(j.At) > ttl {
-				n--
-			}
-		}
-	}
-	return n, nil
 }
 
 // Billing returns the account's billing state for the current period.
