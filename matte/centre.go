@@ -1,7 +1,6 @@
 package matte
 
 import (
-	"fmt"
 	"context"
 	"math"
 	"slices"
@@ -433,10 +432,6 @@ func motionCue(key []float32, others, flows [][]float32, lum []float32, w, h int
 		le := max(-2, min(3, 2*(pe[p]-tauE)/tauE))
 		out[p] = 0.5*lf + wt[p]*le
 	}
-	dbgf("tau %.3f tauE %.3f share %.3f", tau, tauE, moving/tot)
-	dbgPGM("res", res, w, h, 0, 4*tau)
-	dbgPGM("pe", pe, w, h, 0, 4*tauE)
-	dbgPGM("mot", out, w, h, -3, 3)
 	if share := moving / tot; share < 0.005 || share > 0.6 {
 		return nil
 	}
@@ -490,14 +485,12 @@ func segmentCentre(pix []float32, prior []float32, motion []float64, w, h int, o
 			un[p] = base[p] + o.Colour*llr[p]
 		}
 		lab = graphCut(un, pair, w, h)
-		dbgPGM(fmt.Sprintf("un%d", it), un, w, h, -5, 5)
-		lv := make([]float64, n)
-		for p, l := range lab {
-			if l {
-				lv[p] = 1
-			}
+	}
+	if !slices.Contains(lab, true) {
+		// Nothing stood out: the centre ellipse, as GrabCut's box.
+		for p := range lab {
+			lab[p] = prior[p] > 0.5
 		}
-		dbgPGM(fmt.Sprintf("lab%d", it), lv, w, h, 0, 1)
 	}
 	return lab
 }

@@ -1,6 +1,7 @@
 package matte
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -131,5 +132,68 @@ func TestMaxflowGrid(t *testing.T) {
 	}
 	if wrong > 12 {
 		t.Errorf("%d pixels on the wrong side of the cut, want <= 12", wrong)
+	}
+}
+
+func TestGlobalMotionAndCut(t *testing.T) {
+	// A textured 96x64 frame panned by (2, -1) px, with an 24x24 square
+	// moving by (-3, 2): the global fit must find the pan (small residual
+	// outside the square) and the motion cue plus graph cut the square.
+	w, h := 96, 64
+	tex := func(x, y float64) float64 {
+		return 0.5 + 0.25*math.Sin(x/3.1)*math.Cos(y/2.3) + 0.2*math.Sin((x+2*y)/5.7)
+	}
+	in := func(x, y int) bool { return x >= 36 && x < 60 && y >= 20 && y < 44 }
+	n := w * h
+	key, oth := make([]float32, 3*n), make([]float32, 3*n)
+	lum := make([]float32, n)
+	flow := make([]float32, 2*n)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			p := y*w + x
+			u, v := 2.0, -1.0
+			if in(x, y) {
+				u, v = -3, 2
+			}
+			flow[p], flow[n+p] = float32(u), float32(v)
+			kv := tex(float64(x), float64(y))
+			if in(x, y) {
+				kv = tex(float64(x)*1.7+40, float64(y)*1.3)
+			}
+			lum[p] = float32(kv)
+			// the other frame: key content moved by the flow (global pan;
+			// the square's own motion is irrelevant for the compensated
+			// error, which only needs it to differ)
+			ov := tex(float64(x)-2, float64(y)+1)
+			if in(x, y) {
+				ov = tex(float64(x)*1.7+40+5, float64(y)*1.3-3)
+			}
+			for c := 0; c < 3; c++ {
+				key[c*n+p], oth[c*n+p] = float32(kv), float32(ov)
+			}
+		}
+	}
+	res, A := globalMotion(flow, ones(n), w, h)
+	if math.Abs(A[0][0]-2) > 0.05 || math.Abs(A[1][0]+1) > 0.05 {
+		t.Errorf("global motion %v, want translation (2, -1)", A)
+	}
+	if res[0] > 0.05 || res[40*w+48] < 5 {
+		t.Errorf("residual %.3f outside, %.3f inside the square", res[0], res[40*w+48])
+	}
+	m := motionCue(key, [][]float32{oth}, [][]float32{flow}, lum, w, h)
+	if m == nil {
+		t.Fatal("motion cue: none")
+	}
+	lab := segmentCentre(key, make([]float32, n), m, w, h, DefaultCentreOptions())
+	wrong := 0
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			if lab[y*w+x] != in(x, y) {
+				wrong++
+			}
+		}
+	}
+	if wrong > 24*4 {
+		t.Errorf("%d pixels mislabelled, want <= %d", wrong, 24*4)
 	}
 }
