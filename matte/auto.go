@@ -21,7 +21,8 @@ const (
 	// temporal median) of a static camera.
 	AutoStatic
 	// AutoCentre segments the keyframe by colour from a centre prior
-	// (GrabCut-like) and propagates it with select.
+	// (graph cut over colour, a centre ellipse and motion) and propagates
+	// it with select.
 	AutoCentre
 )
 
