@@ -20,9 +20,9 @@ const (
 	// AutoStatic differences each frame against a clean plate (the
 	// temporal median) of a static camera.
 	AutoStatic
-	// AutoCentre segments the keyframe by colour from a centre prior
-	// (graph cut over colour, a centre ellipse and motion) and propagates
-	// it with select.
+	// AutoCentre segments the middle frame with a graph cut (colour
+	// models, a centre ellipse and a motion cue) and propagates it with
+	// select.
 	AutoCentre
 )
 
