@@ -20,8 +20,9 @@ const (
 	// AutoStatic differences each frame against a clean plate (the
 	// temporal median) of a static camera.
 	AutoStatic
-	// AutoCentre segments the keyframe by colour from a centre prior
-	// (GrabCut-like) and propagates it with select.
+	// AutoCentre segments the middle frame with a graph cut (colour
+	// models, a centre ellipse and a motion cue) and propagates it with
+	// select.
 	AutoCentre
 )
 
@@ -41,13 +42,13 @@ type AutoOptions struct {
 	// PlateThreshold is the colour distance (sRGB units) above which a
 	// pixel differs from the plate.
 	PlateThreshold float32
-	// CentreIterations are the colour-model rounds of the centre prior.
-	CentreIterations int
+	// Centre tunes the centre-prior segmentation of the keyframe.
+	Centre CentreOptions
 }
 
 // DefaultAutoOptions are the tuned defaults.
 func DefaultAutoOptions() AutoOptions {
-	return AutoOptions{Select: DefaultSelectOptions(), PlateSamples: 25, StaticFraction: 0.6, PlateThreshold: 0.09, CentreIterations: 8}
+	return AutoOptions{Select: DefaultSelectOptions(), PlateSamples: 25, StaticFraction: 0.6, PlateThreshold: 0.09, Centre: DefaultCentreOptions()}
 }
 
 // AutoPlan is what auto found in a clip and what it needs to make the
@@ -222,10 +223,8 @@ func (a *AutoPlan) Mattes(ctx context.Context, src Frames, emit func(i int, m ke
 		return err
 	}
 	defer a.dev.Free(key)
-	// The keyframe is the middle frame: the subject of a framed shot is
-	// most likely centred there, and propagation runs half as far.
-	index := src.Len() / 2
-	if err := a.centre(ctx, src, index, key); err != nil {
+	index, err := a.CentreKeyframe(ctx, src, key)
+	if err != nil {
 		return err
 	}
 	return Propagate(ctx, a.dev, src, index, key, a.o.Select, emit)
@@ -270,69 +269,14 @@ func (a *AutoPlan) static(ctx context.Context, src Frames, emit func(i int, m ke
 	return nil
 }
 
-// centre writes into key the centre-prior segmentation of frame index.
-func (a *AutoPlan) centre(ctx context.Context, src Frames, index int, key kernels.Image) error {
-	p, err := newPropagator(a.dev, a.w, a.h, a.o.Select)
-	if err != nil {
-		return err
+// CentreKeyframe segments the keyframe of AutoCentre into key (1
+// channel at the flow size) and returns its index: the middle frame (the
+// subject of a framed shot is most likely centred there, and propagation
+// runs half as far). Mattes calls it; it is exported to time it.
+func (a *AutoPlan) CentreKeyframe(ctx context.Context, src Frames, key kernels.Image) (int, error) {
+	if err := checkSize("keyframe matte", key, a.w, a.h, 1); err != nil {
+		return 0, err
 	}
-	defer p.close()
-	frame, err := a.dev.NewImage(a.w, a.h, 3)
-	if err != nil {
-		return err
-	}
-	defer a.dev.Free(frame)
-	if err := src.Frame(ctx, index, frame); err != nil {
-		return err
-	}
-	prior, err := a.dev.NewImage(a.w, a.h, 1)
-	if err != nil {
-		return err
-	}
-	defer a.dev.Free(prior)
-	// A soft ellipse over the middle of the frame, 0.5 at its rim.
-	w, h := a.w, a.h
-	pv := make([]float32, w*h)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			dx := (float64(x) + 0.5 - 0.5*float64(w)) / (0.2 * float64(w))
-			dy := (float64(y) + 0.5 - 0.55*float64(h)) / (0.38 * float64(h))
-			r := math.Sqrt(dx*dx + dy*dy)
-			pv[y*w+x] = float32(1 / (1 + math.Exp(6*(r-1))))
-		}
-	}
-	if err := a.dev.WritePixels(prior, pv); err != nil {
-		return err
-	}
-	if err := a.dev.Ops().Copy(key, prior); err != nil {
-		return err
-	}
-	f := a.o.Select.Fuse
-	f.Prior, f.Global = 1, 1
-	inside, err := a.dev.NewImage(a.w, a.h, 1)
-	if err != nil {
-		return err
-	}
-	defer a.dev.Free(inside)
-	iters := max(1, a.o.CentreIterations)
-	for it := 0; it < iters; it++ {
-		// The foreground model learns only inside the prior (what lies
-		// outside it is background, as outside GrabCut's box).
-		if err := a.dev.Ops().Composite(inside, key, p.zero1, prior); err != nil {
-			return err
-		}
-		if err := p.learnColours(frame, inside); err != nil {
-			return err
-		}
-		// The local classifiers would reinforce an early wrong contour:
-		// they join only in the last round.
-		g := f
-		if it < iters-1 {
-			g.Local = 0
-		}
-		if err := p.fuseWith(key, frame, prior, key, nil, nil, g); err != nil {
-			return err
-		}
-	}
-	return nil
+	index := src.Len() / 2
+	return index, a.centreKey(ctx, src, index, key)
 }
