@@ -219,8 +219,8 @@ func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID strin
 	for _, k := range entry.kinds() {
 		ledgerStep(ctx, "reserve:"+k.String())
 		st, err := s.stepAggregate(ctx, k, jobID, k.key(entry), true, budget)
-		if err == nil && st != stageReserved {
-			err = fmt.Errorf("reservation of job %s was rolled back meanwhile", jobID)
+		if err == nil && st != stageReserved || errors.Is(err, errEntryGone) {
+			err = fmt.Errorf("job %s: %w", jobID, errRolledBack)
 		}
 		if err != nil {
 			return abort(err)
@@ -229,7 +229,7 @@ func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID strin
 	ledgerStep(ctx, "reserve:confirm")
 	entry, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		if !exists || !e.reserving() {
-			return false, fmt.Errorf("reservation of job %s was rolled back meanwhile", jobID)
+			return false, fmt.Errorf("job %s: %w", jobID, errRolledBack)
 		}
 		e.Applied, e.OrgStage = true, stageReserved
 		if e.TeamID != "" {

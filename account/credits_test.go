@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestOrgsTeamsKeys(t *testing.T) {
@@ -298,9 +299,38 @@ func TestCreditLedgerConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 40
+	// Two reconcilers run passes the whole time, in a replica whose clock
+	// is past the grace period of every reservation, so they compete with
+	// the reservations being made (rolling them back when they win) as well
+	// as with the settlements.
+	late, err := Open(ctx, e.js, Config{Now: func() time.Time { return e.clock.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(context.Context, string) (bool, error) { return true, nil }
+	var rwg sync.WaitGroup
+	stop := make(chan struct{})
+	rerrs := make(chan error, 2)
+	for range 2 {
+		rwg.Go(func() {
+			for range 1000 {
+				select {
+				case <-stop:
+					rerrs <- nil
+					return
+				default:
+				}
+				if _, err := late.ReconcileCredits(ctx, o.ID, ReconcileOptions{Limit: 8, JobExists: exists}); err != nil {
+					rerrs <- err
+					return
+				}
+			}
+			rerrs <- nil
+		})
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ok := 0
+	ok, rolledBack, refused := 0, 0, 0
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
@@ -314,21 +344,42 @@ func TestCreditLedgerConcurrent(t *testing.T) {
 				} else {
 					_, err = s.RefundCredits(ctx, fmt.Sprintf("dap_c%d", i))
 				}
-			} else if errors.Is(err, ErrBudgetExceeded) {
+			} else if errors.Is(err, ErrBudgetExceeded) || errors.Is(err, errRolledBack) {
+				mu.Lock()
+				if errors.Is(err, errRolledBack) {
+					rolledBack++
+				} else {
+					refused++
+				}
+				mu.Unlock()
 				err = nil
 			}
 			errs <- err
 		})
 	}
 	wg.Wait()
+	close(stop)
+	rwg.Wait()
+	close(rerrs)
+	for err := range rerrs {
+		if err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	var jobs []string
+	for i := range n {
+		jobs = append(jobs, fmt.Sprintf("dap_c%d", i))
+	}
+	checkSettled(t, s, o.ID, nil, jobs)
 	c, _ := s.Credits(ctx, o.ID)
-	if ok < 30 || c.Credited != c.Balance+c.Reserved+c.Charged || c.Reserved != 0 || c.Balance < 0 {
+	t.Logf("of %d reservations %d succeeded, %d were rolled back by a reconciler, %d were refused", n, ok, rolledBack, refused)
+	if ok == 0 || ok+rolledBack+refused != n || c.Credited != c.Balance+c.Reserved+c.Charged || c.Reserved != 0 || c.Balance < 0 {
 		t.Fatalf("%d reservations succeeded; %+v", ok, c)
 	}
 }

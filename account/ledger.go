@@ -181,6 +181,10 @@ func (e LedgerEntry) kinds() []aggKind {
 	return []aggKind{aggTeam, aggOrg}
 }
 
+// errRolledBack: a reservation being made was rolled back meanwhile by
+// ReconcileCredits (in a process that took it for abandoned).
+var errRolledBack = errors.New("reservation rolled back meanwhile")
+
 // errEntryGone: the entry vanished under a step (it was void and has been
 // rolled back and deleted by another process).
 var errEntryGone = errors.New("ledger entry gone")
@@ -528,7 +532,11 @@ func (s *Service) reconcileOne(ctx context.Context, kv jetstream.KeyValueEntry, 
 		if !stale(idx.CreatedAt) {
 			return nil
 		}
-		if err := s.credits.Delete(ctx, kv.Key(), jetstream.LastRevision(kv.Revision())); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		err := s.credits.Delete(ctx, kv.Key(), jetstream.LastRevision(kv.Revision()))
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil // deleted meanwhile, by the entry's own close
+		}
+		if err != nil {
 			return err
 		}
 		rep.Orphans++
@@ -538,8 +546,8 @@ func (s *Service) reconcileOne(ctx context.Context, kv jetstream.KeyValueEntry, 
 			return nil
 		}
 		if _, err := s.voidEntry(ctx, e.JobID); err != nil {
-			if errors.Is(err, ErrExists) {
-				return nil // completed meanwhile
+			if errors.Is(err, ErrExists) || errors.Is(err, errEntryGone) {
+				return nil // completed, or rolled back, meanwhile
 			}
 			return err
 		}
@@ -579,6 +587,9 @@ func (s *Service) reconcileOne(ctx context.Context, kv jetstream.KeyValueEntry, 
 	}
 	_, won, err := s.finish(ctx, e.JobID, nil)
 	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
 		return err
 	}
 	if won {
