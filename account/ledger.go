@@ -527,8 +527,9 @@ func (s *Service) reconcileOne(ctx context.Context, kv jetstream.KeyValueEntry, 
 		return err
 	}
 	switch {
-	case !found:
-		// The process died between the index key and the entry.
+	case !found || e.OrgID != idx.OrgID:
+		// The process died between the index key and the entry (or the
+		// key came from a reservation refused as a duplicate job id).
 		if !stale(idx.CreatedAt) {
 			return nil
 		}
