@@ -81,8 +81,14 @@ type LedgerEntry struct {
 	// Cost is the settled cost asked for (it exceeds Reserved in
 	// credit_required).
 	Cost int64 `json:"cost,omitempty"`
-	// Applied is set once the reservation is counted in the aggregates.
-	Applied   bool       `json:"applied"`
+	// Applied is set once the reservation is counted in every aggregate;
+	// an entry in LedgerReserved without it is still being reserved.
+	Applied bool `json:"applied"`
+	// OrgStage and TeamStage are the stages (1 reserved, 2 final) the
+	// organisation's and the team's aggregates have applied for this job
+	// (see ledger.go).
+	OrgStage  uint8      `json:"org_stage,omitempty"`
+	TeamStage uint8      `json:"team_stage,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	SettledAt *time.Time `json:"settled_at,omitempty"`
 }
@@ -102,13 +108,13 @@ func (s *Service) AddCredits(ctx context.Context, orgID string, amount int64) (O
 	if _, err := s.GetOrg(ctx, orgID); err != nil {
 		return OrgCredits{}, err
 	}
-	c, err := casJSON(ctx, s.credits, "org."+orgID, func(c *OrgCredits, _ bool) (bool, error) {
+	c, err := casJSON(ctx, s.credits, "org."+orgID, func(c *orgAggregate, _ bool) (bool, error) {
 		c.OrgID = orgID
 		c.Credited += amount
 		c.Balance += amount
 		return true, nil
 	})
-	return c, wrapOp("add credits", err)
+	return c.OrgCredits, wrapOp("add credits", err)
 }
 
 // Credits returns an organisation's credit aggregate (zero when it never
@@ -150,12 +156,17 @@ func (s *Service) TeamCreditsOf(ctx context.Context, teamID string) (TeamCredits
 	return c, nil
 }
 
-// Ledger returns a job's ledger entry, or ErrNotFound.
+// Ledger returns a job's ledger entry, or ErrNotFound (also for a void
+// reservation being rolled back).
 func (s *Service) Ledger(ctx context.Context, jobID string) (LedgerEntry, error) {
 	var e LedgerEntry
 	if err := s.getJSON(ctx, s.credits, "job.", jobID, "ledger entry", &e); err != nil {
 		return LedgerEntry{}, err
 	}
+	if e.State == LedgerVoid {
+		return LedgerEntry{}, fmt.Errorf("%w: ledger entry %q", ErrNotFound, jobID)
+	}
+	e.normalize()
 	return e, nil
 }
 
@@ -166,9 +177,10 @@ func (s *Service) Ledger(ctx context.Context, jobID string) (LedgerEntry, error)
 // compare-and-swap: concurrent submissions of one organisation contend
 // only on the small aggregate value, never on a list of jobs. A refusal is
 // a *BudgetError (ScopeTeamBudget or ScopeBalance) and leaves nothing
-// behind.
+// behind. A process that dies part-way leaves a reservation that
+// ReconcileCredits rolls back after its grace period (see ledger.go).
 func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID string, amount int64) (LedgerEntry, error) {
-	if amount < 0 || !validID(jobID) {
+	if amount < 0 || !validID(jobID) || !validID(orgID) {
 		return LedgerEntry{}, fmt.Errorf("%w: reservation of %d credits for job %q", ErrInvalid, amount, jobID)
 	}
 	var budget *int64
@@ -182,8 +194,15 @@ func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID strin
 		}
 		budget = t.BudgetCredits
 	}
-	entry := LedgerEntry{JobID: jobID, OrgID: orgID, TeamID: teamID, Reserved: amount, State: LedgerReserved,
-		CreatedAt: s.cfg.Now().UTC()}
+	now := s.cfg.Now().UTC()
+	entry := LedgerEntry{JobID: jobID, OrgID: orgID, TeamID: teamID, Reserved: amount, State: LedgerReserved, CreatedAt: now}
+	// The index key first, so that an entry never exists unindexed.
+	ledgerStep(ctx, "reserve:index")
+	idx, _ := json.Marshal(openIndex{JobID: jobID, OrgID: orgID, CreatedAt: now})
+	if _, err := s.credits.Put(ctx, openKey(orgID, jobID), idx); err != nil {
+		return LedgerEntry{}, fmt.Errorf("account: reserve credits: index: %w", err)
+	}
+	ledgerStep(ctx, "reserve:entry")
 	data, _ := json.Marshal(entry)
 	if _, err := s.credits.Create(ctx, "job."+jobID, data); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -191,58 +210,46 @@ func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID strin
 		}
 		return LedgerEntry{}, fmt.Errorf("account: reserve credits: %w", err)
 	}
-	undoEntry := func(err error) (LedgerEntry, error) {
-		_ = s.credits.Delete(context.WithoutCancel(ctx), "job."+jobID)
+	abort := func(err error) (LedgerEntry, error) {
+		if _, verr := s.voidEntry(context.WithoutCancel(ctx), jobID); verr != nil && !errors.Is(verr, errEntryGone) {
+			err = errors.Join(err, verr)
+		}
 		return LedgerEntry{}, wrapOp("reserve credits", err)
 	}
-	if teamID != "" {
-		_, err := casJSON(ctx, s.credits, "team."+teamID, func(c *TeamCredits, _ bool) (bool, error) {
-			c.TeamID = teamID
-			if budget != nil && c.Reserved+c.Charged+amount > *budget {
-				return false, &BudgetError{Scope: ScopeTeamBudget, Need: amount, Available: max(0, *budget-c.Reserved-c.Charged)}
-			}
-			c.Reserved += amount
-			return true, nil
-		})
+	for _, k := range entry.kinds() {
+		ledgerStep(ctx, "reserve:"+k.String())
+		st, err := s.stepAggregate(ctx, k, jobID, k.key(entry), true, budget)
+		if err == nil && st != stageReserved || errors.Is(err, errEntryGone) {
+			err = fmt.Errorf("job %s: %w", jobID, errRolledBack)
+		}
 		if err != nil {
-			return undoEntry(err)
+			return abort(err)
 		}
 	}
-	_, err := casJSON(ctx, s.credits, "org."+orgID, func(c *OrgCredits, _ bool) (bool, error) {
-		c.OrgID = orgID
-		if c.Balance < amount {
-			return false, &BudgetError{Scope: ScopeBalance, Need: amount, Available: c.Balance}
+	ledgerStep(ctx, "reserve:confirm")
+	entry, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
+		if !exists || !e.reserving() {
+			return false, fmt.Errorf("job %s: %w", jobID, errRolledBack)
 		}
-		c.Balance -= amount
-		c.Reserved += amount
+		e.Applied, e.OrgStage = true, stageReserved
+		if e.TeamID != "" {
+			e.TeamStage = stageReserved
+		}
 		return true, nil
 	})
 	if err != nil {
-		if teamID != "" {
-			if uerr := s.teamDelta(context.WithoutCancel(ctx), teamID, -amount, 0); uerr != nil {
-				err = errors.Join(err, uerr)
-			}
-		}
-		return undoEntry(err)
+		return abort(err)
 	}
-	entry, err = casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
-		if !exists {
-			return false, fmt.Errorf("%w: ledger entry of job %s vanished", ErrNotFound, jobID)
+	// The reservation holds from here on. What follows is bookkeeping that
+	// ReconcileCredits finishes should it fail, so its errors are not the
+	// caller's.
+	for _, k := range entry.kinds() {
+		ledgerStep(ctx, "reserve:clean-"+k.String())
+		if err := s.cleanAggregate(ctx, k, jobID, k.key(entry)); err != nil {
+			break
 		}
-		e.Applied = true
-		return true, nil
-	})
-	return entry, wrapOp("reserve credits", err)
-}
-
-func (s *Service) teamDelta(ctx context.Context, teamID string, reserved, charged int64) error {
-	_, err := casJSON(ctx, s.credits, "team."+teamID, func(c *TeamCredits, _ bool) (bool, error) {
-		c.TeamID = teamID
-		c.Reserved += reserved
-		c.Charged += charged
-		return true, nil
-	})
-	return err
+	}
+	return entry, nil
 }
 
 // SettleCredits settles a job that succeeded at cost credits: when cost
@@ -250,12 +257,14 @@ func (s *Service) teamDelta(ctx context.Context, teamID string, reserved, charge
 // the rest of the reservation back to the balance); when it does not, the
 // whole reservation is refunded and the entry becomes
 // LedgerCreditRequired. A final entry is returned unchanged, so settling
-// twice is harmless. ErrNotFound when the job has no entry.
+// twice is harmless; a settlement that a crash interrupted is finished by
+// the next call. ErrNotFound when the job has no entry; ErrInvalid when
+// its reservation is still being made.
 func (s *Service) SettleCredits(ctx context.Context, jobID string, cost int64) (LedgerEntry, error) {
 	if cost < 0 {
 		return LedgerEntry{}, fmt.Errorf("%w: negative cost", ErrInvalid)
 	}
-	return s.finish(ctx, jobID, func(e *LedgerEntry) {
+	e, _, err := s.finish(ctx, jobID, func(e *LedgerEntry) {
 		e.Cost = cost
 		if cost <= e.Reserved {
 			e.State, e.Charged = LedgerCharged, cost
@@ -263,25 +272,46 @@ func (s *Service) SettleCredits(ctx context.Context, jobID string, cost int64) (
 			e.State, e.Charged = LedgerCreditRequired, 0
 		}
 	})
+	return e, err
 }
 
 // RefundCredits gives a failed or cancelled job's reservation back
-// (LedgerRefunded). A final entry is returned unchanged.
+// (LedgerRefunded). A final entry is returned unchanged (an interrupted
+// settlement is finished); a reservation still being made is rolled back
+// and reported as ErrNotFound.
 func (s *Service) RefundCredits(ctx context.Context, jobID string) (LedgerEntry, error) {
-	return s.finish(ctx, jobID, func(e *LedgerEntry) { e.State, e.Charged = LedgerRefunded, 0 })
+	e, _, err := s.finish(ctx, jobID, nil)
+	return e, err
 }
 
+func refund(e *LedgerEntry) { e.State, e.Charged = LedgerRefunded, 0 }
+
 // finish moves a reserved entry to its final state by compare-and-swap
-// (only one caller wins), then applies the difference to the aggregates.
-func (s *Service) finish(ctx context.Context, jobID string, fn func(*LedgerEntry)) (LedgerEntry, error) {
+// (only one caller wins; won reports it); fn nil means a refund, which
+// also rolls back a reservation still being made. It then brings the
+// aggregates to the final state (drive), which also finishes what an
+// earlier, interrupted call left.
+func (s *Service) finish(ctx context.Context, jobID string, fn func(*LedgerEntry)) (LedgerEntry, bool, error) {
+	isRefund := fn == nil
+	if isRefund {
+		fn = refund
+	}
 	if !validID(jobID) {
-		return LedgerEntry{}, fmt.Errorf("%w: ledger entry of job %q", ErrNotFound, jobID)
+		return LedgerEntry{}, false, fmt.Errorf("%w: ledger entry of job %q", ErrNotFound, jobID)
 	}
 	won := false
+	ledgerStep(ctx, "finish")
 	e, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		won = false
-		if !exists {
+		if !exists || e.State == LedgerVoid {
 			return false, fmt.Errorf("%w: ledger entry of job %s", ErrNotFound, jobID)
+		}
+		e.normalize()
+		if e.reserving() {
+			if isRefund {
+				return false, nil // rolled back below
+			}
+			return false, fmt.Errorf("%w: the reservation of job %s is not complete", ErrInvalid, jobID)
 		}
 		if e.State != LedgerReserved {
 			return false, nil
@@ -292,24 +322,19 @@ func (s *Service) finish(ctx context.Context, jobID string, fn func(*LedgerEntry
 		won = true
 		return true, nil
 	})
-	if err != nil || !won || !e.Applied {
-		return e, wrapOp("settle credits", err)
-	}
-	actx := context.WithoutCancel(ctx)
-	if e.TeamID != "" {
-		if err := s.teamDelta(actx, e.TeamID, -e.Reserved, e.Charged); err != nil {
-			return e, fmt.Errorf("account: settle credits: team: %w", err)
-		}
-	}
-	_, err = casJSON(actx, s.credits, "org."+e.OrgID, func(c *OrgCredits, _ bool) (bool, error) {
-		c.OrgID = e.OrgID
-		c.Reserved -= e.Reserved
-		c.Charged += e.Charged
-		c.Balance += e.Reserved - e.Charged
-		return true, nil
-	})
 	if err != nil {
-		return e, fmt.Errorf("account: settle credits: org: %w", err)
+		return e, false, wrapOp("settle credits", err)
 	}
-	return e, nil
+	e.normalize()
+	if e.reserving() {
+		if _, err := s.voidEntry(context.WithoutCancel(ctx), jobID); err != nil && !errors.Is(err, errEntryGone) {
+			return LedgerEntry{}, false, wrapOp("settle credits", err)
+		}
+		return LedgerEntry{}, false, fmt.Errorf("%w: ledger entry of job %s (rolled back)", ErrNotFound, jobID)
+	}
+	if e.complete() {
+		return e, won, nil
+	}
+	e, err = s.drive(context.WithoutCancel(ctx), e)
+	return e, won, wrapOp("settle credits", err)
 }

@@ -1,11 +1,15 @@
 package account
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestOrgsTeamsKeys(t *testing.T) {
@@ -127,21 +131,27 @@ func TestCreditLedger(t *testing.T) {
 
 // ledgerModel is the property test's model of one organisation.
 type ledgerModel struct {
-	credited int64
-	open     map[string]int64 // job → reserved
-	teamOf   map[string]string
+	credited, charged int64
+	open              map[string]int64 // job → reserved
+	teamOf            map[string]string
+	teamCharged       int64
+	submitted         map[string]bool // jobs whose reservation succeeded (their job records exist)
 }
 
 // TestCreditLedgerProperty runs random sequences of credit, submit,
 // cancel, failure and success (at costs below, at and above the
-// reservation) and checks after every step that credited = balance +
-// reserved + charged, that the balance never goes negative, that the
-// reserved total equals the open reservations, and that no team exceeds its
-// budget.
+// reservation), a third of the submissions and settlements stopped by a
+// crash before a random write and then recovered (by ReconcileCredits past
+// the grace period, or a settlement by the same call again). It checks
+// after every step that credited = balance + reserved + charged, that the
+// balance never goes negative, that the reserved and charged totals (the
+// organisation's and the team's) equal the model's, and that no team
+// exceeds its budget; after every recovery, that no bookkeeping is left.
 func TestCreditLedgerProperty(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(t)
 	ctx := testCtx(t)
+	crashes, recoveries := 0, map[string]int{}
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		o, err := s.CreateOrg(ctx, fmt.Sprintf("org %d", seed))
@@ -150,7 +160,7 @@ func TestCreditLedgerProperty(t *testing.T) {
 		}
 		budget := int64(rng.IntN(200))
 		team, _ := s.CreateTeam(ctx, o.ID, "t", &budget)
-		m := ledgerModel{open: map[string]int64{}, teamOf: map[string]string{}}
+		m := ledgerModel{open: map[string]int64{}, teamOf: map[string]string{}, submitted: map[string]bool{}}
 		var jobs []string
 		for step := range 40 {
 			op := rng.IntN(5)
@@ -158,8 +168,17 @@ func TestCreditLedgerProperty(t *testing.T) {
 				if len(jobs) == 0 {
 					return "dap_none"
 				}
+				if open := slices.Sorted(maps.Keys(m.open)); len(open) > 0 && rng.IntN(4) != 0 {
+					return open[rng.IntN(len(open))]
+				}
 				return jobs[rng.IntN(len(jobs))]
 			}
+			crashAt := 0 // the write before which the op stops; 0: none
+			if op != 0 && rng.IntN(3) == 0 {
+				crashAt = 1 + rng.IntN(8)
+			}
+			rerun := rng.IntN(2) == 0 // recovery of a settlement: the same call again
+			at := ""
 			desc := ""
 			switch op {
 			case 0:
@@ -171,59 +190,101 @@ func TestCreditLedgerProperty(t *testing.T) {
 				desc = fmt.Sprintf("credit %d", n)
 			case 1:
 				id := fmt.Sprintf("dap_%d_%d", seed, step)
+				jobs = append(jobs, id)
 				n := int64(rng.IntN(60))
 				tid := ""
 				if rng.IntN(2) == 0 {
 					tid = team.ID
 				}
-				_, err := s.ReserveCredits(ctx, id, o.ID, tid, n)
+				var err error
+				at = runCrash(ctx, crashAt, func(ctx context.Context) { _, err = s.ReserveCredits(ctx, id, o.ID, tid, n) })
 				switch {
+				case at != "":
+					// The job was never submitted: recovery gives it up.
 				case err == nil:
 					m.open[id] = n
 					m.teamOf[id] = tid
-					jobs = append(jobs, id)
+					m.submitted[id] = true
 				case !errors.Is(err, ErrBudgetExceeded):
 					t.Fatalf("seed %d step %d reserve: %v", seed, step, err)
 				}
 				desc = fmt.Sprintf("submit %s %d team=%q: %v", id, n, tid, err)
-			case 2, 3: // cancel, failure
+			case 2, 3, 4: // cancel, failure, success at a cost around the reservation
 				id := pick()
-				_, err := s.RefundCredits(ctx, id)
-				if err != nil && !errors.Is(err, ErrNotFound) {
-					t.Fatal(err)
+				cost := int64(-1)
+				if op == 4 {
+					cost = 0
+					if r, ok := m.open[id]; ok {
+						cost = max(0, r+int64(rng.IntN(11))-7)
+					}
 				}
-				delete(m.open, id)
-				desc = "refund " + id
-			case 4: // success at a cost around the reservation
-				id := pick()
-				cost := int64(0)
-				if r, ok := m.open[id]; ok {
-					cost = max(0, r+int64(rng.IntN(11))-7)
+				settle := func(ctx context.Context) {
+					var err error
+					if cost < 0 {
+						_, err = s.RefundCredits(ctx, id)
+					} else {
+						_, err = s.SettleCredits(ctx, id, cost)
+					}
+					if err != nil && !errors.Is(err, ErrNotFound) {
+						t.Fatal(err)
+					}
 				}
-				_, err := s.SettleCredits(ctx, id, cost)
-				if err != nil && !errors.Is(err, ErrNotFound) {
-					t.Fatal(err)
+				at = runCrash(ctx, crashAt, settle)
+				if at != "" && rerun {
+					settle(ctx)
 				}
-				delete(m.open, id)
-				desc = fmt.Sprintf("success %s cost %d", id, cost)
+				// A crash before the entry's own write leaves the job
+				// open unless the call is made again.
+				if r, ok := m.open[id]; ok && !(at == "finish" && !rerun) {
+					delete(m.open, id)
+					if cost >= 0 && cost <= r {
+						m.charged += cost
+						if m.teamOf[id] != "" {
+							m.teamCharged += cost
+						}
+					}
+				}
+				desc = fmt.Sprintf("settle %s cost %d", id, cost)
+			}
+			if at != "" {
+				crashes++
+				desc += fmt.Sprintf(" crashed at %s (rerun %v)", at, rerun)
+				c, _ := s.Credits(ctx, o.ID)
+				if c.Credited != m.credited || c.Credited != c.Balance+c.Reserved+c.Charged || c.Balance < 0 {
+					t.Fatalf("seed %d step %d (%s): right after the crash %+v", seed, step, desc, c)
+				}
+				e.clock.Set(e.clock.Now().Add(DefaultReconcileGrace))
+				rep := reconcileAll(t, s, o.ID, ReconcileOptions{JobExists: func(_ context.Context, id string) (bool, error) {
+					return m.submitted[id], nil
+				}})
+				recoveries[fmt.Sprintf("voided %d expired %d finished %d cleaned %d", rep.Voided, rep.Expired, rep.Finished, rep.Cleaned)]++
+				checkSettled(t, s, o.ID, []string{team.ID}, jobs)
 			}
 			c, err := s.Credits(ctx, o.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var reserved int64
-			for _, r := range m.open {
+			var reserved, teamReserved int64
+			for id, r := range m.open {
 				reserved += r
+				if m.teamOf[id] != "" {
+					teamReserved += r
+				}
 			}
-			if c.Credited != m.credited || c.Credited != c.Balance+c.Reserved+c.Charged || c.Balance < 0 || c.Reserved != reserved {
-				t.Fatalf("seed %d step %d (%s): %+v; model credited %d reserved %d", seed, step, desc, c, m.credited, reserved)
+			if c.Credited != m.credited || c.Credited != c.Balance+c.Reserved+c.Charged || c.Balance < 0 || c.Reserved != reserved || c.Charged != m.charged {
+				t.Fatalf("seed %d step %d (%s): %+v; model credited %d reserved %d charged %d", seed, step, desc, c, m.credited, reserved, m.charged)
 			}
 			tc, _ := s.TeamCreditsOf(ctx, team.ID)
-			if tc.Reserved+tc.Charged > budget || tc.Reserved < 0 {
-				t.Fatalf("seed %d step %d: team %+v over budget %d", seed, step, tc, budget)
+			if tc.Reserved+tc.Charged > budget || tc.Reserved != teamReserved || tc.Charged != m.teamCharged {
+				t.Fatalf("seed %d step %d (%s): team %+v budget %d; model reserved %d charged %d", seed, step, desc, tc, budget, teamReserved, m.teamCharged)
 			}
 		}
+		checkSettled(t, s, o.ID, []string{team.ID}, jobs)
 	}
+	if crashes < 40 {
+		t.Fatalf("only %d crashes", crashes)
+	}
+	t.Logf("%d crashes; recoveries %v", crashes, recoveries)
 }
 
 // TestCreditLedgerConcurrent reserves from many goroutines at once: every
@@ -238,9 +299,38 @@ func TestCreditLedgerConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 40
+	// Two reconcilers run passes the whole time, in a replica whose clock
+	// is past the grace period of every reservation, so they compete with
+	// the reservations being made (rolling them back when they win) as well
+	// as with the settlements.
+	late, err := Open(ctx, e.js, Config{Now: func() time.Time { return e.clock.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(context.Context, string) (bool, error) { return true, nil }
+	var rwg sync.WaitGroup
+	stop := make(chan struct{})
+	rerrs := make(chan error, 2)
+	for range 2 {
+		rwg.Go(func() {
+			for range 1000 {
+				select {
+				case <-stop:
+					rerrs <- nil
+					return
+				default:
+				}
+				if _, err := late.ReconcileCredits(ctx, o.ID, ReconcileOptions{Limit: 8, JobExists: exists}); err != nil {
+					rerrs <- err
+					return
+				}
+			}
+			rerrs <- nil
+		})
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ok := 0
+	ok, rolledBack, refused := 0, 0, 0
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
@@ -254,21 +344,42 @@ func TestCreditLedgerConcurrent(t *testing.T) {
 				} else {
 					_, err = s.RefundCredits(ctx, fmt.Sprintf("dap_c%d", i))
 				}
-			} else if errors.Is(err, ErrBudgetExceeded) {
+			} else if errors.Is(err, ErrBudgetExceeded) || errors.Is(err, errRolledBack) {
+				mu.Lock()
+				if errors.Is(err, errRolledBack) {
+					rolledBack++
+				} else {
+					refused++
+				}
+				mu.Unlock()
 				err = nil
 			}
 			errs <- err
 		})
 	}
 	wg.Wait()
+	close(stop)
+	rwg.Wait()
+	close(rerrs)
+	for err := range rerrs {
+		if err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	var jobs []string
+	for i := range n {
+		jobs = append(jobs, fmt.Sprintf("dap_c%d", i))
+	}
+	checkSettled(t, s, o.ID, nil, jobs)
 	c, _ := s.Credits(ctx, o.ID)
-	if ok < 30 || c.Credited != c.Balance+c.Reserved+c.Charged || c.Reserved != 0 || c.Balance < 0 {
+	t.Logf("of %d reservations %d succeeded, %d were rolled back by a reconciler, %d were refused", n, ok, rolledBack, refused)
+	if ok == 0 || ok+rolledBack+refused != n || c.Credited != c.Balance+c.Reserved+c.Charged || c.Reserved != 0 || c.Balance < 0 {
 		t.Fatalf("%d reservations succeeded; %+v", ok, c)
 	}
 }

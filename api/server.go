@@ -61,6 +61,7 @@ type Accounts interface {
 	SettleCredits(ctx context.Context, jobID string, cost int64) (account.LedgerEntry, error)
 	RefundCredits(ctx context.Context, jobID string) (account.LedgerEntry, error)
 	Ledger(ctx context.Context, jobID string) (account.LedgerEntry, error)
+	ReconcileCredits(ctx context.Context, orgID string, opts account.ReconcileOptions) (account.ReconcileReport, error)
 }
 
 var _ Accounts = (*account.Service)(nil)
@@ -153,6 +154,17 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// LedgerReconcileEvery is the pause between two passes of the credit
+	// ledger reconciler (ReconcileLedger) that Run runs; 0 means
+	// DefaultLedgerReconcileEvery, negative turns it off.
+	LedgerReconcileEvery time.Duration
+	// LedgerReconcileGrace is how old a credit reservation must be before
+	// the reconciler gives it up when its job record does not exist; 0
+	// means DefaultLedgerReconcileGrace. It must exceed SubmitRetryFor.
+	LedgerReconcileGrace time.Duration
+	// LedgerReconcileLimit is the open ledger entries one pass examines;
+	// 0 means DefaultLedgerReconcileLimit.
+	LedgerReconcileLimit int
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use.
@@ -216,6 +228,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.cfg.WebhookWorkers <= 0 {
 		s.cfg.WebhookWorkers = 8
+	}
+	if s.cfg.LedgerReconcileEvery == 0 {
+		s.cfg.LedgerReconcileEvery = DefaultLedgerReconcileEvery
+	}
+	if s.cfg.LedgerReconcileGrace <= 0 {
+		s.cfg.LedgerReconcileGrace = DefaultLedgerReconcileGrace
+	}
+	if s.cfg.LedgerReconcileGrace <= s.cfg.SubmitRetryFor {
+		return nil, fmt.Errorf("api: LedgerReconcileGrace %s must exceed SubmitRetryFor %s: a reservation whose job is still being submitted would be refunded",
+			s.cfg.LedgerReconcileGrace, s.cfg.SubmitRetryFor)
+	}
+	if s.cfg.LedgerReconcileLimit <= 0 {
+		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
 	}
 	s.delays = cfg.WebhookRetryDelays
 	if s.delays == nil {
@@ -289,9 +314,10 @@ func (s *Server) Routes() []string {
 }
 
 // Run runs the background work of the API until ctx ends: the charging
-// of finished jobs (durable consumer ConsumerBilling) and the webhook
-// dispatcher (durable consumer ConsumerWebhooks). It returns when both
-// have stopped, nil after a shutdown by ctx.
+// of finished jobs (durable consumer ConsumerBilling), the webhook
+// dispatcher (durable consumer ConsumerWebhooks) and, unless
+// Config.LedgerReconcileEvery is negative, the credit ledger reconciler.
+// It returns when all have stopped, nil after a shutdown by ctx.
 func (s *Server) Run(ctx context.Context) error {
 	billing, err := s.q.Events(ctx, ConsumerBilling)
 	if err != nil {
@@ -309,6 +335,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runBilling(ctx, billing) })
+	if s.cfg.LedgerReconcileEvery > 0 {
+		wg.Go(func() { s.runLedgerReconciler(ctx) })
+	}
 	for range s.cfg.WebhookWorkers {
 		wg.Go(func() { s.runWebhooks(ctx, hooks) })
 	}

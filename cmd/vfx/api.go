@@ -40,6 +40,7 @@ type apiConfig struct {
 	allowHTTPCallbacks   bool
 	allowHTTPSources     bool
 	webhookDelays        []time.Duration
+	ledger               ledgerConfig
 	shutdownTimeout      time.Duration
 	replicas             int
 	queue                queue.Config
@@ -71,6 +72,7 @@ func parseAPIFlags(args []string, stderr io.Writer, getenv func(string) string) 
 	httpHooks := fs.Bool("allow-http-callbacks", e.bool("VFX_ALLOW_HTTP_CALLBACKS", false), "accept http:// callback URLs (development) [VFX_ALLOW_HTTP_CALLBACKS]")
 	httpSources := fs.Bool("allow-http-sources", e.bool("VFX_ALLOW_HTTP", false), "accept http:// source URIs (development); the workers need --allow-http too [VFX_ALLOW_HTTP]")
 	delays := fs.String("webhook-retry-delays", e.str("VFX_WEBHOOK_RETRY_DELAYS", "1s,5s,30s,2m"), "pauses before webhook attempts 2, 3, …; attempts = entries + 1 [VFX_WEBHOOK_RETRY_DELAYS]")
+	ledgerF := addLedgerFlags(fs, e)
 	shutdown := fs.Duration("shutdown-timeout", e.duration("VFX_SHUTDOWN_TIMEOUT", 15*time.Second), "on SIGTERM/SIGINT, how long requests in progress may take to finish [VFX_SHUTDOWN_TIMEOUT]")
 	replicas := fs.Int("replicas", e.int("VFX_REPLICAS", 1), "replicas of the API's NATS key-value buckets (3 on a NATS cluster) [VFX_REPLICAS]")
 	ackWait := fs.Duration("ack-wait", e.duration("VFX_ACK_WAIT", 60*time.Second), "AckWait of the shared workers consumer; must agree with the workers' [VFX_ACK_WAIT]")
@@ -112,6 +114,9 @@ func parseAPIFlags(args []string, stderr io.Writer, getenv func(string) string) 
 		return cfg, usageError{fmt.Sprintf("--max-deliver %d: want at least 1", *maxDeliver)}
 	case cfg.name == "" || strings.ContainsAny(cfg.name, "\r\n\t"):
 		return cfg, usageError{"--name must be a non-empty single line"}
+	}
+	if cfg.ledger, err = ledgerF.parse(); err != nil {
+		return cfg, err
 	}
 	if cfg.webhookDelays, err = parseDurations(*delays); err != nil {
 		return cfg, usageError{"--webhook-retry-delays: " + err.Error()}
@@ -284,6 +289,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 				Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: cfg.adminToken,
 				AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
 				AllowHTTPSources: cfg.allowHTTPSources, WebhookRetryDelays: cfg.webhookDelays,
+				LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace,
 				Replicas: cfg.replicas, Logger: log.Named("api"),
 			})
 			return err

@@ -38,6 +38,7 @@ type serveConfig struct {
 	allowPrivateNetworks bool
 	allowHTTPCallbacks   bool
 	webhookDelays        []time.Duration
+	ledger               ledgerConfig
 	concurrency          int
 	cpuWorkers           int
 	backend              string
@@ -60,6 +61,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	private := fs.Bool("allow-private-networks", e.bool("VFX_ALLOW_PRIVATE_NETWORKS", false), "let callback_url and https:// sources reach loopback and private addresses (tests, development) [VFX_ALLOW_PRIVATE_NETWORKS]")
 	httpHooks := fs.Bool("allow-http-callbacks", e.bool("VFX_ALLOW_HTTP_CALLBACKS", false), "accept http:// callback URLs (development) [VFX_ALLOW_HTTP_CALLBACKS]")
 	delays := fs.String("webhook-retry-delays", e.str("VFX_WEBHOOK_RETRY_DELAYS", "1s,5s,30s,2m"), "pauses before webhook attempts 2, 3, …; attempts = entries + 1 [VFX_WEBHOOK_RETRY_DELAYS]")
+	ledgerF := addLedgerFlags(fs, e)
 	concurrency := fs.Int("concurrency", e.int("VFX_CONCURRENCY", 1), "jobs rendered at once by the in-process workers [VFX_CONCURRENCY]")
 	cpuWorkers := fs.Int("cpu-workers", e.int("VFX_CPU_WORKERS", 0), "CPU compute threads per job (0 = all cores) [VFX_CPU_WORKERS]")
 	backend := fs.String("backend", e.str("VFX_BACKEND", "auto"), backendHelp+" [VFX_BACKEND]")
@@ -98,6 +100,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 		return cfg, usageError{"--preset: " + err.Error()}
 	}
 	var err error
+	if cfg.ledger, err = ledgerF.parse(); err != nil {
+		return cfg, err
+	}
 	if cfg.webhookDelays, err = parseDurations(*delays); err != nil {
 		return cfg, usageError{"--webhook-retry-delays: " + err.Error()}
 	}
@@ -187,7 +192,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	srv, err := api.New(sctx, api.Config{
 		Queue: q, JetStream: js, Store: local, Accounts: acc, AdminToken: cfg.adminToken,
 		AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-		WebhookRetryDelays: cfg.webhookDelays, Logger: log.Named("api"),
+		WebhookRetryDelays:   cfg.webhookDelays,
+		LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace, Logger: log.Named("api"),
 	})
 	if err != nil {
 		return err

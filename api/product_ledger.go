@@ -1,0 +1,79 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/queue"
+)
+
+// Defaults of the credit ledger reconciler (Config.LedgerReconcile*).
+const (
+	// DefaultLedgerReconcileEvery is the pause between two passes.
+	DefaultLedgerReconcileEvery = time.Minute
+	// DefaultLedgerReconcileGrace is account.DefaultReconcileGrace: how
+	// old a reservation must be before the reconciler gives it up.
+	DefaultLedgerReconcileGrace = account.DefaultReconcileGrace
+	// DefaultLedgerReconcileLimit is the open ledger entries one pass
+	// examines.
+	DefaultLedgerReconcileLimit = account.DefaultReconcileLimit
+)
+
+// ReconcileLedger runs one bounded pass of the credit ledger reconciler
+// over every organisation, resuming after the index revision after (0:
+// from the start), and returns its report (Next: where the next pass
+// resumes). It finishes settlements a crash interrupted, rolls back
+// reservations abandoned while being made, and refunds reservations older
+// than Config.LedgerReconcileGrace whose product job record does not
+// exist in the queue (the process died between reserving and submitting).
+func (s *Server) ReconcileLedger(ctx context.Context, after uint64) (account.ReconcileReport, error) {
+	return s.acc.ReconcileCredits(ctx, "", account.ReconcileOptions{
+		Grace: s.cfg.LedgerReconcileGrace, Limit: s.cfg.LedgerReconcileLimit, After: after,
+		JobExists: s.productJobExists,
+	})
+}
+
+// productJobExists reports whether the queue holds a job record.
+func (s *Server) productJobExists(ctx context.Context, jobID string) (bool, error) {
+	_, _, err := s.q.Get(ctx, jobID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, queue.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("api: job %s: %w", jobID, err)
+}
+
+// runLedgerReconciler runs a ReconcileLedger pass every
+// Config.LedgerReconcileEvery until ctx ends; a pass that stopped at its
+// limit is resumed by the next one.
+func (s *Server) runLedgerReconciler(ctx context.Context) {
+	log := s.log.Named("ledger")
+	var after uint64
+	for {
+		pctx, cancel := context.WithTimeout(ctx, max(s.cfg.LedgerReconcileEvery, 30*time.Second))
+		rep, err := s.ReconcileLedger(pctx, after)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		after = rep.Next
+		if err != nil {
+			log.Warn("credit ledger reconcile", zap.Error(err))
+		}
+		if rep.Finished+rep.Voided+rep.Expired+rep.Cleaned+rep.Orphans > 0 {
+			log.Info("credit ledger reconciled", zap.Int("examined", rep.Examined), zap.Int("finished", rep.Finished),
+				zap.Int("voided", rep.Voided), zap.Int("expired", rep.Expired), zap.Int("cleaned", rep.Cleaned),
+				zap.Int("orphans", rep.Orphans))
+		}
+		if !sleepCtx(ctx, s.cfg.LedgerReconcileEvery) {
+			return
+		}
+	}
+}
