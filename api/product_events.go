@@ -50,22 +50,9 @@ func (s *Server) deliverProduct(ctx context.Context, ev queue.Event) (time.Durat
 	if err := json.Unmarshal(entry.Value(), &m); err != nil {
 		return 0, nil
 	}
-	if m.CallbackURL == "" || m.Webhook == nil || m.Webhook.Status != WebhookPending {
-		return 0, nil
-	}
-	maxAttempts := len(s.delays) + 1
-	if m.Webhook.Attempts >= maxAttempts {
-		return 0, nil
-	}
-	rec, _, err := s.q.Get(ctx, ev.JobID)
-	if err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("api: job: %w", err)
-	}
-	if !rec.Status.Terminal() {
-		return 0, nil
+	rec, due, err := s.hookDue(ctx, ev.JobID, m.CallbackURL, m.Webhook)
+	if err != nil || !due {
+		return 0, err
 	}
 	job, err := s.productView(ctx, rec, &m)
 	if err != nil {
@@ -83,7 +70,7 @@ func (s *Server) deliverProduct(ctx context.Context, ev queue.Event) (time.Durat
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	m.Webhook.record(attemptErr, maxAttempts)
+	m.Webhook.record(attemptErr, s.maxHookAttempts())
 	v, _ := json.Marshal(m)
 	if _, err := s.pmeta.Update(context.WithoutCancel(ctx), ev.JobID, v, entry.Revision()); err != nil {
 		return 0, fmt.Errorf("api: store webhook state: %w", err)

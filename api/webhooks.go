@@ -131,22 +131,9 @@ func (s *Server) deliver(ctx context.Context, ev queue.Event) (time.Duration, er
 	if err := json.Unmarshal(entry.Value(), &m); err != nil {
 		return 0, nil // not ours to fix
 	}
-	if m.CallbackURL == "" || m.Webhook == nil || m.Webhook.Status != WebhookPending {
-		return 0, nil
-	}
-	maxAttempts := len(s.delays) + 1
-	if m.Webhook.Attempts >= maxAttempts {
-		return 0, nil
-	}
-	rec, _, err := s.q.Get(ctx, ev.JobID)
-	if err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("api: job: %w", err)
-	}
-	if !rec.Status.Terminal() {
-		return 0, nil
+	rec, due, err := s.hookDue(ctx, ev.JobID, m.CallbackURL, m.Webhook)
+	if err != nil || !due {
+		return 0, err
 	}
 	body, err := s.hookBody(ctx, rec)
 	if err != nil {
@@ -161,7 +148,7 @@ func (s *Server) deliver(ctx context.Context, ev queue.Event) (time.Duration, er
 		return 0, ctx.Err() // shutting down: the attempt does not count
 	}
 
-	m.Webhook.record(attemptErr, maxAttempts)
+	m.Webhook.record(attemptErr, s.maxHookAttempts())
 	v, _ := json.Marshal(m)
 	if _, err := s.meta.Update(context.WithoutCancel(ctx), ev.JobID, v, entry.Revision()); err != nil {
 		return 0, fmt.Errorf("api: store webhook state: %w", err)
@@ -248,4 +235,24 @@ func (s *Server) retryAfter(w *webhookState) time.Duration {
 		return 0
 	}
 	return max(s.delays[w.Attempts-1], time.Millisecond)
+}
+
+// maxHookAttempts is the number of delivery attempts of a webhook.
+func (s *Server) maxHookAttempts() int { return len(s.delays) + 1 }
+
+// hookDue returns the job's record when its webhook w is due: a callback
+// is set, the webhook is pending with attempts left and the job is
+// terminal. A job that no longer exists is not due.
+func (s *Server) hookDue(ctx context.Context, jobID, callbackURL string, w *webhookState) (queue.Record, bool, error) {
+	if callbackURL == "" || w == nil || w.Status != WebhookPending || w.Attempts >= s.maxHookAttempts() {
+		return queue.Record{}, false, nil
+	}
+	rec, _, err := s.q.Get(ctx, jobID)
+	if errors.Is(err, queue.ErrNotFound) {
+		return queue.Record{}, false, nil
+	}
+	if err != nil {
+		return queue.Record{}, false, fmt.Errorf("api: job: %w", err)
+	}
+	return rec, rec.Status.Terminal(), nil
 }
