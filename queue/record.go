@@ -85,6 +85,9 @@ type Record struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ModifiedAt  time.Time  `json:"modified_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
+	// HeartbeatAt is when the worker running the claimed attempt last
+	// said it was alive (Delivery.KeepAlive, every Config.RecordHeartbeat).
+	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 }
 
