@@ -180,16 +180,24 @@ func (d *Delivery) Settled() bool { return d.settled.Load() }
 
 // KeepAlive starts a goroutine that tells the server every AckWait/3 that
 // the job is still being worked on (msg.InProgress), so it is not
-// redelivered. It stops when stop is called, ctx ends, the delivery is
-// settled, or MaxJobDuration has passed since the delivery was received;
-// after that last one the server redelivers the job AckWait later, which is
-// how a stuck worker loses its job. stop waits for the goroutine and may be
-// called more than once. Run calls KeepAlive itself.
+// redelivered, and one that stamps the record's HeartbeatAt every
+// Config.RecordHeartbeat while the record is processing this attempt, so
+// the sweeper (see Sweeper) leaves the job alone. Both stop when stop is
+// called, ctx ends, the delivery is settled, or MaxJobDuration has passed
+// since the delivery was received; after that last one the server
+// redelivers the job AckWait later, which is how a stuck worker loses its
+// job. stop waits for the goroutines and may be called more than once. Run
+// calls KeepAlive itself.
 func (d *Delivery) KeepAlive(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	beatDone := make(chan struct{})
 	interval := max(d.q.cfg.AckWait/3, 10*time.Millisecond)
 	limit := time.Until(d.Received.Add(d.q.cfg.MaxJobDuration))
+	go func() {
+		defer close(beatDone)
+		d.recordHeartbeats(ctx, limit)
+	}()
 	go func() {
 		defer close(done)
 		capT := time.NewTimer(limit)
@@ -217,7 +225,48 @@ func (d *Delivery) KeepAlive(ctx context.Context) (stop func()) {
 		once.Do(func() {
 			cancel()
 			<-done
+			<-beatDone
 		})
+	}
+}
+
+// errNotThisAttempt aborts a heartbeat of a record another attempt owns.
+var errNotThisAttempt = errors.New("record is not processing this attempt")
+
+// recordHeartbeats stamps HeartbeatAt every RecordHeartbeat, while the
+// record is processing this attempt, until ctx ends, limit passes, the
+// delivery is settled, or the record is terminal or gone. A failed stamp is
+// tried again at the next tick.
+func (d *Delivery) recordHeartbeats(ctx context.Context, limit time.Duration) {
+	capT := time.NewTimer(limit)
+	defer capT.Stop()
+	tick := time.NewTicker(d.q.cfg.RecordHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-capT.C:
+			return
+		case <-tick.C:
+		}
+		if d.settled.Load() {
+			return
+		}
+		uctx, ucancel := context.WithTimeout(ctx, d.q.cfg.RecordHeartbeat)
+		_, err := d.q.Update(uctx, d.JobID, func(r *Record) error {
+			if r.Status != StatusProcessing || r.Attempt != d.Attempt {
+				return errNotThisAttempt
+			}
+			now := time.Now().UTC()
+			r.HeartbeatAt = &now
+			return nil
+		})
+		ucancel()
+		// errNotThisAttempt: not claimed yet, or taken over; nothing written.
+		if errors.Is(err, ErrTerminal) || errors.Is(err, ErrNotFound) {
+			return
+		}
 	}
 }
 
@@ -277,8 +326,8 @@ func transientNATS(err error) bool {
 // Retry gives the job back for a later attempt: the cause is stored as the
 // record's LastError (unless the record is terminal or gone), then the
 // message is Nak'd with the delay Config.RetryDelays gives for this attempt.
-// After MaxDeliver attempts the server gives up and WatchMaxDeliveries
-// fails the job. Returns ErrSettled on a second settlement.
+// After MaxDeliver attempts the server gives up and WatchMaxDeliveries or
+// the Sweeper fails the job. Returns ErrSettled on a second settlement.
 func (d *Delivery) Retry(ctx context.Context, cause error) error {
 	if !d.settle() {
 		return fmt.Errorf("queue: retry %s: %w", d.JobID, ErrSettled)

@@ -21,6 +21,11 @@
 // in VFX_JOBS by the server; the server's MAX_DELIVERIES advisory is captured
 // by the stream VFX_ADVISORIES and [Queue.WatchMaxDeliveries] turns each one
 // into a failed record, a dead-letter copy and the deletion of the message.
+// The server sends that advisory only when a pull request is waiting, so a
+// [Sweeper] also fails, without it, jobs whose message used up MaxDeliver
+// and whose record went stale (no heartbeat for Config.StaleAfter), and
+// non-terminal jobs whose message left VFX_JOBS. The record's
+// compare-and-swap decides which of them fails a job.
 //
 // # Record states
 //

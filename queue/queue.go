@@ -81,6 +81,24 @@ type Config struct {
 	EventAckWait time.Duration
 	// Replicas of every stream and the bucket. Default 1.
 	Replicas int
+
+	// RecordHeartbeat is how often Delivery.KeepAlive stamps the claimed
+	// record's HeartbeatAt, so the sweeper can tell a running job from a
+	// dead one. Default 30 s.
+	RecordHeartbeat time.Duration
+	// StaleAfter is how long a non-terminal record may go unchanged (no
+	// claim, progress or heartbeat) before the sweeper may fail it — only
+	// when its message used up MaxDeliver or left VFX_JOBS. It must be at
+	// least 2×RecordHeartbeat (Open refuses less). Default the larger of
+	// 5 min and 4×RecordHeartbeat.
+	StaleAfter time.Duration
+	// SweepInterval is the pause between two sweeper passes (jittered by up
+	// to a tenth). Default 1 min.
+	SweepInterval time.Duration
+	// SweepBatch caps the job messages, and separately the job records, one
+	// sweeper pass reads; a longer stream is covered over several passes.
+	// Default 1000.
+	SweepBatch int
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +137,18 @@ func (c Config) withDefaults() Config {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
 	}
+	if c.RecordHeartbeat <= 0 {
+		c.RecordHeartbeat = 30 * time.Second
+	}
+	if c.StaleAfter <= 0 {
+		c.StaleAfter = max(5*time.Minute, 4*c.RecordHeartbeat)
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = time.Minute
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 1000
+	}
 	return c
 }
 
@@ -128,6 +158,7 @@ type Queue struct {
 	js   jetstream.JetStream
 	kv   jetstream.KeyValue
 	jobs jetstream.Stream
+	recs jetstream.Stream // the bucket's stream, KV_jobs
 	cfg  Config
 }
 
@@ -142,6 +173,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 		return nil, errors.New("queue: open: nil connection")
 	}
 	cfg = cfg.withDefaults()
+	if cfg.StaleAfter < 2*cfg.RecordHeartbeat {
+		return nil, fmt.Errorf("queue: open: %w: StaleAfter %v must be at least twice RecordHeartbeat %v",
+			ErrInvalid, cfg.StaleAfter, cfg.RecordHeartbeat)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("queue: open: %w", err)
@@ -207,6 +242,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: open: bucket %s: %w", BucketJobs, err)
+	}
+	q.recs, err = js.Stream(ctx, "KV_"+BucketJobs)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open: bucket %s stream: %w", BucketJobs, err)
 	}
 
 	// No BackOff on purpose: the server replaces AckWait with BackOff[0]

@@ -79,12 +79,15 @@ type Record struct {
 	Error string `json:"error,omitempty"`
 	// LastError is the error of the latest retried attempt (Delivery.Retry);
 	// it is informational and does not mean the job failed.
-	LastError   string     `json:"last_error,omitempty"`
-	Attempt     int        `json:"attempt"`
-	Worker      string     `json:"worker,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ModifiedAt  time.Time  `json:"modified_at"`
-	StartedAt   *time.Time `json:"started_at,omitempty"`
+	LastError  string     `json:"last_error,omitempty"`
+	Attempt    int        `json:"attempt"`
+	Worker     string     `json:"worker,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ModifiedAt time.Time  `json:"modified_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	// HeartbeatAt is when the worker running the claimed attempt last
+	// said it was alive (Delivery.KeepAlive, every Config.RecordHeartbeat).
+	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 }
 

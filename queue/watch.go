@@ -37,8 +37,10 @@ type maxDeliveriesAdvisory struct {
 // error when the connection is closed for good.
 //
 // The server sends the advisory for a last delivery that timed out (or
-// was Nak'd with a delay) only when a pull request is waiting on the
-// workers consumer, i.e. when some worker has a free slot.
+// was Nak'd) only when a pull request is waiting on the workers consumer,
+// i.e. when some worker has a free slot; the Sweeper catches the jobs whose
+// advisory never came. Both fail a job the same way (failStuck) and the
+// record's compare-and-swap lets only one of them publish the event.
 func (q *Queue) WatchMaxDeliveries(ctx context.Context, logger *zap.Logger) error {
 	log := logger
 	if log == nil {
@@ -99,69 +101,173 @@ func (q *Queue) handleMaxDeliveries(ctx context.Context, msg jetstream.Msg, log 
 	if err != nil {
 		return fmt.Errorf("queue: max deliveries: get message %d: %w", adv.StreamSeq, err)
 	}
-	kind, subjID := parseJobSubject(raw.Subject)
-	id := strings.TrimSpace(string(raw.Data))
-	if id == "" {
-		id = subjID
-	}
+	kind, id := jobOfMsg(raw)
 	deliveries := int(adv.Deliveries)
 	if deliveries <= 0 {
 		deliveries = q.cfg.MaxDeliver
 	}
-	reason := fmt.Sprintf("worker: gave up after %d delivery attempts", deliveries)
-
-	valid := validID(id) == nil
-	if valid {
+	j := stuckJob{
+		id:       id,
+		kind:     kind,
+		subject:  raw.Subject,
+		seq:      raw.Sequence,
+		data:     raw.Data,
+		attempts: deliveries,
+	}
+	if validID(id) == nil {
 		rec, _, err := q.Get(ctx, id)
 		switch {
 		case err == nil && rec.Status == StatusCompleted:
 			// Finished after all (its ack was lost): nothing to dead-letter.
 			return q.deleteJobMsg(ctx, id, raw.Sequence)
-		case err == nil && rec.LastError != "":
-			reason += " (last error: " + rec.LastError + ")"
-		case err == nil && rec.Worker != "":
-			reason += fmt.Sprintf(" (no error reported; last worker %s stopped responding)", rec.Worker)
 		case err == nil:
-			reason += " (no error reported; the job timed out)"
-		case !errors.Is(err, ErrNotFound):
+			j.reason = gaveUpReason(deliveries, rec)
+		case errors.Is(err, ErrNotFound):
+			j.reason = gaveUpReason(deliveries, Record{})
+		default:
 			return fmt.Errorf("queue: max deliveries: %w", err)
 		}
+	} else {
+		j.reason = gaveUpReason(deliveries, Record{})
 	}
+	failed, err := q.failStuck(ctx, j)
+	if err != nil {
+		return fmt.Errorf("queue: max deliveries: %w", err)
+	}
+	if failed {
+		log.Info("job failed after max deliveries", zap.String("job", id), zap.Int("deliveries", deliveries))
+	}
+	return nil
+}
 
+// gaveUpReason is the Error of a job whose message used up its deliveries.
+func gaveUpReason(deliveries int, rec Record) string {
+	reason := fmt.Sprintf("worker: gave up after %d delivery attempts", deliveries)
+	switch {
+	case rec.ID == "":
+	case rec.LastError != "":
+		reason += " (last error: " + rec.LastError + ")"
+	case rec.Worker != "":
+		reason += fmt.Sprintf(" (no error reported; last worker %s stopped responding)", rec.Worker)
+	default:
+		reason += " (no error reported; the job timed out)"
+	}
+	return reason
+}
+
+// stuckJob is a job the server will not deliver again (or whose message is
+// gone) and that WatchMaxDeliveries or the Sweeper fails.
+type stuckJob struct {
+	id, kind, subject string
+	// seq is the message's sequence in VFX_JOBS; 0 when it is gone.
+	seq      uint64
+	data     []byte
+	attempts int
+	reason   string
+	// still, when set, is checked again on the record inside the CAS; false
+	// leaves the job alone (it came back to life meanwhile).
+	still func(Record) bool
+}
+
+// errNotStuck aborts the CAS of a job that is no longer stuck.
+var errNotStuck = errors.New("job is no longer stuck")
+
+// failStuck fails a stuck job the one way every path shares: a dead-letter
+// copy first (its Nats-Msg-Id, id and sequence, stores one copy however
+// many callers race), then the record → failed by compare-and-swap, whose
+// single winner publishes the failed event (a loser finding the record
+// failed within the duplicate window publishes it again, which the event's
+// Nats-Msg-Id makes a no-op, so an event lost to a failed publish is
+// recovered on the next try), then the message is deleted from VFX_JOBS.
+// failed reports whether this call moved the record to failed.
+func (q *Queue) failStuck(ctx context.Context, j stuckJob) (failed bool, err error) {
+	valid := validID(j.id) == nil
+	if valid && j.still != nil {
+		// Checked before the dead-letter copy too, so a job that revived
+		// since the caller looked gets no copy.
+		rec, _, err := q.Get(ctx, j.id)
+		if err != nil {
+			return false, err
+		}
+		if rec.Status.Terminal() || !j.still(rec) {
+			return false, nil
+		}
+	}
+	if j.subject == "" {
+		j.subject = jobSubject(j.kind, j.id)
+	}
+	data := j.data
+	if data == nil {
+		data = []byte(j.id)
+	}
 	err = q.deadLetter(ctx, DeadLetter{
-		JobID:     id,
-		Kind:      kind,
-		Subject:   raw.Subject,
-		StreamSeq: raw.Sequence,
-		Attempts:  deliveries,
-		Reason:    reason,
-		Data:      raw.Data,
+		JobID:     j.id,
+		Kind:      j.kind,
+		Subject:   j.subject,
+		StreamSeq: j.seq,
+		Attempts:  j.attempts,
+		Reason:    j.reason,
+		Data:      data,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: max deliveries %s: %w", id, err)
+		return false, fmt.Errorf("%s: %w", j.id, err)
 	}
 	if valid {
-		rec, err := q.Update(ctx, id, func(r *Record) error {
+		rec, err := q.Update(ctx, j.id, func(r *Record) error {
+			if j.still != nil && !j.still(*r) {
+				return errNotStuck
+			}
 			r.Status = StatusFailed
-			r.Error = reason
+			r.Error = j.reason
 			return nil
 		})
-		if err != nil && !errors.Is(err, ErrTerminal) && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("queue: max deliveries: %w", err)
-		}
-		// The job's end is an event like any other (webhooks hang on it);
-		// the event's message id makes a second watcher's copy a no-op.
-		if err == nil && rec.Status == StatusFailed {
-			if err := q.PublishEvent(ctx, Event{JobID: id, Kind: kind, Status: StatusFailed}); err != nil {
-				return fmt.Errorf("queue: max deliveries: %w", err)
+		switch {
+		case errors.Is(err, errNotStuck):
+			return false, nil
+		case err == nil:
+			failed = true
+			if err := q.publishFailed(ctx, rec); err != nil {
+				return true, err
 			}
+		case errors.Is(err, ErrTerminal):
+			if rec.Status == StatusFailed && rec.CompletedAt != nil &&
+				time.Since(*rec.CompletedAt) < q.cfg.DuplicateWindow-time.Minute {
+				if err := q.publishFailed(ctx, rec); err != nil {
+					return false, err
+				}
+			}
+		case errors.Is(err, ErrNotFound):
+		default:
+			return false, err
 		}
 	}
-	if err := q.deleteJobMsg(ctx, id, raw.Sequence); err != nil {
-		return err
+	if j.seq > 0 {
+		if err := q.deleteJobMsg(ctx, j.id, j.seq); err != nil {
+			return failed, err
+		}
 	}
-	log.Info("job failed after max deliveries", zap.String("job", id), zap.Int("deliveries", deliveries))
-	return nil
+	return failed, nil
+}
+
+// publishFailed publishes the failed event of a failed record (webhooks,
+// refunds and billing hang on it).
+func (q *Queue) publishFailed(ctx context.Context, rec Record) error {
+	ev := Event{JobID: rec.ID, Kind: rec.Kind, Status: StatusFailed}
+	if rec.CompletedAt != nil {
+		ev.At = *rec.CompletedAt
+	}
+	return q.PublishEvent(ctx, ev)
+}
+
+// jobOfMsg is the kind and job id a VFX_JOBS message names (the body, else
+// the subject's last token).
+func jobOfMsg(raw *jetstream.RawStreamMsg) (kind, id string) {
+	kind, subjID := parseJobSubject(raw.Subject)
+	id = strings.TrimSpace(string(raw.Data))
+	if id == "" {
+		id = subjID
+	}
+	return kind, id
 }
 
 // deleteJobMsg deletes a job message; one already gone counts as deleted

@@ -77,6 +77,8 @@ func parseAPIFlags(args []string, stderr io.Writer, getenv func(string) string) 
 	replicas := fs.Int("replicas", e.int("VFX_REPLICAS", 1), "replicas of the API's NATS key-value buckets (3 on a NATS cluster) [VFX_REPLICAS]")
 	ackWait := fs.Duration("ack-wait", e.duration("VFX_ACK_WAIT", 60*time.Second), "AckWait of the shared workers consumer; must agree with the workers' [VFX_ACK_WAIT]")
 	maxDeliver := fs.Int("max-deliver", e.int("VFX_MAX_DELIVER", 5), "deliveries of a job before it fails; must agree with the workers' [VFX_MAX_DELIVER]")
+	staleAfter := fs.Duration("stale-after", e.duration("VFX_STALE_AFTER", 5*time.Minute), "how long a job record may go unchanged before the sweeper may fail it (only when its message used up --max-deliver or is gone); at least twice the workers' --record-heartbeat [VFX_STALE_AFTER]")
+	sweepEvery := fs.Duration("sweep-interval", e.duration("VFX_SWEEP_INTERVAL", time.Minute), "pause between two passes of the stuck-job sweeper [VFX_SWEEP_INTERVAL]")
 	name := fs.String("name", e.str("VFX_API_NAME", fmt.Sprintf("%s-%d", host, os.Getpid())), "name of this replica in NATS connections and logs [VFX_API_NAME]")
 	if err := fs.Parse(args); err != nil {
 		return apiConfig{}, usageError{}
@@ -93,7 +95,8 @@ func parseAPIFlags(args []string, stderr io.Writer, getenv func(string) string) 
 		storeKind: *storeKind, storeDir: *storeDir, adminToken: *admin,
 		allowPrivateNetworks: *private, allowHTTPCallbacks: *httpHooks, allowHTTPSources: *httpSources,
 		shutdownTimeout: *shutdown, replicas: *replicas, name: strings.TrimSpace(*name),
-		queue: queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, Replicas: *replicas},
+		queue: queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, Replicas: *replicas,
+			StaleAfter: *staleAfter, SweepInterval: *sweepEvery},
 	}
 	switch {
 	case cfg.listen == "":
@@ -321,6 +324,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 			log.Error("max-deliveries watcher stopped", zap.Error(err))
 		}
 	})
+	bg.Go(func() { runSweeper(bgCtx, q, reg, log.Named("sweeper")) })
 	h := srv.Handler()
 	front.api.Store(&h)
 	front.state.ready.Store(true)

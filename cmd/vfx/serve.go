@@ -264,6 +264,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 			log.Error("max-deliveries watcher stopped", zap.Error(err))
 		}
 	})
+	bg.Go(func() { runSweeper(bgCtx, q, reg, log.Named("sweeper")) })
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
 	workersDone := make(chan error, 1)

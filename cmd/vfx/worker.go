@@ -175,6 +175,9 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	maxDeliver := fs.Int("max-deliver", e.int("VFX_MAX_DELIVER", 5), "deliveries of a job before it fails; all workers must agree [VFX_MAX_DELIVER]")
 	retryDelays := fs.String("retry-delays", e.str("VFX_RETRY_DELAYS", "1s,5s,30s,2m"), "comma-separated delays before retries 1, 2, … of a job after a transient error (the last repeats) [VFX_RETRY_DELAYS]")
 	replicas := fs.Int("replicas", e.int("VFX_REPLICAS", 1), "replicas of the queue's streams and bucket (3 on a NATS cluster); must agree with the API's, or each start would change them [VFX_REPLICAS]")
+	heartbeat := fs.Duration("record-heartbeat", e.duration("VFX_RECORD_HEARTBEAT", 30*time.Second), "how often a running job's record is stamped as alive; must stay under half the sweepers' --stale-after [VFX_RECORD_HEARTBEAT]")
+	staleAfter := fs.Duration("stale-after", e.duration("VFX_STALE_AFTER", 5*time.Minute), "how long a job record may go unchanged before the sweeper may fail it (only when its message used up --max-deliver or is gone) [VFX_STALE_AFTER]")
+	sweepEvery := fs.Duration("sweep-interval", e.duration("VFX_SWEEP_INTERVAL", time.Minute), "pause between two passes of the stuck-job sweeper [VFX_SWEEP_INTERVAL]")
 	maxJob := fs.Duration("max-job-duration", e.duration("VFX_MAX_JOB_DURATION", 30*time.Minute), "how long one delivery is heartbeated; a longer job is presumed stuck and redelivered [VFX_MAX_JOB_DURATION]")
 
 	if err := fs.Parse(args); err != nil {
@@ -223,7 +226,8 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if err != nil {
 		return cfg, usageError{"--retry-delays: " + err.Error()}
 	}
-	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob, Replicas: *replicas}
+	cfg.queue = queue.Config{AckWait: *ackWait, MaxDeliver: *maxDeliver, RetryDelays: delays, MaxJobDuration: *maxJob, Replicas: *replicas,
+		RecordHeartbeat: *heartbeat, StaleAfter: *staleAfter, SweepInterval: *sweepEvery}
 
 	switch cfg.storeKind {
 	case "local":
@@ -408,6 +412,7 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 			log.Error("max-deliveries watcher stopped", zap.Error(err))
 		}
 	})
+	wg.Go(func() { runSweeper(ctx, q, reg, log.Named("sweeper")) })
 	defer wg.Wait()
 
 	state.ready.Store(true)
