@@ -42,6 +42,10 @@ trap 'exit 130' INT TERM
 VFX_ADMIN_TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 export VFX_ADMIN_TOKEN
 
+# Create the output files first: the background shell opens them only when it
+# runs, and the first read below may come before that.
+: >"$tmp/serve.out"
+: >"$tmp/serve.log"
 "$VFX" serve --listen 127.0.0.1:0 --data "$tmp/data" >"$tmp/serve.out" 2>"$tmp/serve.log" &
 pid=$!
 

@@ -23,10 +23,11 @@ usage:
   vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
   vfx submit [flags]          upload files, start a generation, wait, download the outputs (vfx submit -h)
   vfx jobs list|get ID        print generation jobs as JSON
-  vfx admin ...               operator API: accounts, keys, webhook secrets (vfx admin for the list)
+  vfx admin ...               operator API: accounts, keys, webhook secrets, product organisations (vfx admin for the list)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
+  vfx bench matte [flags]     score select on a DAVIS-layout folder of frames and masks (J, F)
   vfx selftest [flags]        render a small job on the backend and compare it with the CPU reference
   vfx probe [--timeout D] URL GET a health endpoint; exit 0 on 2xx (container health checks)
   vfx version                 print the version

@@ -32,6 +32,24 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestUsageListsCommands checks that `vfx -h` names every command and
+// bench subcommand that the README documents.
+func TestUsageListsCommands(t *testing.T) {
+	code, out, _ := runCLI("-h")
+	if code != 0 {
+		t.Fatalf("vfx -h: exit %d", code)
+	}
+	for _, c := range []string{"serve", "api", "worker", "submit", "jobs", "admin", "render",
+		"bench fixture", "bench ffmpeg", "bench matte", "selftest", "probe", "version"} {
+		if !strings.Contains(out, "\n  vfx "+c+" ") {
+			t.Errorf("vfx -h does not list %q:\n%s", "vfx "+c, out)
+		}
+	}
+	if !strings.Contains(out, "product organisations") {
+		t.Errorf("vfx -h does not mention vfx admin orgs:\n%s", out)
+	}
+}
+
 func TestRenderCLI(t *testing.T) {
 	dir := t.TempDir()
 	fx, err := bench.WriteFixture(context.Background(), filepath.Join(dir, "in"), bench.FixtureOptions{Width: 64, Height: 48, Frames: 3})
