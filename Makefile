@@ -31,6 +31,10 @@ test: deps minio
 	$(GO) vet ./...
 	VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+## test-short: the tests without the slow ones (-short skips the fault drill and real product renders).
+test-short: deps minio
+	VFX_MINIO_BIN=$(MINIO_BIN) $(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+
 ## minio: build the MinIO server that the S3 tests run (store/storetest) into .tools/bin when missing
 ## (about 3 minutes the first time; AGPL, used only as a separate test process).
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c

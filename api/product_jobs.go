@@ -117,7 +117,7 @@ func (s *Server) withOrgKey(h func(w http.ResponseWriter, r *http.Request, oc or
 			return fmt.Errorf("api: authenticate: %w", err)
 		}
 		if p.Key.OrgID == "" {
-			return newProductErr(http.StatusForbidden, CodeOrgKeyRequired, "the product API needs an organization API key; this is a %s key", p.Key.Kind)
+			return newProductErr(http.StatusForbidden, CodeOrgKeyRequired, "the product API needs an organization key (issued with POST /admin/v1/orgs/{id}/keys); this is an account key of kind %q", p.Key.Kind)
 		}
 		org, err := s.acc.GetOrg(r.Context(), p.Key.OrgID)
 		if err != nil {
