@@ -160,3 +160,33 @@ func BenchmarkDecodeFixture1080p(b *testing.B) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "frames/s")
 	b.ReportMetric(float64(n)*1920*1080*1.5/b.Elapsed().Seconds()/1e6, "MB/s")
 }
+
+// BenchmarkFinishJob1080to2160 is the worker side of a whole vfx_finish
+// job: a 1080p H.264 parent render (48 frames of the fixture) decoded,
+// upscaled to 3840x2160 (UpscaleEdge + SharpenDownload) and encoded with
+// x264 at the default preset (medium), as worker.Upscale does it.
+func BenchmarkFinishJob1080to2160(b *testing.B) {
+	ctx := context.Background()
+	codec.Quiet()
+	p, err := WriteFixture(ctx, b.TempDir(), FixtureOptions{Width: 1920, Height: 1080, Frames: 48, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dev := kernels.NewCPU(0)
+	defer dev.Close()
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		res, err := worker.Upscale(ctx, dev, codec.FileInput(p.Source), b.TempDir()+"/finish.mp4", worker.UpscaleOptions{ShortSide: 2160})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Frames != 48 || res.Width != 3840 || res.Height != 2160 {
+			b.Fatalf("finish: %+v, want 48 frames at 3840x2160", res)
+		}
+		n += res.Frames
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(peakRSS(), "peak-rss-bytes")
+}
