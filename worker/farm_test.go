@@ -5,11 +5,8 @@ package worker
 // signals and by stopping MinIO.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/proctest"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/store/storetest"
@@ -118,48 +116,7 @@ func newFarm(t *testing.T) *farm {
 }
 
 // workerProc is one `vfx worker` process.
-type workerProc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *procOutput
-	done chan struct{}
-	err  error // the Wait result, once done is closed
-}
-
-// procOutput collects a process's stderr (zap JSON lines).
-type procOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *procOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.buf.Len() > 4<<20 {
-		return len(p), nil
-	}
-	return o.buf.Write(p)
-}
-
-func (o *procOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-// logLines returns the decoded JSON log lines with the given msg.
-func (o *procOutput) logLines(msg string) []map[string]any {
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(o.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+type workerProc = proctest.Proc
 
 // startWorker starts `vfx worker` against the farm with the test queue
 // configuration (see testQueueConfig); extra flags override the defaults.
@@ -178,79 +135,16 @@ func (f *farm) startWorker(t *testing.T, name string, extra ...string) *workerPr
 		"--retry-delays", strings.Join(delays, ","), "--max-job-duration", cfg.MaxJobDuration.String(),
 		"--preset", "ultrafast", "--cpu-workers", "2",
 	}
-	cmd := exec.Command(f.bin, append(args, extra...)...)
-	env := []string{"VFX_S3_SECRET_KEY=" + f.sec}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VFX_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	p := &workerProc{name: name, cmd: cmd, out: &procOutput{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start worker %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("worker %s output (tail):\n%s", name, tail(p.out.String(), 6000))
-		}
-	})
-	return p
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
-
-// signal sends sig to the worker.
-func (p *workerProc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %s to %s: %v", sig, p.name, err)
-	}
-}
-
-// wait waits for the worker to exit and returns its exit code.
-func (p *workerProc) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("worker %s did not exit within %v", p.name, timeout)
-	}
-	var ee *exec.ExitError
-	switch {
-	case p.err == nil:
-		return 0
-	case errors.As(p.err, &ee):
-		return ee.ExitCode()
-	}
-	t.Fatalf("worker %s: %v", p.name, p.err)
-	return -1
+	return proctest.Start(t, "worker "+name, f.bin, append(args, extra...), []string{"VFX_S3_SECRET_KEY=" + f.sec}, proctest.Options{Tail: 6000})
 }
 
 // httpAddr waits for the worker's "http listening" line and returns the
 // address.
-func (p *workerProc) httpAddr(t *testing.T) string {
+func httpAddr(t *testing.T, p *workerProc) string {
 	t.Helper()
 	var addr string
-	eventually(t, 30*time.Second, p.name+" http address", func() (bool, string) {
-		if l := p.out.logLines("http listening"); len(l) > 0 {
+	eventually(t, 30*time.Second, p.Name+" http address", func() (bool, string) {
+		if l := p.Out.Lines("http listening"); len(l) > 0 {
 			addr, _ = l[0]["addr"].(string)
 		}
 		return addr != "", "no line yet"
@@ -384,7 +278,7 @@ func TestFarmPublishComplete(t *testing.T) {
 		}
 	}
 
-	addr := w.httpAddr(t)
+	addr := httpAddr(t, w)
 	if code, _ := httpGet(t, addr, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
@@ -406,7 +300,7 @@ func TestFarmPublishComplete(t *testing.T) {
 		}
 	}
 	// Job log lines carry the job fields.
-	done := w.out.logLines("job completed")
+	done := w.Out.Lines("job completed")
 	if len(done) != 2 {
 		t.Fatalf("%d 'job completed' log lines, want 2", len(done))
 	}
@@ -416,8 +310,8 @@ func TestFarmPublishComplete(t *testing.T) {
 		}
 	}
 
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 30*time.Second); code != 0 {
+	w.Signal(t, syscall.SIGTERM)
+	if code := w.Wait(t, 30*time.Second); code != 0 {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}
 }
@@ -431,8 +325,8 @@ func TestFarmSIGKILLRedelivered(t *testing.T) {
 	f.longJob(t, "job-kill")
 	w1 := f.startWorker(t, "w-doomed", "--preset", "slow")
 	f.waitRendering(t, "job-kill", "w-doomed")
-	w1.signal(t, syscall.SIGKILL)
-	w1.wait(t, 10*time.Second)
+	w1.Signal(t, syscall.SIGKILL)
+	w1.Wait(t, 10*time.Second)
 
 	f.startWorker(t, "w-rescue")
 	rec := f.waitTerminal(t, "job-kill", farmTimeout)
@@ -478,7 +372,7 @@ func TestFarmBadInput(t *testing.T) {
 	if ev := f.events(t, "job-bad"); ev[queue.StatusFailed] != 1 || len(ev) != 1 {
 		t.Errorf("events %v, want one failed", ev)
 	}
-	code, metrics := httpGet(t, w.httpAddr(t), "/metrics")
+	code, metrics := httpGet(t, httpAddr(t, w), "/metrics")
 	if code != http.StatusOK || !strings.Contains(metrics, `vfx_worker_jobs_total{outcome="failed"} 1`) ||
 		!strings.Contains(metrics, `vfx_worker_jobs_total{outcome="retried"} 0`) {
 		t.Errorf("metrics do not show one failed job and no retry")
@@ -527,8 +421,8 @@ func TestFarmSIGTERMDrainFinishes(t *testing.T) {
 	// nothing more.
 	fx := fixture(t, 64, 48, 4)
 	f.submit(t, "job-after", JobRequest{GenerationType: "video", SourceURI: f.upload(t, fx.Source, "a.mp4"), AlphaMode: "fill", Prompt: "x", Seed: 1})
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, farmTimeout); code != 0 {
+	w.Signal(t, syscall.SIGTERM)
+	if code := w.Wait(t, farmTimeout); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
 	}
 	rec := f.record(t, "job-drain")
@@ -538,7 +432,7 @@ func TestFarmSIGTERMDrainFinishes(t *testing.T) {
 	if after := f.record(t, "job-after"); after.Status != queue.StatusInQueue || after.Attempt != 0 {
 		t.Errorf("job queued during the drain: %s attempt %d, want untouched", after.Status, after.Attempt)
 	}
-	if len(w.out.logLines("worker stopped")) != 1 {
+	if len(w.Out.Lines("worker stopped")) != 1 {
 		t.Error("no 'worker stopped' log line")
 	}
 	if ev := f.events(t, "job-drain"); ev[queue.StatusCompleted] != 1 {
@@ -555,14 +449,14 @@ func TestFarmSIGTERMDrainReleases(t *testing.T) {
 	f.longJob(t, "job-release")
 	w1 := f.startWorker(t, "w-leaving", "--preset", "slow", "--drain-timeout", "200ms")
 	f.waitRendering(t, "job-release", "w-leaving")
-	w1.signal(t, syscall.SIGTERM)
-	if code := w1.wait(t, 30*time.Second); code != 0 {
+	w1.Signal(t, syscall.SIGTERM)
+	if code := w1.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
 	}
 	if rec := f.record(t, "job-release"); rec.Status.Terminal() {
 		t.Fatalf("record %s: the job finished although the drain timeout was 200ms", rec.Status)
 	}
-	if len(w1.out.logLines("job released to another worker")) != 1 {
+	if len(w1.Out.Lines("job released to another worker")) != 1 {
 		t.Error("no 'job released' log line")
 	}
 	start := time.Now()
@@ -615,7 +509,7 @@ func TestFarmSubmitTwice(t *testing.T) {
 	if ev := f.events(t, "job-twice"); ev[queue.StatusCompleted] != 1 || len(ev) != 1 {
 		t.Errorf("events %v, want one completed", ev)
 	}
-	if n := len(w.out.logLines("job started")); n != 1 {
+	if n := len(w.Out.Lines("job started")); n != 1 {
 		t.Errorf("the worker started the job %d times, want once", n)
 	}
 }

@@ -44,6 +44,8 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store/storetest"
+
+	"github.com/vfxrender/vfx/internal/proctest"
 )
 
 const (
@@ -283,8 +285,8 @@ func TestDrill(t *testing.T) {
 	// then start it again on the same temp folder, as a restarted pod would.
 	victim, killedJob := d.waitMidJob("w1", "w2", "w3")
 	tempBefore := jobFolders(t, d.tempDirs[victim])
-	d.workers[victim].signal(t, syscall.SIGKILL)
-	d.workers[victim].wait(t, 10*time.Second)
+	d.workers[victim].Signal(t, syscall.SIGKILL)
+	d.workers[victim].Wait(t, 10*time.Second)
 	t.Logf("fault 1: SIGKILL %s while it rendered %s (job folders left: %v)", victim, killedJob, tempBefore)
 	if len(tempBefore) == 0 {
 		t.Errorf("the killed worker had no job folder in %s: the fault did not land mid-job", d.tempDirs[victim])
@@ -306,8 +308,8 @@ func TestDrill(t *testing.T) {
 		}
 	}
 	drainer, drainJob := d.waitMidJob(others...)
-	d.workers[drainer].signal(t, syscall.SIGTERM)
-	if code := d.workers[drainer].wait(t, 2*time.Minute); code != 0 {
+	d.workers[drainer].Signal(t, syscall.SIGTERM)
+	if code := d.workers[drainer].Wait(t, 2*time.Minute); code != 0 {
 		t.Errorf("%s exited %d after SIGTERM, want 0", drainer, code)
 	}
 	t.Logf("fault 2: SIGTERM %s while it rendered %s; drained and exited", drainer, drainJob)
@@ -373,13 +375,13 @@ func TestDrill(t *testing.T) {
 	}
 	// Every process still running stops cleanly.
 	for name, w := range d.workers {
-		w.signal(t, syscall.SIGTERM)
-		if code := w.wait(t, time.Minute); code != 0 {
+		w.Signal(t, syscall.SIGTERM)
+		if code := w.Wait(t, time.Minute); code != 0 {
 			t.Errorf("%s exit %d at the end", name, code)
 		}
 	}
-	d.api.signal(t, syscall.SIGTERM)
-	if code := d.api.wait(t, time.Minute); code != 0 {
+	d.api.Signal(t, syscall.SIGTERM)
+	if code := d.api.Wait(t, time.Minute); code != 0 {
 		t.Errorf("api exit %d at the end", code)
 	}
 }
@@ -392,10 +394,10 @@ func (d *drill) startAPI(env []string) {
 		"--shutdown-timeout", "5s", "--name", "drill-api"}, env)
 	re := regexp.MustCompile(`vfx api listening on (http://\S+)`)
 	eventually(t, 60*time.Second, "api listening", func() (bool, string) {
-		if !d.api.running() {
-			t.Fatalf("api exited: %s", tail(d.api.out.String(), 3000))
+		if !d.api.Running() {
+			t.Fatalf("api exited: %s", proctest.Tail(d.api.Out.String(), 3000))
 		}
-		m := re.FindStringSubmatch(d.api.out.String())
+		m := re.FindStringSubmatch(d.api.Out.String())
 		if m != nil {
 			d.apiURL = m[1]
 		}
@@ -413,20 +415,20 @@ func (d *drill) startWorker(slot, name string, env []string) {
 }
 
 func (d *drill) waitReady(w *proc) {
-	eventually(d.t, 60*time.Second, w.name+" ready", func() (bool, string) {
-		if !w.running() {
-			d.t.Fatalf("%s exited: %s", w.name, tail(w.out.String(), 3000))
+	eventually(d.t, 60*time.Second, w.Name+" ready", func() (bool, string) {
+		if !w.Running() {
+			d.t.Fatalf("%s exited: %s", w.Name, proctest.Tail(w.Out.String(), 3000))
 		}
-		return len(w.out.lines("worker ready")) > 0, "not yet"
+		return len(w.Out.Lines("worker ready")) > 0, "not yet"
 	})
 	// The probes the Kubernetes manifests use answer 200 once ready.
-	l := w.out.lines("http listening")
+	l := w.Out.Lines("http listening")
 	if len(l) == 0 {
-		d.t.Fatalf("%s logged no http address", w.name)
+		d.t.Fatalf("%s logged no http address", w.Name)
 	}
 	addr, _ := l[0]["addr"].(string)
 	for _, path := range []string{"/livez", "/readyz"} {
-		eventually(d.t, 30*time.Second, w.name+path, func() (bool, string) {
+		eventually(d.t, 30*time.Second, w.Name+path, func() (bool, string) {
 			res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + path)
 			if err != nil {
 				return false, err.Error()
@@ -523,7 +525,7 @@ func (d *drill) record(id string) *queue.Record {
 func (d *drill) waitMidJob(slots ...string) (slot, id string) {
 	names := map[string]string{}
 	for _, s := range slots {
-		names[d.workers[s].name] = s
+		names[d.workers[s].Name] = s
 	}
 	start := time.Now()
 	eventually(d.t, 3*time.Minute, "a worker mid-job", func() (bool, string) {

@@ -3,11 +3,7 @@
 package drill
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,143 +11,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/proctest"
 )
 
 // proc is one child process of the drill (nats-server, vfx api, vfx worker).
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *logBuf
-	done chan struct{}
-	err  error // the Wait result, once done is closed
-}
-
-// logBuf collects a process's output (bounded).
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *logBuf) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.buf.Len() > 16<<20 {
-		return len(p), nil
-	}
-	return o.buf.Write(p)
-}
-
-func (o *logBuf) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-// lines returns the decoded JSON log lines whose msg is msg.
-func (o *logBuf) lines(msg string) []map[string]any {
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(o.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+type proc = proctest.Proc
 
 // startProc starts bin with args; the process is killed when the test ends
-// (and, through Pdeathsig, when the test binary dies).
+// (and, through Pdeathsig, when the test binary dies). VFX_DRILL_LOGS names
+// a folder that receives every process's whole output.
 func startProc(t *testing.T, name, bin string, args, env []string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	base := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VFX_") {
-			base = append(base, kv)
-		}
-	}
-	cmd.Env = append(base, env...)
-	p := &proc{name: name, cmd: cmd, out: &logBuf{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if dir := os.Getenv("VFX_DRILL_LOGS"); dir != "" {
-			_ = os.MkdirAll(dir, 0o755)
-			_ = os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.out.String()), 0o644)
-		}
-		if t.Failed() {
-			t.Logf("%s output (tail):\n%s", name, tail(p.out.String(), 5000))
-		}
-	})
-	return p
-}
-
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *proc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// signal sends sig to the process.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %s to %s: %v", sig, p.name, err)
-	}
-}
-
-// wait waits (bounded) for the process to exit and returns its exit code
-// (-1 when killed by a signal).
-func (p *proc) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("%s did not exit within %v", p.name, timeout)
-	}
-	var ee *exec.ExitError
-	switch {
-	case p.err == nil:
-		return 0
-	case errors.As(p.err, &ee):
-		return ee.ExitCode()
-	}
-	t.Fatalf("%s: %v", p.name, p.err)
-	return -1
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
+	return proctest.Start(t, name, bin, args, env, proctest.Options{LogDir: os.Getenv("VFX_DRILL_LOGS")})
 }
 
 // eventually polls cond every 50 ms until it holds or timeout passes.
@@ -234,8 +109,8 @@ func (n *natsProc) start(t *testing.T) {
 	}, nil)
 	// /healthz answers 200 once JetStream has recovered its streams.
 	eventually(t, 60*time.Second, "nats-server healthy", func() (bool, string) {
-		if !n.p.running() {
-			t.Fatalf("nats-server exited: %s", tail(n.p.out.String(), 3000))
+		if !n.p.Running() {
+			t.Fatalf("nats-server exited: %s", proctest.Tail(n.p.Out.String(), 3000))
 		}
 		res, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.monPort))
 		if err != nil {
@@ -250,8 +125,8 @@ func (n *natsProc) start(t *testing.T) {
 // again on the same port and store directory.
 func (n *natsProc) restart(t *testing.T, down time.Duration) {
 	t.Helper()
-	n.p.signal(t, syscall.SIGTERM)
-	n.p.wait(t, 30*time.Second)
+	n.p.Signal(t, syscall.SIGTERM)
+	n.p.Wait(t, 30*time.Second)
 	time.Sleep(down)
 	n.start(t)
 }
