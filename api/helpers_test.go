@@ -24,6 +24,7 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -137,7 +138,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	if o.workers {
 		dm := &worker.Daemon{Queue: q, Store: st, Resolver: &store.Resolver{Store: st, AllowHosts: []string{"127.0.0.1"}, AllowHTTP: true},
-			Pipeline: &worker.Pipeline{Device: kernels.NewCPU(2)}, Name: "test", TempDir: t.TempDir(), Preset: "ultrafast",
+			Pipeline: &worker.Pipeline{Device: kernels.NewCPU(2), Net: modeltest.Load(t)}, Name: "test", TempDir: t.TempDir(), Preset: "ultrafast",
 			ProgressInterval: 100 * time.Millisecond, Logger: zap.NewNop()}
 		cons, err := q.Consumer(ctx)
 		if err != nil {

@@ -78,6 +78,8 @@ type prepared struct {
 	fullA    kernels.Image // 1 ch scratch at the case size
 	lowImg   kernels.Image
 	rgb, lin []float32
+	ref      *matte.Refiner // refineOne's, made on first use
+	lowA     kernels.Image
 }
 
 // clipInfo is a Clip with its size at hand.
@@ -125,6 +127,10 @@ func prepare(dev kernels.Device, cl Clip) (*prepared, error) {
 }
 
 func (p *prepared) close(dev kernels.Device) {
+	if p.ref != nil {
+		p.ref.Close()
+		dev.Free(p.lowA)
+	}
 	dev.Free(p.full)
 	dev.Free(p.fullA)
 	dev.Free(p.lowImg)
@@ -221,7 +227,7 @@ func RunSelectClip(ctx context.Context, dev kernels.Device, cl Clip, key int, o 
 		return run, err
 	}
 	lows := make([][]float32, c.Frames)
-	if err := matte.Propagate(ctx, dev, p.low, key, keyLow, o, collect(lows, dev)); err != nil {
+	if err := matte.Propagate(ctx, dev, p.low, nil, key, keyLow, o, collect(lows, dev)); err != nil {
 		return run, err
 	}
 	run.Elapsed = time.Since(t0)
@@ -229,7 +235,8 @@ func RunSelectClip(ctx context.Context, dev kernels.Device, cl Clip, key int, o 
 	return run, err
 }
 
-// RunAuto runs auto on the case and scores it.
+// RunAuto runs auto on the case and scores it; without a network only
+// cases with a chroma screen can run (else matte.ErrNoNetwork).
 func RunAuto(ctx context.Context, dev kernels.Device, mc *MatteCase, o matte.AutoOptions) (MatteRun, error) {
 	p, err := prepare(dev, caseClip{mc})
 	if err != nil {
@@ -239,7 +246,7 @@ func RunAuto(ctx context.Context, dev kernels.Device, mc *MatteCase, o matte.Aut
 	c := p.c
 	run := MatteRun{Case: c.Name(), Frames: c.Frames}
 	t0 := time.Now()
-	plan, err := matte.PlanAuto(ctx, dev, p.low, p.fw, p.fh, o)
+	plan, err := matte.PlanAuto(ctx, dev, p.low, nil, p.fw, p.fh, o)
 	if err != nil {
 		return run, err
 	}

@@ -2,6 +2,7 @@ package matte
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,38 +18,31 @@ const (
 	// AutoChroma keys a green or blue screen (with despill) per frame at
 	// the output size.
 	AutoChroma AutoKind = iota
-	// AutoStatic differences each frame against a clean plate (the
-	// temporal median) of a static camera.
-	AutoStatic
-	// AutoCentre segments the middle frame with a graph cut (colour
-	// models, a centre ellipse and a motion cue) and propagates it with
-	// select.
-	AutoCentre
+	// AutoNet is the segmentation network's matte (every salient object),
+	// carried between the frames it runs on by motion and stabilised by
+	// fusing each of its maps with the propagated matte.
+	AutoNet
 )
 
 func (k AutoKind) String() string {
-	return [...]string{"chroma", "static", "centre"}[k]
+	return [...]string{"chroma", "net"}[k]
 }
+
+// ErrNoNetwork is auto or select asked to run without a segmentation
+// network where one is needed.
+var ErrNoNetwork = errors.New("matte: no segmentation network")
 
 // AutoOptions tune auto.
 type AutoOptions struct {
 	Select SelectOptions
-	// PlateSamples is the number of frames (evenly spaced) the clean
-	// plate's median is taken over.
-	PlateSamples int
-	// StaticFraction is the share of pixels that must match the plate in
-	// the median sampled frame for the camera to count as static.
-	StaticFraction float64
-	// PlateThreshold is the colour distance (sRGB units) above which a
-	// pixel differs from the plate.
-	PlateThreshold float32
-	// Centre tunes the centre-prior segmentation of the keyframe.
-	Centre CentreOptions
+	// Band is the half-width (flow pixels) of the soft band kept around
+	// the matte's contour; beyond it the matte is snapped to 0 or 1.
+	Band float32
 }
 
-// DefaultAutoOptions are the tuned defaults.
+// DefaultAutoOptions are the defaults.
 func DefaultAutoOptions() AutoOptions {
-	return AutoOptions{Select: DefaultSelectOptions(), PlateSamples: 25, StaticFraction: 0.6, PlateThreshold: 0.09, Centre: DefaultCentreOptions()}
+	return AutoOptions{Select: DefaultSelectOptions(), Band: 2}
 }
 
 // AutoPlan is what auto found in a clip and what it needs to make the
@@ -58,19 +52,14 @@ type AutoPlan struct {
 	// Chroma keys the output frames (linear RGB) when Kind is AutoChroma.
 	Chroma kernels.ChromaParams
 
-	dev   kernels.Device
-	o     AutoOptions
-	w, h  int
-	plate kernels.Image // AutoStatic: clean plate at the flow size
+	dev  kernels.Device
+	o    AutoOptions
+	w, h int
+	net  Objectness
 }
 
-// Close frees the plan's images.
-func (a *AutoPlan) Close() {
-	if a.plate != nil {
-		a.dev.Free(a.plate)
-		a.plate = nil
-	}
-}
+// Close frees the plan's resources.
+func (a *AutoPlan) Close() {}
 
 func srgbToLinear(v float64) float64 {
 	if v <= 0.04045 {
@@ -80,15 +69,14 @@ func srgbToLinear(v float64) float64 {
 }
 
 // PlanAuto looks at the clip (at the flow size, w x h) and picks the
-// method: a chroma screen on the borders of frame 0, else a static camera
-// (most pixels of most frames match the temporal median), else the centre
-// prior.
-func PlanAuto(ctx context.Context, dev kernels.Device, src Frames, w, h int, o AutoOptions) (*AutoPlan, error) {
+// method: a chroma screen on the borders of frame 0, else the network
+// (ErrNoNetwork when net is nil: there is no silent fallback).
+func PlanAuto(ctx context.Context, dev kernels.Device, src Frames, net Objectness, w, h int, o AutoOptions) (*AutoPlan, error) {
 	n := src.Len()
 	if n < 1 {
 		return nil, fmt.Errorf("matte: auto: no frames")
 	}
-	a := &AutoPlan{dev: dev, o: o, w: w, h: h, Kind: AutoCentre}
+	a := &AutoPlan{dev: dev, o: o, w: w, h: h, Kind: AutoNet, net: net}
 	img, err := dev.NewImage(w, h, 3)
 	if err != nil {
 		return nil, err
@@ -105,58 +93,9 @@ func PlanAuto(ctx context.Context, dev kernels.Device, src Frames, w, h int, o A
 		a.Kind, a.Chroma = AutoChroma, p
 		return a, nil
 	}
-	if n < 3 {
-		return a, nil
+	if net == nil {
+		return nil, fmt.Errorf("%w: auto needs one for a clip without a chroma screen", ErrNoNetwork)
 	}
-	// Clean plate: per-pixel median of evenly spaced frames.
-	k := min(n, max(o.PlateSamples, 3))
-	samples := make([][]float32, k)
-	for s := range samples {
-		i := s * (n - 1) / (k - 1)
-		if err := src.Frame(ctx, i, img); err != nil {
-			return nil, err
-		}
-		if samples[s], err = dev.ReadPixels(img); err != nil {
-			return nil, err
-		}
-	}
-	plate := make([]float32, 3*w*h)
-	col := make([]float32, k)
-	for p := range plate {
-		for s := range samples {
-			col[s] = samples[s][p]
-		}
-		slices.Sort(col)
-		plate[p] = col[k/2]
-	}
-	fr := make([]float64, k)
-	m := w * h
-	thr := float64(o.PlateThreshold) / 2
-	for s, smp := range samples {
-		match := 0
-		for p := 0; p < m; p++ {
-			d := 0.0
-			for c := 0; c < 3; c++ {
-				d = max(d, math.Abs(float64(smp[c*m+p]-plate[c*m+p])))
-			}
-			if d < thr {
-				match++
-			}
-		}
-		fr[s] = float64(match) / float64(m)
-	}
-	slices.Sort(fr)
-	if fr[k/2] < o.StaticFraction {
-		return a, nil
-	}
-	if a.plate, err = dev.NewImage(w, h, 3); err != nil {
-		return nil, err
-	}
-	if err := dev.WritePixels(a.plate, plate); err != nil {
-		a.Close()
-		return nil, err
-	}
-	a.Kind = AutoStatic
 	return a, nil
 }
 
@@ -208,75 +147,42 @@ func detectScreen(pix []float32, w, h int) (kernels.ChromaParams, bool) {
 	return kernels.ChromaParams{}, false
 }
 
-// Mattes makes the flow-size mattes of every frame for AutoStatic and
-// AutoCentre (for AutoChroma there is nothing to do at the flow size: the
-// key runs on the output frames). emit is called as for Propagate.
+// Mattes makes the flow-size mattes of every frame for AutoNet (for
+// AutoChroma there is nothing to do at the flow size: the key runs on the
+// output frames). emit is called as for Propagate. Frame 0's matte is the
+// network's map; later frames are propagated and fused with the network
+// wherever it ran. Every matte is snapped to 0 or 1 beyond the soft band.
 func (a *AutoPlan) Mattes(ctx context.Context, src Frames, emit func(i int, m kernels.Image) error) error {
-	switch a.Kind {
-	case AutoChroma:
+	if a.Kind == AutoChroma {
 		return nil
-	case AutoStatic:
-		return a.static(ctx, src, emit)
+	}
+	first := make([]float32, a.w*a.h)
+	ok, err := a.net.Objectness(ctx, 0, first)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the network did not run on frame 0", ErrNoNetwork)
 	}
 	key, err := a.dev.NewImage(a.w, a.h, 1)
 	if err != nil {
 		return err
 	}
 	defer a.dev.Free(key)
-	index, err := a.CentreKeyframe(ctx, src, key)
-	if err != nil {
+	if err := a.dev.WritePixels(key, first); err != nil {
 		return err
 	}
-	return Propagate(ctx, a.dev, src, index, key, a.o.Select, emit)
-}
-
-func (a *AutoPlan) static(ctx context.Context, src Frames, emit func(i int, m kernels.Image) error) error {
-	p, err := newPropagator(a.dev, a.w, a.h, a.o.Select)
-	if err != nil {
-		return err
+	band := newNetFuser(a.w, a.h, a.o.Select.Net)
+	snapped := func(i int, m kernels.Image) error {
+		v, err := a.dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		band.snap(v, a.o.Band)
+		if err := a.dev.WritePixels(m, v); err != nil {
+			return err
+		}
+		return emit(i, m)
 	}
-	defer p.close()
-	var imgs [3]kernels.Image
-	for k, c := range []int{3, 1, 1} {
-		if imgs[k], err = a.dev.NewImage(a.w, a.h, c); err != nil {
-			return err
-		}
-		defer a.dev.Free(imgs[k])
-	}
-	frame, rough, m := imgs[0], imgs[1], imgs[2]
-	plateOnly := kernels.FuseParams{Plate: 1, PlateThreshold: a.o.PlateThreshold, PlateSoftness: a.o.PlateThreshold / 4, Bins: 16}
-	withShape := plateOnly
-	withShape.Prior, withShape.Local, withShape.LocalSigma = 0.5, 0.5, a.o.Select.Fuse.LocalSigma
-	for i := 0; i < src.Len(); i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := src.Frame(ctx, i, frame); err != nil {
-			return err
-		}
-		if err := p.ops.MatteFuse(rough, frame, nil, nil, nil, nil, nil, a.plate, nil, plateOnly); err != nil {
-			return err
-		}
-		// A second round lets the local colour models fill pixels of the
-		// subject that happen to match the plate.
-		if err := p.fusePlate(m, frame, rough, a.plate, withShape); err != nil {
-			return err
-		}
-		if err := emit(i, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CentreKeyframe segments the keyframe of AutoCentre into key (1
-// channel at the flow size) and returns its index: the middle frame (the
-// subject of a framed shot is most likely centred there, and propagation
-// runs half as far). Mattes calls it; it is exported to time it.
-func (a *AutoPlan) CentreKeyframe(ctx context.Context, src Frames, key kernels.Image) (int, error) {
-	if err := checkSize("keyframe matte", key, a.w, a.h, 1); err != nil {
-		return 0, err
-	}
-	index := src.Len() / 2
-	return index, a.centreKey(ctx, src, index, key)
+	return propagate(ctx, a.dev, src, a.net, true, 0, key, a.o.Select, snapped)
 }

@@ -36,6 +36,8 @@ type SelectOptions struct {
 	Hysteresis float32
 	// Fuse weighs the evidence (see kernels.FuseParams).
 	Fuse kernels.FuseParams
+	// Net tunes the fusion with the segmentation network's map.
+	Net NetOptions
 }
 
 // DefaultSelectOptions are the tuned defaults.
@@ -47,6 +49,7 @@ func DefaultSelectOptions() SelectOptions {
 		LocalRadius: 6,
 		Hysteresis:  4,
 		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
+		Net:         DefaultNetOptions(),
 	}
 }
 
@@ -88,6 +91,7 @@ type propagator struct {
 	raw, eNew, eOld     kernels.Image
 	table               []float32
 	refMean             float64 // mean luma of the keyframe
+	shapeOnly           bool    // step warps without the colour models (with a network)
 }
 
 func newPropagator(dev kernels.Device, w, h int, o SelectOptions) (*propagator, error) {
@@ -177,6 +181,15 @@ func (p *propagator) step(dst, frame, prevM kernels.Image, curP, prevP *pyramid,
 	if err := ops.MatteFuse(p.sharp, frame, p.warped, nil, nil, nil, nil, nil, nil, kernels.FuseParams{Prior: p.o.Hysteresis}); err != nil {
 		return err
 	}
+	if p.shapeOnly {
+		// With the network, motion carries the shape and the network
+		// corrects it: the colour models are left out. Measured on real
+		// footage (vfx bench matte, 4 clips), they let the matte grow into
+		// look-alike background: select J 0.51 with the local contour
+		// classifiers alone, 0.27 on one clip with all of them, 0.70 on
+		// that clip and 0.64 on the 4 without either.
+		return p.ops.Copy(dst, p.sharp)
+	}
 	return p.fuse(dst, frame, p.sharp, p.conf, f)
 }
 
@@ -265,7 +278,17 @@ func (p *propagator) lumaPyramid(ctx context.Context, src Frames, i int, frame k
 // keyframe to the last frame, then backward to frame 0. emit receives each
 // frame's matte at the flow size, in that order (the keyframe first, as
 // given); the image is reused after emit returns.
-func Propagate(ctx context.Context, dev kernels.Device, src Frames, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
+//
+// With a network (net not nil), every frame the network ran on is fused
+// with its map (see netFuser.fuse): the keyframe decides which of the
+// network's regions are the object, motion carries that identity, and the
+// network corrects the propagated shape. net nil propagates by motion and
+// colour alone.
+func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectness, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
+	return propagate(ctx, dev, src, net, false, index, key, o, emit)
+}
+
+func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectness, all bool, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
 	n := src.Len()
 	if index < 0 || index >= n {
 		return fmt.Errorf("%w: index %d outside 0..%d", ErrKeyframe, index, n-1)
@@ -295,7 +318,91 @@ func Propagate(ctx context.Context, dev kernels.Device, src Frames, index int, k
 	if err := p.learnColours(keyFrame, key); err != nil {
 		return err
 	}
-	if err := emit(index, key); err != nil {
+	var nf *netFuser
+	var nbuf, out []float32
+	inverted := false
+	invKey, err := dev.NewImage(w, h, 1)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(invKey)
+	outM, err := dev.NewImage(w, h, 1)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(outM)
+	// emitted hands emit the matte of the object the keyframe picked.
+	emitted := func(i int, m kernels.Image) error {
+		if !inverted {
+			return emit(i, m)
+		}
+		if err := p.ops.Composite(outM, p.zero1, p.one1, m); err != nil { // 1 - m
+			return err
+		}
+		return emit(i, outM)
+	}
+	if net != nil {
+		nf = newNetFuser(w, h, o.Net)
+		nf.all = all
+		nbuf, out = make([]float32, w*h), make([]float32, w*h)
+		ok, err := net.Objectness(ctx, index, nbuf)
+		if err != nil {
+			return err
+		}
+		kp, err := dev.ReadPixels(key)
+		if err != nil {
+			return err
+		}
+		nf.trust = 0
+		if ok {
+			nf.setTrust(nbuf, kp)
+			// A keyframe that picks everything but an object the network
+			// sees (the scene around a subject) is followed as that
+			// object's complement: its shape is what the network explains.
+			if !all && nf.trust < 1 {
+				inv := make([]float32, len(kp))
+				for i, v := range kp {
+					inv[i] = 1 - v
+				}
+				trust := nf.trust
+				nf.setTrust(nbuf, inv)
+				if nf.trust > trust {
+					if err := dev.WritePixels(invKey, inv); err != nil {
+						return err
+					}
+					key, inverted = invKey, true
+				} else {
+					nf.trust = trust
+				}
+			}
+		}
+		// With the network, motion carries the shape and the network
+		// corrects it; the colour models, which let a matte grow into
+		// look-alike background (J 0.27 against 0.70 on a dancer whose
+		// floor matches his clothes), are left out.
+		p.shapeOnly = true
+	}
+	// withNet fuses frame i's network map, when there is one, into m.
+	withNet := func(i int, m kernels.Image) error {
+		if nf == nil {
+			return nil
+		}
+		ok, err := net.Objectness(ctx, i, nbuf)
+		if err != nil || !ok {
+			return err
+		}
+		prop, err := dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		shape, err := dev.ReadPixels(p.warped)
+		if err != nil {
+			return err
+		}
+		nf.fuse(out, prop, shape, nbuf)
+		return dev.WritePixels(m, out)
+	}
+	if err := emitted(index, key); err != nil {
 		return err
 	}
 	for _, dir := range []int{1, -1} {
@@ -318,7 +425,11 @@ func Propagate(ctx context.Context, dev kernels.Device, src Frames, index int, k
 				prevP.free(dev)
 			}
 			prevP = curP
-			if err := emit(i, curM); err != nil {
+			if err := withNet(i, curM); err != nil {
+				prevP.free(dev)
+				return err
+			}
+			if err := emitted(i, curM); err != nil {
 				prevP.free(dev)
 				return err
 			}

@@ -12,13 +12,36 @@ import (
 	"github.com/vfxrender/vfx/matte"
 )
 
+// Segmenter is a segmentation network (an *infer.Model): P(object) of a
+// picture given as planar sRGB values in [0,1], at the picture's size.
+type Segmenter interface {
+	Segment(ctx context.Context, rgb []float32, w, h int, dst []float32) error
+}
+
+// NetLongSide bounds the long side of the frames given to the network: it
+// resamples every input to its own size (1024x1024 for IS-Net), so more
+// detail than that is never seen.
+const NetLongSide = 1024
+
+// netSize is the size frames are decoded at for the network: the source's
+// size, shrunk to fit NetLongSide (even dimensions).
+func netSize(w, h int) (int, int) {
+	if max(w, h) <= NetLongSide {
+		return w, h
+	}
+	s := float64(NetLongSide) / float64(max(w, h))
+	return max(2, int(float64(w)*s+0.5)&^1), max(2, int(float64(h)*s+0.5)&^1)
+}
+
 // lowFrames is a clip decoded once at the flow size, kept as packed RGB24
-// (3 bytes a pixel), served to package matte as sRGB-encoded floats.
+// (3 bytes a pixel), served to package matte as sRGB-encoded floats, with
+// the network's maps (matte.Objectness) of the frames it ran on.
 type lowFrames struct {
 	dev    kernels.Device
 	w, h   int
 	frames [][]byte
 	buf    []float32
+	nets   map[int][]uint8 // flow-size P(object) per frame the network ran on
 }
 
 func (l *lowFrames) Len() int { return len(l.frames) }
@@ -40,16 +63,69 @@ func (l *lowFrames) Frame(_ context.Context, i int, dst kernels.Image) error {
 	return l.dev.WritePixels(dst, l.buf)
 }
 
-// decodeLow decodes every frame of the source at w x h into packed RGB24.
-func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim codec.Limits, w, h int) (*lowFrames, error) {
-	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.RGB24, Width: w, Height: h})
+// Objectness serves the network's map of frame i (matte.Objectness).
+func (l *lowFrames) Objectness(_ context.Context, i int, dst []float32) (bool, error) {
+	m, ok := l.nets[i]
+	if !ok {
+		return false, nil
+	}
+	for k, v := range m {
+		dst[k] = float32(v) / 255
+	}
+	return true, nil
+}
+
+// decodeLow decodes every frame of the source at the flow size w x h into
+// packed RGB24. With a network, frames are decoded at netSize instead, the
+// network runs on the frames sched picks (with key, the keyframe, <0 for
+// none), and its maps and the frames are resampled to the flow size.
+func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim codec.Limits, w, h int, net Segmenter, sched matte.Schedule, key int) (*lowFrames, error) {
+	sw, sh := w, h
+	if net != nil {
+		info, err := codec.Probe(ctx, in, lim)
+		if err != nil {
+			return nil, classify("source", err)
+		}
+		sw, sh = netSize(info.Width, info.Height)
+		sw, sh = max(sw, w), max(sh, h)
+	}
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.RGB24, Width: sw, Height: sh})
 	if err != nil {
 		return nil, classify("source", err)
 	}
 	defer dec.Close()
-	l := &lowFrames{dev: dev, w: w, h: h}
+	l := &lowFrames{dev: dev, w: w, h: h, nets: map[int][]uint8{}}
+	var big, small kernels.Image
+	var rgb, pm []float32
+	if net != nil {
+		if big, err = dev.NewImage(sw, sh, 3); err != nil {
+			return nil, err
+		}
+		defer dev.Free(big)
+		if small, err = dev.NewImage(w, h, 3); err != nil {
+			return nil, err
+		}
+		defer dev.Free(small)
+		rgb, pm = make([]float32, 3*sw*sh), make([]float32, sw*sh)
+	}
+	// segment runs the network on the frame in rgb (index i) and keeps
+	// its map at the flow size.
+	segment := func(i int) error {
+		if err := net.Segment(ctx, rgb, sw, sh, pm); err != nil {
+			return fmt.Errorf("worker: segmentation network, frame %d: %w", i, err)
+		}
+		lo := make([]float32, w*h)
+		boxResize(lo, w, h, pm, sw, sh)
+		q := make([]uint8, w*h)
+		for k, v := range lo {
+			q[k] = uint8(min(max(v, 0), 1)*255 + 0.5)
+		}
+		l.nets[i] = q
+		return nil
+	}
 	f := &frame.HostFrame{}
-	for {
+	last := -1
+	for i := 0; ; i++ {
 		if err := dec.Next(ctx, f); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
@@ -57,15 +133,78 @@ func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim code
 			return nil, classify("source", err)
 		}
 		b := make([]byte, 3*w*h)
-		for y := 0; y < h; y++ {
-			copy(b[3*w*y:3*w*(y+1)], f.Planes[0][y*f.Strides[0]:y*f.Strides[0]+3*w])
+		if net == nil {
+			for y := 0; y < h; y++ {
+				copy(b[3*w*y:3*w*(y+1)], f.Planes[0][y*f.Strides[0]:y*f.Strides[0]+3*w])
+			}
+			l.frames = append(l.frames, b)
+			continue
+		}
+		n := sw * sh
+		for y := 0; y < sh; y++ {
+			row := f.Planes[0][y*f.Strides[0]:]
+			for x := 0; x < sw; x++ {
+				p := y*sw + x
+				rgb[p] = float32(row[3*x]) / 255
+				rgb[n+p] = float32(row[3*x+1]) / 255
+				rgb[2*n+p] = float32(row[3*x+2]) / 255
+			}
+		}
+		if sched.Runs(i, i+2, key) { // i+2: the last frame is not known yet
+			if err := segment(i); err != nil {
+				return nil, err
+			}
+		}
+		last = i
+		if err := dev.WritePixels(big, rgb); err != nil {
+			return nil, err
+		}
+		if err := dev.Ops().ResizeArea(small, big); err != nil {
+			return nil, err
+		}
+		v, err := dev.ReadPixels(small)
+		if err != nil {
+			return nil, err
+		}
+		m := w * h
+		for p := 0; p < m; p++ {
+			b[3*p] = uint8(min(max(v[p], 0), 1)*255 + 0.5)
+			b[3*p+1] = uint8(min(max(v[m+p], 0), 1)*255 + 0.5)
+			b[3*p+2] = uint8(min(max(v[2*m+p], 0), 1)*255 + 0.5)
 		}
 		l.frames = append(l.frames, b)
 	}
 	if len(l.frames) == 0 {
 		return nil, inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
 	}
+	if _, ok := l.nets[last]; net != nil && !ok {
+		// The schedule always includes the last frame: rgb still holds it.
+		if err := segment(last); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
+}
+
+// boxResize shrinks (or bilinearly resamples) one plane: each output pixel
+// averages the source pixels its footprint covers.
+func boxResize(dst []float32, dw, dh int, src []float32, sw, sh int) {
+	fx, fy := float64(sw)/float64(dw), float64(sh)/float64(dh)
+	for y := 0; y < dh; y++ {
+		y0 := int(float64(y) * fy)
+		y1 := max(y0+1, min(sh, int(float64(y+1)*fy+0.5)))
+		for x := 0; x < dw; x++ {
+			x0 := int(float64(x) * fx)
+			x1 := max(x0+1, min(sw, int(float64(x+1)*fx+0.5)))
+			s := float32(0)
+			for yy := y0; yy < y1; yy++ {
+				for xx := x0; xx < x1; xx++ {
+					s += src[yy*sw+xx]
+				}
+			}
+			dst[y*dw+x] = s / float32((y1-y0)*(x1-x0))
+		}
+	}
 }
 
 // decodeGray decodes the first frame of in as Gray8 at w x h.
@@ -115,7 +254,18 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 	dev := p.Device
 	lim := p.limits()
 	fw, fh := matte.FlowSize(w, h, matte.DefaultFlowShort)
-	frames, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh)
+	if p.Net == nil {
+		return nil, inputErr("MODEL_UNAVAILABLE", "alpha_mode %s needs the segmentation network, and this worker has none: %s", mode, ModelHint)
+	}
+	key := -1
+	if mode == matte.Select {
+		key = req.AlphaKeyframeIndex
+	}
+	sched := p.NetSchedule
+	if sched.Every < 1 {
+		sched = matte.DefaultCPUSchedule
+	}
+	frames, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh, p.Net, sched, key)
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +306,11 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 		}
 		ms.key, ms.Method = idx, "select"
 		ms.lows = make([][]uint16, n)
-		if err := matte.Propagate(ctx, dev, frames, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
+		if err := matte.Propagate(ctx, dev, frames, frames, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
 			return nil, fmt.Errorf("worker: select: %w", err)
 		}
 	} else {
-		plan, err := matte.PlanAuto(ctx, dev, frames, fw, fh, matte.DefaultAutoOptions())
+		plan, err := matte.PlanAuto(ctx, dev, frames, frames, fw, fh, matte.DefaultAutoOptions())
 		if err != nil {
 			return nil, fmt.Errorf("worker: auto: %w", err)
 		}

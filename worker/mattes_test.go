@@ -2,6 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/vfxrender/vfx/bench"
@@ -46,7 +50,7 @@ func TestRunVideoSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := newPipeline().Run(context.Background(), Request{
+	res, err := netPipeline(t).Run(context.Background(), Request{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "select", Alpha: in(fx.Keyframes[7]),
 		AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -71,7 +75,7 @@ func TestRunVideoSelect(t *testing.T) {
 func TestRunImageSelectResampled(t *testing.T) {
 	big := fixture(t, 128, 96, 1)
 	small := fixture(t, 64, 48, 1) // the same scene at half size: same aspect ratio
-	res, err := newPipeline().Run(context.Background(), Request{
+	res, err := netPipeline(t).Run(context.Background(), Request{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(small.StillMatte),
 		Prompt: "sunset", Seed: 1, CRF: -1,
 	}, t.TempDir())
@@ -84,7 +88,7 @@ func TestRunImageSelectResampled(t *testing.T) {
 		t.Errorf("resampled keyframe: J %.3f, want >= 0.9", j)
 	}
 	// At the same size the keyframe is used as given.
-	res, err = newPipeline().Run(context.Background(), Request{
+	res, err = netPipeline(t).Run(context.Background(), Request{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(big.StillMatte),
 		AlphaKeyframeIndex: 3, Prompt: "sunset", Seed: 1, CRF: -1, // the index is ignored for images
 	}, t.TempDir())
@@ -97,49 +101,76 @@ func TestRunImageSelectResampled(t *testing.T) {
 	}
 }
 
+// davisClip is a short real clip of ../shared/datasets with its masks,
+// or a skip that says why it is missing.
+func davisClip(t *testing.T, name string) (source string, masks []*frame.HostFrame) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "shared", "datasets", "davis2016-train", name)
+	if _, err := os.Stat(filepath.Join(dir, "source.mp4")); err != nil {
+		t.Skipf("real footage not found (%v): the dataset lives in ../shared/datasets beside the repository", err)
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "masks", "*.png"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("%s: no masks (%v)", dir, err)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		_, fs := decodeAll(t, p, frame.Gray8)
+		masks = append(masks, fs[0])
+	}
+	return filepath.Join(dir, "source.mp4"), masks
+}
+
 func TestRunAuto(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		c      *bench.MatteCase
-		method string
-		minJ   float64
-	}{
-		{bench.AutoSuite(192, 108, 16)[0], "auto/chroma", 0.9},
-		{bench.AutoSuite(192, 108, 16)[1], "auto/static", 0.85},
-	} {
-		t.Run(tc.c.Name, func(t *testing.T) {
-			fx, err := bench.WriteMatteCase(context.Background(), dir, tc.c, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := newPipeline().Run(context.Background(), Request{
-				GenerationType: "video", Source: in(fx.Source), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
-			}, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Matte != tc.method {
-				t.Fatalf("auto chose %q, want %q", res.Matte, tc.method)
-			}
-			_, want := decodeAll(t, fx.Matte, frame.Gray8)
-			_, got := decodeAll(t, res.Alpha, frame.Gray8)
-			if j := meanJ(t, got, want); j < tc.minJ {
-				t.Errorf("mean J %.3f, want >= %.2f", j, tc.minJ)
-			}
-		})
-	}
-	// An image: no screen, no clip to take a plate from: the centre prior.
-	fx, err := bench.WriteMatteCase(context.Background(), dir, bench.AutoSuite(96, 64, 1)[2], 0)
+	// A chroma screen is keyed (no network involved).
+	fx, err := bench.WriteMatteCase(context.Background(), dir, bench.AutoSuite(192, 108, 16)[0], 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := newPipeline().Run(context.Background(), Request{
-		GenerationType: "image", Source: in(fx.Stills[0]), AlphaMode: "auto", Prompt: "neon night", CRF: -1,
+	res, err := netPipeline(t).Run(context.Background(), Request{
+		GenerationType: "video", Source: in(fx.Source), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Matte != "auto/centre" {
-		t.Errorf("image auto chose %q, want auto/centre", res.Matte)
+	if res.Matte != "auto/chroma" {
+		t.Fatalf("auto chose %q, want auto/chroma", res.Matte)
+	}
+	_, want := decodeAll(t, fx.Matte, frame.Gray8)
+	_, got := decodeAll(t, res.Alpha, frame.Gray8)
+	if j := meanJ(t, got, want); j < 0.9 {
+		t.Errorf("chroma: mean J %.3f, want >= 0.90", j)
+	}
+
+	// Real footage, the network: a whole clip as a video job.
+	src, masks := davisClip(t, "dog-agility")
+	res, err = netPipeline(t).Run(context.Background(), Request{
+		GenerationType: "video", Source: in(src), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Matte != "auto/net" {
+		t.Fatalf("auto chose %q, want auto/net", res.Matte)
+	}
+	_, got = decodeAll(t, res.Alpha, frame.Gray8)
+	if j := meanJ(t, got, masks); j < 0.6 {
+		t.Errorf("dog-agility auto: mean J %.3f, want >= 0.60", j)
+	}
+}
+
+func TestRunWithoutModel(t *testing.T) {
+	src, _ := davisClip(t, "dog-agility")
+	for _, mode := range []string{"auto", "select"} {
+		req := Request{GenerationType: "video", Source: in(src), AlphaMode: mode, Prompt: "x", CRF: -1, Preset: "ultrafast"}
+		if mode == "select" {
+			req.Alpha = in(filepath.Join(filepath.Dir(src), "masks", "00000.png"))
+		}
+		_, err := newPipeline().Run(context.Background(), req, t.TempDir())
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Code != "MODEL_UNAVAILABLE" {
+			t.Errorf("%s without a model: err = %v, want MODEL_UNAVAILABLE", mode, err)
+		}
 	}
 }

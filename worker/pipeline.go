@@ -92,7 +92,16 @@ type Pipeline struct {
 	// any frame is decoded, with the job's shape and memory estimate (a
 	// process that runs one job at a time can set its GC limit from it).
 	OnPlan func(Plan)
+	// Net is the segmentation network that auto and select (video) need;
+	// without it those jobs fail with MODEL_UNAVAILABLE.
+	Net Segmenter
+	// NetSchedule picks the frames the network runs on (zero value:
+	// matte.DefaultCPUSchedule).
+	NetSchedule matte.Schedule
 }
+
+// ModelHint says how to give a worker its segmentation network.
+const ModelHint = "install ONNX Runtime and the model with `make models` (or scripts/models.sh) and point --model-dir / VFX_MODEL_DIR at them"
 
 // Plan is a job's shape, known after probing.
 type Plan struct {

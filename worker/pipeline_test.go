@@ -14,6 +14,7 @@ import (
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/kernels"
 )
 
@@ -34,6 +35,14 @@ func in(path string) *codec.Input {
 
 func newPipeline() *Pipeline {
 	return &Pipeline{Device: kernels.NewCPU(2)}
+}
+
+// netPipeline is newPipeline with the real segmentation network, for the
+// auto and select (video) jobs that need it.
+func netPipeline(t testing.TB) *Pipeline {
+	p := newPipeline()
+	p.Net = modeltest.Load(t)
+	return p
 }
 
 func decodeAll(t *testing.T, path string, f frame.PixelFormat) (codec.Info, []*frame.HostFrame) {

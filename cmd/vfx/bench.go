@@ -5,7 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
@@ -60,33 +65,124 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return usageError{fmt.Sprintf("unknown bench subcommand %q", args[0])}
 }
 
-// benchMatte scores select propagation on a folder in the DAVIS layout.
+// benchMatte scores the mattes on real footage with hand-made masks: a
+// dataset folder in the layout of ../shared/datasets (NAME/source.mp4 and
+// NAME/masks/NNNNN.png), one row per clip and mode, then the means.
 func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench matte", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	framesDir := fs.String("frames", "", "folder of JPEG frames named by number (DAVIS layout, required)")
-	masksDir := fs.String("masks", "", "folder of PNG masks {0,255} named like the frames (required)")
-	keyframe := fs.Int("keyframe", 0, "frame whose true mask seeds the propagation")
+	dataset := fs.String("dataset", "", "dataset folder: NAME/source.mp4 + NAME/masks/NNNNN.png per clip (required), e.g. ../shared/datasets/davis2016-train")
+	clips := fs.String("clips", "", "comma-separated clip names (default: every clip)")
+	modes := fs.String("modes", "all", "comma-separated modes: select, select-mid, select-inv, auto, auto-still, or all")
+	every := fs.Int("every", matte.DefaultCPUSchedule.Every, "run the network on every k-th frame (1 = every frame), propagating between")
+	cache := fs.String("cache", "", "folder to keep the network's maps in, so that later runs skip the network (default: none)")
+	sheet := fs.String("sheet", "", "write a contact sheet PNG of a few clips (first mode) to this file")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	mf := modelFlags(fs, &env{get: os.Getenv})
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
-	if *framesDir == "" || *masksDir == "" {
-		return usageError{"bench matte: --frames and --masks are required"}
+	if *dataset == "" {
+		return usageError{"bench matte: --dataset is required"}
 	}
-	clip, err := bench.OpenDAVIS(*framesDir, *masksDir)
+	ms, err := bench.ParseMatteModes(*modes)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if *every < 1 {
+		return usageError{"bench matte: --every must be at least 1"}
+	}
+	dirs, err := bench.DAVISVideoDirs(*dataset)
 	if err != nil {
 		return err
 	}
+	if *clips != "" {
+		want := map[string]bool{}
+		for _, c := range strings.Split(*clips, ",") {
+			want[c] = true
+		}
+		var keep []string
+		for _, d := range dirs {
+			if want[filepath.Base(d)] {
+				keep = append(keep, d)
+				delete(want, filepath.Base(d))
+			}
+		}
+		if len(want) > 0 {
+			return fmt.Errorf("bench matte: no clip named %v in %s", slices.Sorted(maps.Keys(want)), *dataset)
+		}
+		dirs = keep
+	}
+	codec.Quiet()
+	net, card, closeNet, err := mf.load(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeNet()
 	dev := kernels.NewCPU(*workers)
 	defer dev.Close()
-	run, err := bench.RunSelectClip(ctx, dev, clip, *keyframe, matte.DefaultSelectOptions())
-	if err != nil {
-		return err
+	nc := &bench.NetCache{Net: net, Dir: *cache, Key: card.Name + "-" + card.SHA256[:12]}
+	keep := map[string]bool{}
+	if *sheet != "" {
+		for _, i := range []int{0, len(dirs) / 3, 2 * len(dirs) / 3, len(dirs) - 1} {
+			keep[filepath.Base(dirs[i])] = true
+		}
 	}
-	w, h := clip.Size()
-	fmt.Fprintf(stdout, "%s: %d frames %dx%d, keyframe %d (DAVIS protocol: first and last frame left out of the means)\n",
-		clip.Name(), clip.Len(), w, h, *keyframe)
-	fmt.Fprintln(stdout, run)
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep}
+	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
+		card.Name, card.Licence, *every, len(dirs), *dataset)
+	fmt.Fprintf(stdout, "%-18s %-10s %6s %6s %7s %8s %6s %7s %9s\n", "clip", "mode", "J", "F", "decay", "flicker%", "copyJ", "frames", "matte f/s")
+	var all []bench.ClipResult
+	var rows [][]bench.SheetTile
+	t0 := time.Now()
+	for _, d := range dirs {
+		clip, err := bench.OpenDAVISVideo(ctx, d)
+		if err != nil {
+			return err
+		}
+		rs, err := bench.RunRealMattes(ctx, dev, clip, cfg)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			fmt.Fprintf(stdout, "%-18s %-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %7d %9.1f\n", r.Clip, r.Mode, r.Scores.J, r.Scores.F,
+				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Frames, float64(r.Frames)/r.Matte.Seconds())
+		}
+		if keep[clip.Name()] && len(rs) > 0 && len(rs[0].Mattes) > 0 {
+			r := rs[0]
+			var row []bench.SheetTile
+			for _, i := range []int{0, len(r.Mattes) / 2, len(r.Mattes) - 1} {
+				truth := make([]float32, 0)
+				w, h := clip.Size()
+				truth = make([]float32, w*h)
+				rgb := make([]float32, 3*w*h)
+				if err := clip.Load(i, rgb, truth); err != nil {
+					return err
+				}
+				if r.Mode == bench.SelectInverse {
+					for k := range truth {
+						truth[k] = 1 - truth[k]
+					}
+				}
+				row = append(row, bench.SheetTile{Clip: clip, Frame: i, Matte: r.Mattes[i], Truth: truth})
+			}
+			rows = append(rows, row)
+		}
+		nc.Forget(clip)
+		all = append(all, rs...)
+	}
+	fmt.Fprintf(stdout, "\nmeans over %d clips (network: %d runs, %.2f s a run; wall %s)\n", len(dirs), nc.Runs,
+		nc.Spent.Seconds()/max(float64(nc.Runs), 1), time.Since(t0).Round(time.Second))
+	fmt.Fprintf(stdout, "%-10s %6s %6s %7s %8s %6s %9s %8s  %s\n", "mode", "J", "F", "decay", "flicker%", "copyJ", "matte f/s", "net/frm", "below copy")
+	for _, s := range bench.Summarise(all) {
+		fmt.Fprintf(stdout, "%-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %9.1f %8.2f  %v\n", s.Mode, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
+			s.FramesPerSecond, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
+	}
+	if *sheet != "" && len(rows) > 0 {
+		if err := bench.WriteSheet(*sheet, rows); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "contact sheet (%s; darkened = background, red = missed, blue = added): %s\n", ms[0], *sheet)
+	}
 	return nil
 }

@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdProbe(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "vfx", version)
+		printModel(stdout, os.Getenv)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -38,6 +38,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	gpu := fs.Int("gpu", -1, gpuHelp)
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
+	mo := modelFlags(fs, &env{get: os.Getenv})
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,6 +117,14 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer dev.Close()
 	p := &worker.Pipeline{Device: dev}
+	if *alphaMode == "auto" || (*alphaMode == "select" && *typ == "video") {
+		net, _, closeNet, err := mo.load(ctx)
+		if err != nil {
+			return fmt.Errorf("MODEL_UNAVAILABLE: alpha mode %s needs the segmentation network: %w", *alphaMode, err)
+		}
+		defer closeNet()
+		p.Net, p.NetSchedule = net, mo.schedule()
+	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// One job per process: keep the Go heap near the job's live set
 		// instead of letting it grow to twice that before collecting.

@@ -31,6 +31,7 @@ import (
 
 // serveConfig is the parsed configuration of `vfx serve`.
 type serveConfig struct {
+	model                *modelOpts
 	listen               string
 	baseURL              string
 	dataDir              string
@@ -53,6 +54,7 @@ type serveConfig struct {
 func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string) (serveConfig, error) {
 	e := &env{get: getenv}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	mo := modelFlags(fs, e)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", e.str("VFX_LISTEN", "127.0.0.1:8080"), "HTTP listen address of the API [VFX_LISTEN]")
 	baseURL := fs.String("base-url", e.str("VFX_BASE_URL", ""), "public base URL of the API, used in signed file URLs; empty means http://<listen address> [VFX_BASE_URL]")
@@ -78,7 +80,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	if fs.NArg() > 0 {
 		return serveConfig{}, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	cfg := serveConfig{listen: strings.TrimSpace(*listen), baseURL: strings.TrimRight(strings.TrimSpace(*baseURL), "/"), dataDir: *data,
+	cfg := serveConfig{model: mo, listen: strings.TrimSpace(*listen), baseURL: strings.TrimRight(strings.TrimSpace(*baseURL), "/"), dataDir: *data,
 		adminToken: *admin, allowPrivateNetworks: *private, allowHTTPCallbacks: *httpHooks, concurrency: *concurrency,
 		cpuWorkers: *cpuWorkers, backend: *backend, gpu: *gpu, drain: *drain, preset: *preset, devEmail: *devEmail}
 	if err := checkBackend(cfg.backend, cfg.gpu); err != nil {
@@ -220,6 +222,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	codec.Quiet()
+	net, card, closeNet, err := cfg.model.load(ctx)
+	if err != nil {
+		return fmt.Errorf("serve: segmentation model: %w", err)
+	}
+	defer closeNet()
+	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence))
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {
 		return err
@@ -235,7 +243,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 	daemon := &worker.Daemon{
 		Queue: q, Store: local, Resolver: &store.Resolver{Store: local, AllowHosts: allow, TempDir: tmp},
-		Pipeline: &worker.Pipeline{Device: dev}, Name: "serve", TempDir: tmp, Preset: cfg.preset,
+		Pipeline: &worker.Pipeline{Device: dev, Net: net, NetSchedule: cfg.model.schedule()}, Name: "serve", TempDir: tmp, Preset: cfg.preset,
 		Logger: log.Named("worker"), Metrics: metrics,
 	}
 	cons, err := q.Consumer(ctx)

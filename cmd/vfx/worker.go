@@ -32,6 +32,7 @@ import (
 
 // workerConfig is the parsed configuration of `vfx worker`.
 type workerConfig struct {
+	model                         *modelOpts
 	natsURL, natsCreds, natsToken string
 	dataDir                       string
 	storeKind, storeDir           string
@@ -146,6 +147,7 @@ func addS3Flags(fs *flag.FlagSet) func(getenv func(string) string) (store.S3Conf
 func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) string) (workerConfig, error) {
 	e := &env{get: getenv}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	mo := modelFlags(fs, e)
 	fs.SetOutput(stderr)
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -190,6 +192,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return workerConfig{}, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	cfg := workerConfig{
+		model:   mo,
 		natsURL: strings.TrimSpace(*natsURL), natsCreds: *natsCreds, natsToken: *natsToken,
 		dataDir: *dataDir, storeKind: *storeKind, storeDir: *storeDir,
 		concurrency: *concurrency, drain: *drain, backend: *backend, gpu: *gpu, cpuWorkers: *cpuWorkers,
@@ -375,6 +378,16 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 		log.Info("removed stale job folders", zap.Strings("folders", removed))
 	}
 	codec.Quiet()
+	// A worker without its segmentation network would fail every auto and
+	// select job: it refuses to start instead.
+	net, card, closeNet, err := cfg.model.load(ctx)
+	if err != nil {
+		log.Error("segmentation model unavailable", zap.Error(err))
+		return fmt.Errorf("worker: segmentation model: %w", err)
+	}
+	defer closeNet()
+	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence),
+		zap.String("provider", *cfg.model.provider), zap.Int("network_every", cfg.model.schedule().Every))
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {
 		return err
@@ -393,7 +406,7 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 		Queue:    q,
 		Store:    st,
 		Resolver: &store.Resolver{Store: st, AllowHosts: cfg.allowHosts, AllowHTTP: cfg.allowHTTP, TempDir: cfg.tempDir},
-		Pipeline: &worker.Pipeline{Device: dev},
+		Pipeline: &worker.Pipeline{Device: dev, Net: net, NetSchedule: cfg.model.schedule()},
 		Name:     cfg.name,
 		TempDir:  cfg.tempDir,
 		Preset:   cfg.preset,

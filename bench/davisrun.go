@@ -1,0 +1,332 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vfxrender/vfx/infer"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
+)
+
+// MatteMode is one way the real-footage benchmark runs a clip.
+type MatteMode string
+
+// The benchmark's modes.
+const (
+	// SelectFirst is select with the true mask of frame 0 as the keyframe.
+	SelectFirst MatteMode = "select"
+	// SelectMiddle is select from the middle frame's true mask.
+	SelectMiddle MatteMode = "select-mid"
+	// SelectInverse is select with the inverse of frame 0's mask, scored
+	// against the inverse masks (everything but the subject).
+	SelectInverse MatteMode = "select-inv"
+	// AutoVideo is auto on the whole clip.
+	AutoVideo MatteMode = "auto"
+	// AutoStill is auto on the clip's first frame as an image job.
+	AutoStill MatteMode = "auto-still"
+)
+
+// AllMatteModes are the modes in report order.
+var AllMatteModes = []MatteMode{SelectFirst, SelectMiddle, SelectInverse, AutoVideo, AutoStill}
+
+// ParseMatteModes parses a comma-separated list ("all" for every mode).
+func ParseMatteModes(s string) ([]MatteMode, error) {
+	if s == "" || s == "all" {
+		return AllMatteModes, nil
+	}
+	var out []MatteMode
+	for _, f := range strings.Split(s, ",") {
+		ok := false
+		for _, m := range AllMatteModes {
+			if string(m) == f {
+				out, ok = append(out, m), true
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("bench: unknown matte mode %q (want %v or all)", f, AllMatteModes)
+		}
+	}
+	return out, nil
+}
+
+// ClipResult is one clip in one mode.
+type ClipResult struct {
+	Clip   string
+	Mode   MatteMode
+	Scores MatteScores
+	// CopyJ is the mean J of copying the keyframe mask to every frame
+	// (select modes), the baseline no clip may fall below.
+	CopyJ  float64
+	Frames int
+	// Matte is the time of the matte work without the network's runs
+	// (flow, propagation, fusion, refinement at the clip size).
+	Matte time.Duration
+	// NetRuns is the number of frames the network ran on in this mode.
+	NetRuns int
+	// Mattes are the refined mattes (kept only when asked for, for sheets).
+	Mattes [][]float32
+}
+
+// RealMatteConfig configures RunRealMattes.
+type RealMatteConfig struct {
+	Modes    []MatteMode
+	Schedule matte.Schedule
+	Net      *NetCache
+	// Keep keeps the refined mattes of these clips (for contact sheets).
+	Keep map[string]bool
+	// Progress, when set, receives a line per clip and mode.
+	Progress io.Writer
+}
+
+// netView serves a NetCache's maps of one clip at the flow size, on the
+// frames of a schedule (matte.Objectness).
+type netView struct {
+	nc     *NetCache
+	clip   Clip
+	sched  matte.Schedule
+	key    int
+	w, h   int
+	fw, fh int
+	runs   map[int]bool
+}
+
+func (v *netView) Objectness(ctx context.Context, i int, dst []float32) (bool, error) {
+	if !v.sched.Runs(i, v.clip.Len(), v.key) {
+		return false, nil
+	}
+	m, err := v.nc.Map(ctx, v.clip, i)
+	if err != nil {
+		return false, err
+	}
+	infer.Resize(dst, v.fw, v.fh, m, v.w, v.h)
+	v.runs[i] = true
+	return true, nil
+}
+
+// RunRealMattes runs the modes of cfg on one clip with its true masks
+// and scores them with the DAVIS protocol.
+func RunRealMattes(ctx context.Context, dev kernels.Device, cl Clip, cfg RealMatteConfig) ([]ClipResult, error) {
+	p, err := prepare(dev, cl)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close(dev)
+	c := p.c
+	var out []ClipResult
+	for _, mode := range cfg.Modes {
+		r, err := p.runMode(ctx, dev, cfg, mode)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s %s: %w", c.Name(), mode, err)
+		}
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "%-18s %-10s %s\n", c.Name(), mode, r.Scores)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatteConfig, mode MatteMode) (ClipResult, error) {
+	c := p.c
+	n := c.Frames
+	r := ClipResult{Clip: c.Name(), Mode: mode, Frames: n}
+	truth := p.truth
+	if mode == SelectInverse {
+		truth = make([][]float32, n)
+		for i, t := range p.truth {
+			truth[i] = make([]float32, len(t))
+			for k, v := range t {
+				truth[i][k] = 1 - v
+			}
+		}
+	}
+	key := -1
+	switch mode {
+	case SelectFirst, SelectInverse:
+		key = 0
+	case SelectMiddle:
+		key = n / 2
+	}
+	view := &netView{nc: cfg.Net, clip: c.Clip, sched: cfg.Schedule, key: key, w: c.W, h: c.H, fw: p.fw, fh: p.fh, runs: map[int]bool{}}
+	lows := make([][]float32, n)
+	var matteTime time.Duration
+	spent0 := cfg.Net.Spent
+	t0 := time.Now()
+	switch mode {
+	case AutoStill:
+		view.sched = matte.Schedule{Every: 1}
+		one := &hostFrames{dev: dev, frames: p.low.frames[:1]}
+		plan, err := matte.PlanAuto(ctx, dev, one, view, p.fw, p.fh, matte.DefaultAutoOptions())
+		if err != nil {
+			return r, err
+		}
+		if plan.Kind == matte.AutoChroma {
+			return r, fmt.Errorf("auto chose a chroma key on real footage")
+		}
+		if err := plan.Mattes(ctx, one, collect(lows, dev)); err != nil {
+			return r, err
+		}
+	case AutoVideo:
+		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, matte.DefaultAutoOptions())
+		if err != nil {
+			return r, err
+		}
+		if plan.Kind == matte.AutoChroma {
+			return r, fmt.Errorf("auto chose a chroma key on real footage")
+		}
+		if err := plan.Mattes(ctx, p.low, collect(lows, dev)); err != nil {
+			return r, err
+		}
+	default:
+		keyLow, err := dev.NewImage(p.fw, p.fh, 1)
+		if err != nil {
+			return r, err
+		}
+		defer dev.Free(keyLow)
+		if err := dev.WritePixels(p.fullA, truth[key]); err != nil {
+			return r, err
+		}
+		if err := dev.Ops().ResizeArea(keyLow, p.fullA); err != nil {
+			return r, err
+		}
+		if err := matte.Propagate(ctx, dev, p.low, view, key, keyLow, matte.DefaultSelectOptions(), collect(lows, dev)); err != nil {
+			return r, err
+		}
+		var copyJ []float64
+		for i := range truth {
+			copyJ = append(copyJ, JaccardIndex(binary(truth[key]), binary(truth[i])))
+		}
+		r.CopyJ = protocolMean(copyJ)
+	}
+	matteTime = time.Since(t0) - (cfg.Net.Spent - spent0)
+	r.NetRuns = len(view.runs)
+	if mode == AutoStill {
+		sc := &Scorer{W: c.W, H: c.H}
+		m, err := p.refineOne(dev, lows[0], 0, &matteTime)
+		if err != nil {
+			return r, err
+		}
+		sc.Add(m, truth[0])
+		r.Scores, r.Frames = sc.Scores(), 1
+		if cfg.Keep[c.Name()] {
+			r.Mattes = [][]float32{m}
+		}
+		r.Matte = matteTime
+		return r, nil
+	}
+	sc := &Scorer{W: c.W, H: c.H}
+	for i := 0; i < n; i++ {
+		var m []float32
+		if i == key {
+			m = truth[i]
+		} else {
+			var err error
+			if m, err = p.refineOne(dev, lows[i], i, &matteTime); err != nil {
+				return r, err
+			}
+		}
+		sc.Add(m, truth[i])
+		if cfg.Keep[c.Name()] {
+			r.Mattes = append(r.Mattes, m)
+		}
+	}
+	r.Scores = sc.Scores()
+	r.Matte = matteTime
+	return r, nil
+}
+
+// refineOne refines frame i's flow-size matte at the clip size.
+func (p *prepared) refineOne(dev kernels.Device, low []float32, i int, elapsed *time.Duration) ([]float32, error) {
+	c := p.c
+	if p.ref == nil {
+		var err error
+		if p.ref, err = matte.NewRefiner(dev, c.W, c.H, p.fw, p.fh); err != nil {
+			return nil, err
+		}
+		if p.lowA, err = dev.NewImage(p.fw, p.fh, 1); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.linearFrame(dev, i); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := dev.WritePixels(p.lowA, low); err != nil {
+		return nil, err
+	}
+	if err := p.ref.Refine(p.fullA, p.full, p.lowA); err != nil {
+		return nil, err
+	}
+	m, err := dev.ReadPixels(p.fullA)
+	*elapsed += time.Since(t0)
+	return m, err
+}
+
+// protocolMean is the mean without the first and the last value (the
+// DAVIS protocol), or of all values for fewer than 3.
+func protocolMean(v []float64) float64 {
+	lo, hi := 1, len(v)-1
+	if len(v) < 3 {
+		lo, hi = 0, len(v)
+	}
+	s := 0.0
+	for _, x := range v[lo:hi] {
+		s += x
+	}
+	return s / math.Max(1, float64(hi-lo))
+}
+
+// RealMatteSummary is the mean over clips of one mode.
+type RealMatteSummary struct {
+	Mode                 MatteMode
+	Clips                int
+	J, F, Decay, Flicker float64
+	CopyJ                float64
+	BelowCopy            []string // clips whose J is below copying the keyframe
+	FramesPerSecond      float64  // matte work without the network
+	NetRuns, Frames      int
+}
+
+// Summarise groups results by mode (in AllMatteModes order).
+func Summarise(rs []ClipResult) []RealMatteSummary {
+	by := map[MatteMode]*RealMatteSummary{}
+	var secs = map[MatteMode]float64{}
+	for _, r := range rs {
+		s := by[r.Mode]
+		if s == nil {
+			s = &RealMatteSummary{Mode: r.Mode}
+			by[r.Mode] = s
+		}
+		s.Clips++
+		s.J += r.Scores.J
+		s.F += r.Scores.F
+		s.Decay += r.Scores.JDecay
+		s.Flicker += r.Scores.Flicker
+		s.CopyJ += r.CopyJ
+		s.NetRuns += r.NetRuns
+		s.Frames += r.Frames
+		secs[r.Mode] += r.Matte.Seconds()
+		if r.CopyJ > 0 && r.Scores.J < r.CopyJ {
+			s.BelowCopy = append(s.BelowCopy, r.Clip)
+		}
+	}
+	var out []RealMatteSummary
+	for _, m := range AllMatteModes {
+		s := by[m]
+		if s == nil {
+			continue
+		}
+		k := float64(s.Clips)
+		s.J, s.F, s.Decay, s.Flicker, s.CopyJ = s.J/k, s.F/k, s.Decay/k, s.Flicker/k, s.CopyJ/k
+		s.FramesPerSecond = float64(s.Frames) / math.Max(secs[m], 1e-9)
+		sort.Strings(s.BelowCopy)
+		out = append(out, *s)
+	}
+	return out
+}

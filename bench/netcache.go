@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Segmenter is a segmentation network (infer.Model).
+type Segmenter interface {
+	Segment(ctx context.Context, rgb []float32, w, h int, dst []float32) error
+}
+
+// NetCache runs a network on clip frames at the clip's size, remembering
+// each map in memory and, when Dir is set, on disk as 8-bit PNG under
+// Dir/<Key>/<clip>/NNNNN.png (Key names the model: its sha256), so that
+// several modes and runs of a benchmark pay for the network once.
+type NetCache struct {
+	Net Segmenter
+	Dir string
+	Key string
+	// Runs and Spent count the network runs made (not read from disk) and their time.
+	Runs  int
+	Spent time.Duration
+	mem   map[string][]float32
+}
+
+// Map returns the network's map of frame i of clip (w*h values in [0,1]).
+func (c *NetCache) Map(ctx context.Context, clip Clip, i int) ([]float32, error) {
+	w, h := clip.Size()
+	id := fmt.Sprintf("%s/%05d", clip.Name(), i)
+	if m, ok := c.mem[id]; ok {
+		return m, nil
+	}
+	if c.mem == nil {
+		c.mem = map[string][]float32{}
+	}
+	path := ""
+	if c.Dir != "" {
+		path = filepath.Join(c.Dir, c.Key, id+".png")
+		if m, err := readMap(path, w, h); err == nil {
+			c.mem[id] = m
+			return m, nil
+		}
+	}
+	rgb := make([]float32, 3*w*h)
+	if err := clip.Load(i, rgb, nil); err != nil {
+		return nil, err
+	}
+	m := make([]float32, w*h)
+	t0 := time.Now()
+	if err := c.Net.Segment(ctx, rgb, w, h, m); err != nil {
+		return nil, err
+	}
+	c.Spent += time.Since(t0)
+	c.Runs++
+	c.mem[id] = m
+	if path != "" {
+		if err := writeMap(path, m, w, h); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Forget drops the in-memory maps of a clip.
+func (c *NetCache) Forget(clip Clip) {
+	for i := 0; i < clip.Len(); i++ {
+		delete(c.mem, fmt.Sprintf("%s/%05d", clip.Name(), i))
+	}
+}
+
+func readMap(path string, w, h int) ([]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	im, err := png.Decode(f)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := im.(*image.Gray)
+	if !ok || g.Rect.Dx() != w || g.Rect.Dy() != h {
+		return nil, fmt.Errorf("bench: %s: not a %dx%d grey map", path, w, h)
+	}
+	m := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			m[y*w+x] = float32(g.Pix[y*g.Stride+x]) / 255
+		}
+	}
+	return m, nil
+}
+
+func writeMap(path string, m []float32, w, h int) error {
+	g := image.NewGray(image.Rect(0, 0, w, h))
+	for i, v := range m {
+		g.Pix[i] = uint8(min(max(v, 0), 1)*255 + 0.5)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, g); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

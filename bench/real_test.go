@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vfxrender/vfx/internal/modeltest"
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
+)
+
+// TestRealMattes runs every matte mode through the real runtime and model
+// on three short real clips with hand-made masks, with the default
+// schedule, and holds each to a J floor a little below its benchmark
+// figure (`vfx bench matte`, see the README).
+func TestRealMattes(t *testing.T) {
+	root := filepath.Join("..", "..", "shared", "datasets", "davis2016-train")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("real footage not found (%v): the dataset lives in ../shared/datasets beside the repository", err)
+	}
+	if testing.Short() {
+		t.Skip("-short: the network runs about 40 times here")
+	}
+	net := modeltest.Load(t)
+	dev := kernels.NewCPU(0)
+	defer dev.Close()
+	ctx := context.Background()
+	floors := map[string]map[MatteMode]float64{
+		"dog-agility": {SelectFirst: 0.55, SelectMiddle: 0.55, SelectInverse: 0.9, AutoVideo: 0.55, AutoStill: 0.55},
+		"rollerblade": {SelectFirst: 0.55, SelectMiddle: 0.55, SelectInverse: 0.9, AutoVideo: 0.55, AutoStill: 0.55},
+		"motorbike":   {SelectFirst: 0.55, SelectMiddle: 0.55, SelectInverse: 0.9, AutoVideo: 0.55, AutoStill: 0.55},
+	}
+	nc := &NetCache{Net: net}
+	for _, name := range []string{"dog-agility", "rollerblade", "motorbike"} {
+		clip, err := OpenDAVISVideo(ctx, filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := RunRealMattes(ctx, dev, clip, RealMatteConfig{Modes: AllMatteModes, Schedule: matte.DefaultCPUSchedule, Net: nc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			t.Logf("%-12s %-10s %s copyJ %.3f", r.Clip, r.Mode, r.Scores, r.CopyJ)
+			if f := floors[name][r.Mode]; r.Scores.J < f {
+				t.Errorf("%s %s: J %.3f below its floor %.2f", name, r.Mode, r.Scores.J, f)
+			}
+		}
+		nc.Forget(clip)
+	}
+}

@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+)
+
+// SheetTile is one frame of a contact sheet: the picture, the matte made
+// for it and the true matte (nil when unknown).
+type SheetTile struct {
+	Clip         Clip
+	Frame        int
+	Matte, Truth []float32
+}
+
+// WriteSheet writes a contact sheet PNG: one row per slice of tiles, each
+// tile the frame at half size with the matte shown: the background is
+// darkened, pixels the matte misses (true subject, alpha < 0.5) are red
+// and pixels it adds (alpha >= 0.5 outside the truth) are blue.
+func WriteSheet(path string, rows [][]SheetTile) error {
+	tw, th, cols := 0, 0, 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+		for _, t := range r {
+			w, h := t.Clip.Size()
+			tw, th = max(tw, w/2), max(th, h/2)
+		}
+	}
+	if cols == 0 {
+		return fmt.Errorf("bench: empty contact sheet")
+	}
+	const gap = 4
+	img := image.NewRGBA(image.Rect(0, 0, cols*(tw+gap), len(rows)*(th+gap)))
+	for ri, r := range rows {
+		for ci, t := range r {
+			w, h := t.Clip.Size()
+			rgb := make([]float32, 3*w*h)
+			if err := t.Clip.Load(t.Frame, rgb, nil); err != nil {
+				return err
+			}
+			n := w * h
+			for y := 0; y < h/2; y++ {
+				for x := 0; x < w/2; x++ {
+					i := 2*y*w + 2*x
+					a := (t.Matte[i] + t.Matte[i+1] + t.Matte[i+w] + t.Matte[i+w+1]) / 4
+					k := 0.3 + 0.7*a
+					var c [3]float32
+					for ch := range c {
+						c[ch] = k * (rgb[ch*n+i] + rgb[ch*n+i+1] + rgb[ch*n+i+w] + rgb[ch*n+i+w+1]) / 4
+					}
+					if t.Truth != nil {
+						g := t.Truth[i] >= 0.5
+						switch {
+						case g && a < 0.5:
+							c = [3]float32{0.5 + c[0]/2, c[1] / 2, c[2] / 2}
+						case !g && a >= 0.5:
+							c = [3]float32{c[0] / 2, c[1] / 2, 0.5 + c[2]/2}
+						}
+					}
+					img.Set(ci*(tw+gap)+x, ri*(th+gap)+y, color.RGBA{uint8(c[0]*255 + 0.5), uint8(c[1]*255 + 0.5), uint8(c[2]*255 + 0.5), 255})
+				}
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/vfxrender/vfx/infer"
+	"github.com/vfxrender/vfx/matte"
+)
+
+// modelOpts are the segmentation network's flags, shared by vfx render,
+// worker, serve and bench matte.
+type modelOpts struct {
+	dir, card, provider *string
+	threads             *int
+}
+
+func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
+	return &modelOpts{
+		dir:      fs.String("model-dir", e.str("VFX_MODEL_DIR", infer.DefaultDir()), "folder with ONNX Runtime's library and the model files (make models installs them) [VFX_MODEL_DIR]"),
+		card:     fs.String("model-card", e.str("VFX_MODEL_CARD", ""), "JSON model card of another segmentation model (default: the built-in IS-Net card) [VFX_MODEL_CARD]"),
+		provider: fs.String("model-provider", e.str("VFX_MODEL_PROVIDER", "cpu"), "ONNX Runtime execution provider: cpu, or cuda (needs ONNX Runtime's CUDA provider, CUDA 12 and cuDNN 9; not verified yet) [VFX_MODEL_PROVIDER]"),
+		threads:  fs.Int("model-threads", 0, "ONNX Runtime threads (0 = all cores)"),
+	}
+}
+
+// schedule is the network's schedule: every frame on CUDA, every 4th on CPU.
+func (m *modelOpts) schedule() matte.Schedule {
+	if *m.provider == string(infer.CUDA) {
+		return matte.DefaultGPUSchedule
+	}
+	return matte.DefaultCPUSchedule
+}
+
+// load opens the runtime and the model; close releases them.
+func (m *modelOpts) load(ctx context.Context) (*infer.Model, infer.Card, func(), error) {
+	card := infer.ISNetIMGLY()
+	if *m.card != "" {
+		var err error
+		if card, err = infer.ReadCard(*m.card); err != nil {
+			return nil, card, nil, err
+		}
+	}
+	rt, err := infer.Open(infer.Options{Dir: *m.dir, Provider: infer.Provider(*m.provider), Threads: *m.threads})
+	if err != nil {
+		return nil, card, nil, err
+	}
+	mod, err := rt.Load(ctx, card)
+	if err != nil {
+		rt.Close()
+		return nil, card, nil, fmt.Errorf("%w", err)
+	}
+	return mod, card, func() { rt.Close() }, nil
+}
+
+// printModel says which segmentation model runs, under which licence, and
+// whether it and ONNX Runtime are installed (vfx version).
+func printModel(w io.Writer, getenv func(string) string) {
+	e := &env{get: getenv}
+	dir := e.str("VFX_MODEL_DIR", infer.DefaultDir())
+	card := infer.ISNetIMGLY()
+	if p := e.str("VFX_MODEL_CARD", ""); p != "" {
+		c, err := infer.ReadCard(p)
+		if err != nil {
+			fmt.Fprintf(w, "segmentation model: %v\n", err)
+			return
+		}
+		card = c
+	}
+	state := func(path string) string {
+		if _, err := os.Stat(path); err != nil {
+			return "NOT INSTALLED (make models)"
+		}
+		return "installed"
+	}
+	fmt.Fprintf(w, "segmentation model: %s, licence %s, from %s: %s (%s)\n", card.Name, card.Licence, card.Source,
+		state(filepath.Join(dir, card.File)), filepath.Join(dir, card.File))
+	fmt.Fprintf(w, "onnx runtime: %s, licence MIT: %s\n", filepath.Join(dir, infer.LibraryFile), state(filepath.Join(dir, infer.LibraryFile)))
+}

