@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -160,7 +161,8 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	t0 := time.Now()
 	switch mode {
 	case AutoStill:
-		view.sched = matte.Schedule{Every: 1}
+		// As the worker does for an image job: the network's map at the
+		// output size, snapped beyond the soft band.
 		one := &hostFrames{dev: dev, frames: p.low.frames[:1]}
 		plan, err := matte.PlanAuto(ctx, dev, one, view, p.fw, p.fh, matte.DefaultAutoOptions())
 		if err != nil {
@@ -169,9 +171,21 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		if plan.Kind == matte.AutoChroma {
 			return r, fmt.Errorf("auto chose a chroma key on real footage")
 		}
-		if err := plan.Mattes(ctx, one, collect(lows, dev)); err != nil {
+		m, err := cfg.Net.Map(ctx, c.Clip, 0)
+		if err != nil {
 			return r, err
 		}
+		still := slices.Clone(m)
+		matte.SnapBand(still, c.W, c.H, matte.DefaultAutoOptions().Band*float32(c.W)/float32(p.fw))
+		view.runs[0] = true
+		sc := &Scorer{W: c.W, H: c.H}
+		sc.Add(still, truth[0])
+		r.Scores, r.Frames, r.NetRuns = sc.Scores(), 1, 1
+		r.Matte = time.Since(t0) - (cfg.Net.Spent - spent0)
+		if cfg.Keep[c.Name()] {
+			r.Mattes = [][]float32{still}
+		}
+		return r, nil
 	case AutoVideo:
 		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, matte.DefaultAutoOptions())
 		if err != nil {
@@ -206,20 +220,6 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	}
 	matteTime = time.Since(t0) - (cfg.Net.Spent - spent0)
 	r.NetRuns = len(view.runs)
-	if mode == AutoStill {
-		sc := &Scorer{W: c.W, H: c.H}
-		m, err := p.refineOne(dev, lows[0], 0, &matteTime)
-		if err != nil {
-			return r, err
-		}
-		sc.Add(m, truth[0])
-		r.Scores, r.Frames = sc.Scores(), 1
-		if cfg.Keep[c.Name()] {
-			r.Mattes = [][]float32{m}
-		}
-		r.Matte = matteTime
-		return r, nil
-	}
 	sc := &Scorer{W: c.W, H: c.H}
 	for i := 0; i < n; i++ {
 		var m []float32

@@ -255,3 +255,6 @@ func (m *Model) Run(ctx context.Context, in, out []float32) error {
 	}
 	return nil
 }
+
+// isInit reports whether ONNX Runtime is loaded in this process.
+func isInit() bool { return ort.IsInitialized() }

@@ -335,3 +335,11 @@ func (f *netFuser) snap(m []float32, band float32) {
 		}
 	}
 }
+
+// SnapBand keeps the matte m (w x h) soft within band pixels of its 0.5
+// contour and sets it to 0 or 1 beyond: auto's treatment of the network's
+// output, exported for stills, whose matte is the network's map at the
+// output size.
+func SnapBand(m []float32, w, h int, band float32) {
+	newNetFuser(w, h, DefaultNetOptions()).snap(m, band)
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/infer"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/matte"
 )
@@ -42,6 +44,10 @@ type lowFrames struct {
 	frames [][]byte
 	buf    []float32
 	nets   map[int][]uint8 // flow-size P(object) per frame the network ran on
+	// first is the network's map of frame 0 at the decode size (fw x fh):
+	// a still's matte is made from it at the output size.
+	first  []float32
+	fw, fh int
 }
 
 func (l *lowFrames) Len() int { return len(l.frames) }
@@ -121,6 +127,9 @@ func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim code
 			q[k] = uint8(min(max(v, 0), 1)*255 + 0.5)
 		}
 		l.nets[i] = q
+		if i == 0 {
+			l.first, l.fw, l.fh = slices.Clone(pm), sw, sh
+		}
 		return nil
 	}
 	f := &frame.HostFrame{}
@@ -233,6 +242,7 @@ type matteSource struct {
 	chroma  *kernels.ChromaParams
 	key     int
 	keyFull *frame.HostFrame // select: the keyframe matte as given, at the output size
+	still   []float32        // auto on an image: the network's matte at the output size
 	refiner *matte.Refiner
 	low     kernels.Image
 	Method  string
@@ -321,6 +331,15 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 			ms.chroma = &c
 			return ms, nil
 		}
+		if n == 1 && frames.first != nil {
+			// A still: the network's own map at the output size, so that
+			// nothing it resolves is lost at the flow size.
+			ms.still = make([]float32, w*h)
+			infer.Resize(ms.still, w, h, frames.first, frames.fw, frames.fh)
+			band := matte.DefaultAutoOptions().Band * float32(w) / float32(fw)
+			matte.SnapBand(ms.still, w, h, band)
+			return ms, nil
+		}
 		ms.lows = make([][]uint16, n)
 		if err := plan.Mattes(ctx, frames, collect); err != nil {
 			return nil, fmt.Errorf("worker: auto: %w", err)
@@ -343,6 +362,8 @@ func (m *matteSource) alpha(i int, src, dst kernels.Image) error {
 	switch {
 	case m.chroma != nil:
 		return m.dev.Ops().ChromaKey(dst, src, src, *m.chroma)
+	case i == 0 && m.still != nil:
+		return m.dev.WritePixels(dst, m.still)
 	case i == m.key:
 		return m.dev.Upload(dst, m.keyFull)
 	case i >= len(m.lows):
