@@ -144,6 +144,10 @@ type Config struct {
 	SubmitRetryFor time.Duration
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes caps the request body bytes all requests hold
+	// at once; a request whose body does not fit gets 503 with
+	// Retry-After. 0 means DefaultMaxInflightBodyBytes.
+	MaxInflightBodyBytes int64
 	// Replicas of the API's buckets; 0 means 1.
 	Replicas int
 	// Resolver looks up host names of callback and source URLs; nil means
@@ -191,6 +195,7 @@ type Server struct {
 	delays   []time.Duration
 	now      func() time.Time
 	bg       sync.WaitGroup
+	budget   *byteBudget
 }
 
 // route is one registered pattern, kept for the OpenAPI check and the
@@ -220,6 +225,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.cfg.MaxInflightBodyBytes <= 0 {
+		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = DefaultWebhookTimeout
 	}
@@ -351,6 +360,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) handle(method, path string, h handlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Path: path})
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		r, release := s.withCharge(r)
+		defer release()
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
