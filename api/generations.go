@@ -145,6 +145,11 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	uploads, err := s.checkOwnedUploads(ctx, accountOwner(p.Account.ID), []namedURI{
+		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
+	if err != nil {
+		return err
+	}
 	jobID := newJobID()
 	cleanup, err := s.storeInline(ctx, "jobs", jobID, &jr)
 	if err != nil {
@@ -197,6 +202,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	created = true
+	s.markUsed(ctx, uploads, jobID)
 	writeJSON(w, http.StatusCreated, job)
 	return nil
 }

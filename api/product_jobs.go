@@ -348,6 +348,7 @@ type plan struct {
 	video   bool
 	frames  int
 	items   []estimateItem
+	uploads []string // records of the uploads it names (markUsed)
 }
 
 type estimateItem struct {
@@ -369,7 +370,7 @@ func (s *Server) prepare(ctx context.Context, oc orgCtx, p *productDef, m *model
 	}
 	switch p.Product {
 	case worker.ProductVFX:
-		return s.prepareVFX(ctx, inputs, jobID)
+		return s.prepareVFX(ctx, inputs, teamOwner(oc.Org.ID, oc.TeamID), jobID)
 	case worker.ProductFinish:
 		pl, err := s.prepareFinish(ctx, oc, inputs)
 		return pl, cleanup, err
@@ -389,9 +390,9 @@ type vfxInputs struct {
 	Mode               string  `json:"mode"`
 }
 
-func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, jobID string) (plan, func(), error) {
+func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string) (plan, func(), error) {
 	cleanup := func() {}
-	pl, err := s.planVFX(ctx, inputs, jobID, &cleanup)
+	pl, err := s.planVFX(ctx, inputs, owner, jobID, &cleanup)
 	if err != nil {
 		cleanup()
 		return plan{}, func() {}, err
@@ -399,7 +400,7 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, jobID s
 	return pl, cleanup, nil
 }
 
-func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, jobID string, cleanup *func()) (plan, error) {
+func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string, cleanup *func()) (plan, error) {
 	var in vfxInputs
 	if err := json.Unmarshal(inputs, &in); err != nil {
 		return plan{}, invalidInput("inputs: %v", err)
@@ -437,9 +438,13 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, jobID stri
 			return plan{}, err
 		}
 	}
-	var err2 error
-	if *cleanup, err2 = s.storeInline(ctx, "product-jobs", jobID, &jr); err2 != nil {
-		return plan{}, err2
+	uploads, err := s.checkOwnedUploads(ctx, owner, []namedURI{
+		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
+	if err != nil {
+		return plan{}, err
+	}
+	if *cleanup, err = s.storeInline(ctx, "product-jobs", jobID, &jr); err != nil {
+		return plan{}, err
 	}
 	// The generation type follows the source's content when it is at hand.
 	src, err := s.input(ctx, "source", jr.SourceURI)
@@ -482,6 +487,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, jobID stri
 		item.Note = strings.TrimPrefix(item.Note+"; upper bound: the source is not at hand, priced as a 240-frame video; the charge follows the render's frames", "; ")
 	}
 	return plan{
+		uploads: uploads,
 		req:     worker.ProductRequest{Product: worker.ProductVFX, ModelID: worker.ModelVFX2, Mode: in.Mode, Generation: &jr},
 		meta:    productMeta{Mode: in.Mode, MaxResolution: in.MaxResolution},
 		credits: credits, exact: exact, video: video, frames: frames, items: []estimateItem{item},
@@ -674,6 +680,7 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		return err
 	}
 	created = true
+	s.markUsed(ctx, pl.uploads, jobID)
 	writeJSON(w, http.StatusAccepted, job)
 	return nil
 }

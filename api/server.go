@@ -148,6 +148,18 @@ type Config struct {
 	// at once; a request whose body does not fit gets 503 with
 	// Retry-After. 0 means DefaultMaxInflightBodyBytes.
 	MaxInflightBodyBytes int64
+	// MaxOpenUploads is how many uploads an owner may have open (URL not
+	// expired, not used by a job); 0 means DefaultMaxOpenUploads.
+	MaxOpenUploads int
+	// MaxUploadBytesPerDay caps the bytes of an owner's uploads of the last
+	// 24 hours; 0 means DefaultMaxUploadBytesPerDay.
+	MaxUploadBytesPerDay int64
+	// UploadExpiry is when an upload no job used is deleted; 0 means
+	// DefaultUploadExpiry.
+	UploadExpiry time.Duration
+	// UploadSweepEvery is the pause between expiry sweeps that Run runs;
+	// 0 means DefaultUploadSweepEvery, negative turns them off.
+	UploadSweepEvery time.Duration
 	// Replicas of the API's buckets; 0 means 1.
 	Replicas int
 	// Resolver looks up host names of callback and source URLs; nil means
@@ -196,6 +208,7 @@ type Server struct {
 	now      func() time.Time
 	bg       sync.WaitGroup
 	budget   *byteBudget
+	uploads  jetstream.KeyValue
 }
 
 // route is one registered pattern, kept for the OpenAPI check and the
@@ -229,6 +242,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
 	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
+	if s.cfg.MaxOpenUploads <= 0 {
+		s.cfg.MaxOpenUploads = DefaultMaxOpenUploads
+	}
+	if s.cfg.MaxUploadBytesPerDay <= 0 {
+		s.cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
+	}
+	if s.cfg.UploadExpiry <= 0 {
+		s.cfg.UploadExpiry = DefaultUploadExpiry
+	}
+	if s.cfg.UploadSweepEvery == 0 {
+		s.cfg.UploadSweepEvery = DefaultUploadSweepEvery
+	}
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = DefaultWebhookTimeout
 	}
@@ -293,6 +318,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	} else if n > 0 {
 		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
 	}
+	if s.uploads, err = cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.cfg.Replicas,
+		Storage: jetstream.FileStorage, TTL: DefaultUploadRecordTTL,
+	}); err != nil {
+		return nil, fmt.Errorf("api: bucket %s: %w", BucketUploads, err)
+	}
 	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
 		return nil, err
 	}
@@ -346,6 +377,9 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Go(func() { s.runBilling(ctx, billing) })
 	if s.cfg.LedgerReconcileEvery > 0 {
 		wg.Go(func() { s.runLedgerReconciler(ctx) })
+	}
+	if s.cfg.UploadSweepEvery > 0 {
+		wg.Go(func() { s.runUploadSweeper(ctx) })
 	}
 	for range s.cfg.WebhookWorkers {
 		wg.Go(func() { s.runWebhooks(ctx, hooks) })
