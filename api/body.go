@@ -103,7 +103,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		c.n += n
 		return true
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
+	guarded, done := s.slowBodyGuard(w, r.Body)
+	body := http.MaxBytesReader(w, io.NopCloser(guarded), limit)
+	readErr := func(err error) error {
+		if errors.Is(err, errSlowBody) {
+			return newError(http.StatusRequestTimeout, CodeRequestTimeout,
+				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.cfg.MinBodyRate, s.cfg.MinBodyGrace, BodyTimeout)
+		}
+		return newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
+	}
 	if n := r.ContentLength; n >= 0 {
 		if n > limit {
 			return nil, tooLarge()
@@ -113,8 +121,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		}
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
+			return nil, readErr(err)
 		}
+		done()
 		return buf, nil
 	}
 	var buf []byte
@@ -132,6 +141,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
+			done()
 			return buf, nil
 		}
 		if err != nil {
@@ -139,7 +149,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			if errors.As(err, &mbe) {
 				return nil, tooLarge()
 			}
-			return nil, newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
+			return nil, readErr(err)
 		}
 	}
 }

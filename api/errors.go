@@ -45,6 +45,7 @@ const (
 	CodeInvalidCallbackURL      = "INVALID_CALLBACK_URL"
 	CodeInvalidFilename         = "INVALID_FILENAME"
 	CodeRequestTooLarge         = "REQUEST_TOO_LARGE"
+	CodeRequestTimeout          = "REQUEST_TIMEOUT"
 	CodeInternal                = "INTERNAL_ERROR"
 	CodeUnavailable             = "SERVICE_UNAVAILABLE"
 	CodeNotFound                = "NOT_FOUND"

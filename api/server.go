@@ -148,6 +148,13 @@ type Config struct {
 	// at once; a request whose body does not fit gets 503 with
 	// Retry-After. 0 means DefaultMaxInflightBodyBytes.
 	MaxInflightBodyBytes int64
+	// MinBodyRate is the slowest average rate (bytes a second) at which an
+	// API request body may arrive after MinBodyGrace; slower bodies get
+	// 408 REQUEST_TIMEOUT. 0 means DefaultMinBodyRate.
+	MinBodyRate int64
+	// MinBodyGrace is the time a body gets before the rate counts; 0 means
+	// DefaultMinBodyGrace.
+	MinBodyGrace time.Duration
 	// MaxOpenUploads is how many uploads an owner may have open (URL not
 	// expired, not used by a job); 0 means DefaultMaxOpenUploads.
 	MaxOpenUploads int
@@ -242,6 +249,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
 	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
+	if s.cfg.MinBodyRate <= 0 {
+		s.cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if s.cfg.MinBodyGrace <= 0 {
+		s.cfg.MinBodyGrace = DefaultMinBodyGrace
+	}
 	if s.cfg.MaxOpenUploads <= 0 {
 		s.cfg.MaxOpenUploads = DefaultMaxOpenUploads
 	}
