@@ -31,6 +31,7 @@ const (
 	CodeMissingSource           = "MISSING_SOURCE"
 	CodeMissingAlpha            = "MISSING_ALPHA"
 	CodePromptTooLong           = "PROMPT_TOO_LONG"
+	CodeInvalidPrompt           = "INVALID_PROMPT"
 	CodeInvalidSeed             = "INVALID_SEED"
 	CodeInvalidKeyframeIndex    = "INVALID_KEYFRAME_INDEX"
 	CodeInvalidIdempotencyKey   = "INVALID_IDEMPOTENCY_KEY"

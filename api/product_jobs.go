@@ -401,6 +401,13 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, 
 }
 
 func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string, cleanup *func()) (plan, error) {
+	if ms, err := parseObject(inputs); err == nil {
+		for _, m := range ms {
+			if m.key == "prompt" && !utf8.Valid(m.raw) {
+				return plan{}, invalidInput("inputs.prompt is not valid UTF-8")
+			}
+		}
+	}
 	var in vfxInputs
 	if err := json.Unmarshal(inputs, &in); err != nil {
 		return plan{}, invalidInput("inputs: %v", err)
@@ -410,6 +417,9 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	}
 	if in.MaxResolution == 0 {
 		in.MaxResolution = worker.DefaultMaxResolution
+	}
+	if err := checkPromptChars(in.Prompt); err != nil {
+		return plan{}, invalidInput("inputs.%v", err)
 	}
 	mode, err := matte.ParseMode(in.AlphaMode)
 	if err == nil {

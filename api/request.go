@@ -51,6 +51,9 @@ type genRequest struct {
 	MaxResolution      *int64  `json:"max_resolution,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
 	CallbackURL        *string `json:"callback_url,omitempty"`
+	// badUTF8 names the first string field whose JSON text held invalid
+	// UTF-8 (the decoder would have replaced it with U+FFFD).
+	badUTF8 string
 }
 
 // fieldKind is the JSON type a request field wants.
@@ -118,6 +121,9 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 		}
 		switch f.kind {
 		case kindString:
+			if req.badUTF8 == "" && !utf8.Valid(raw) {
+				req.badUTF8 = f.name
+			}
 			v, err := jsonStringOf(raw)
 			if err != nil {
 				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
@@ -257,6 +263,12 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 	if jr.Prompt == "" && jr.ReferenceImageURI == "" {
 		return jr, badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
 	}
+	if g.badUTF8 == "prompt" {
+		return jr, badRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
+	}
+	if err := checkPromptChars(jr.Prompt); err != nil {
+		return jr, badRequest(CodeInvalidPrompt, "%v", err)
+	}
 	if n := utf8.RuneCountInString(jr.Prompt); n > worker.MaxPromptChars {
 		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, worker.MaxPromptChars)
 	}
@@ -386,4 +398,19 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// checkPromptChars refuses control characters in a prompt: C0 controls
+// other than tab, line feed and carriage return, DEL and the C1 controls
+// (U+0080 to U+009F). (Invalid UTF-8 is caught on the JSON text, before
+// decoding replaces it.)
+func checkPromptChars(p string) error {
+	for i, r := range p {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return fmt.Errorf("prompt has control character U+%04X at byte %d (tab, line feed and carriage return are allowed)", r, i)
+		}
+	}
+	return nil
 }
