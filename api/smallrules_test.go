@@ -117,7 +117,7 @@ func TestOneSniffingRule(t *testing.T) {
 		}
 	}
 	for name, src := range map[string]string{
-		"jpeg upload named .jpg": e.upload(key, "still.jpg", jb.Bytes()),
+		"jpeg upload named .jpg":  e.upload(key, "still.jpg", jb.Bytes()),
 		"jpeg as data:image/jpeg": dataURI("image/jpeg", jb.Bytes()),
 	} {
 		if r := e.do("POST", "/v1/vfx/generations", key, validReq(src)); r.status != 201 {
