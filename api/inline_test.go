@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/account"
 )
 
 // paddedPNG is a small valid PNG grown to exactly size bytes by a private
@@ -154,5 +156,28 @@ func TestIndexRemove(t *testing.T) {
 	}
 	if _, more, err := cur.next(ctx); err != nil || more {
 		t.Fatalf("index still lists the job: %v %v", more, err)
+	}
+}
+
+// TestRefusedRecordLeavesNoIndexEntry: a job whose record NATS refuses
+// (here a record over a 4 KB message cap) is answered 503 and leaves no
+// entry in the account's job list.
+func TestRefusedRecordLeavesNoIndexEntry(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true, maxPayload: 4096, mut: func(c *Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
+	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	long := "https://example.com/" + strings.Repeat("a", 6000) + ".png"
+	r := e.do("POST", "/v1/vfx/generations", key, validReq(long))
+	if r.status != 503 || r.code() != CodeUnavailable {
+		t.Fatalf("oversized record: %d %s", r.status, r.body)
+	}
+	if l := e.do("GET", "/v1/vfx/generations", key, nil).json(t); len(l["jobs"].([]any)) != 0 {
+		t.Fatalf("list: %v", l)
+	}
+	cur, err := e.srv.indexScan(context.Background(), keyPart(a.ID), "", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, more, err := cur.next(context.Background()); err != nil || more {
+		t.Fatalf("the index keeps an entry: %v %v", more, err)
 	}
 }
