@@ -294,9 +294,16 @@ func validEmail(email string) bool {
 	return err == nil && a.Address == email && a.Name == ""
 }
 
+// MaxMoney bounds operator amounts in USD (spending_limit,
+// prepaid_balance): one billion.
+const MaxMoney = 1e9
+
 func validMoney(p *float64) bool {
 	return p == nil || (*p >= 0 && !math.IsInf(*p, 0) && !math.IsNaN(*p))
 }
+
+// validOperatorMoney is validMoney up to MaxMoney.
+func validOperatorMoney(p *float64) bool { return validMoney(p) && (p == nil || *p <= MaxMoney) }
 
 func validRateLimits(r RateLimits) bool {
 	return r.RPM >= 0 && r.ReadRPM >= 0 && r.BillingRPM >= 0 && r.Concurrency >= 0
@@ -316,11 +323,11 @@ func (s *Service) CreateAccount(ctx context.Context, in AccountInput) (Account, 
 	if in.BillingType != BillingPrepaid && in.BillingType != BillingPostpaid {
 		return Account{}, fmt.Errorf("%w: billing_type must be %q or %q", ErrInvalid, BillingPrepaid, BillingPostpaid)
 	}
-	if !validMoney(in.SpendingLimit) {
-		return Account{}, fmt.Errorf("%w: spending_limit must be a non-negative number", ErrInvalid)
+	if !validOperatorMoney(in.SpendingLimit) {
+		return Account{}, fmt.Errorf("%w: spending_limit must be a number from 0 to 1e9", ErrInvalid)
 	}
-	if !validMoney(in.PrepaidBalance) {
-		return Account{}, fmt.Errorf("%w: prepaid_balance must be a non-negative number", ErrInvalid)
+	if !validOperatorMoney(in.PrepaidBalance) {
+		return Account{}, fmt.Errorf("%w: prepaid_balance must be a number from 0 to 1e9", ErrInvalid)
 	}
 	id, err := randomID("acct_", 20)
 	if err != nil {
@@ -387,11 +394,11 @@ func (s *Service) GetAccount(ctx context.Context, id string) (Account, error) {
 // returns the result. It returns ErrNotFound for an unknown id and
 // ErrInvalid for negative values.
 func (s *Service) UpdateAccount(ctx context.Context, id string, p AccountPatch) (Account, error) {
-	if !validMoney(p.SpendingLimit) {
-		return Account{}, fmt.Errorf("%w: spending_limit must be a non-negative number", ErrInvalid)
+	if !validOperatorMoney(p.SpendingLimit) {
+		return Account{}, fmt.Errorf("%w: spending_limit must be a number from 0 to 1e9", ErrInvalid)
 	}
-	if !validMoney(p.PrepaidBalance) {
-		return Account{}, fmt.Errorf("%w: prepaid_balance must be a non-negative number", ErrInvalid)
+	if !validOperatorMoney(p.PrepaidBalance) {
+		return Account{}, fmt.Errorf("%w: prepaid_balance must be a number from 0 to 1e9", ErrInvalid)
 	}
 	if p.RateLimits != nil && !validRateLimits(*p.RateLimits) {
 		return Account{}, fmt.Errorf("%w: rate limits must not be negative", ErrInvalid)

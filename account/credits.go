@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,18 +99,29 @@ func (e LedgerEntry) Refunded() bool {
 	return e.State == LedgerRefunded || e.State == LedgerCreditRequired
 }
 
+// Credit bounds of AddCredits.
+const (
+	// MaxCreditAmount is the most credits one AddCredits may add.
+	MaxCreditAmount int64 = 1_000_000_000_000
+	// MaxCreditBalance is the largest balance AddCredits may leave.
+	MaxCreditBalance int64 = 1_000_000_000_000_000
+)
+
 // AddCredits adds amount (> 0) credits to an organisation's balance and
 // returns the new aggregate. ErrNotFound for an unknown organisation,
 // ErrInvalid for amount <= 0.
 func (s *Service) AddCredits(ctx context.Context, orgID string, amount int64) (OrgCredits, error) {
-	if amount <= 0 {
-		return OrgCredits{}, fmt.Errorf("%w: amount must be a positive number of credits", ErrInvalid)
+	if amount <= 0 || amount > MaxCreditAmount {
+		return OrgCredits{}, fmt.Errorf("%w: amount must be 1 to %d credits", ErrInvalid, MaxCreditAmount)
 	}
 	if _, err := s.GetOrg(ctx, orgID); err != nil {
 		return OrgCredits{}, err
 	}
 	c, err := casJSON(ctx, s.credits, "org."+orgID, func(c *orgAggregate, _ bool) (bool, error) {
 		c.OrgID = orgID
+		if c.Balance > MaxCreditBalance-amount || c.Credited > math.MaxInt64-amount {
+			return false, fmt.Errorf("%w: the balance would exceed %d credits", ErrInvalid, MaxCreditBalance)
+		}
 		c.Credited += amount
 		c.Balance += amount
 		return true, nil

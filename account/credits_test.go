@@ -383,3 +383,30 @@ func TestCreditLedgerConcurrent(t *testing.T) {
 		t.Fatalf("%d reservations succeeded; %+v", ok, c)
 	}
 }
+
+// TestAddCreditsBounds: one addition is at most MaxCreditAmount and the
+// balance at most MaxCreditBalance, each at its edge.
+func TestAddCreditsBounds(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	s := e.service(t)
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddCredits(ctx, o.ID, MaxCreditAmount+1); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("over the amount: %v", err)
+	}
+	for i := int64(0); i < MaxCreditBalance/MaxCreditAmount; i++ {
+		if _, err := s.AddCredits(ctx, o.ID, MaxCreditAmount); err != nil {
+			t.Fatalf("addition %d: %v", i, err)
+		}
+	}
+	c, err := s.AddCredits(ctx, o.ID, 1)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("over the balance: %v %+v", err, c)
+	}
+	if c, err := s.Credits(ctx, o.ID); err != nil || c.Balance != MaxCreditBalance {
+		t.Fatalf("balance %+v %v", c, err)
+	}
+}

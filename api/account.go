@@ -42,10 +42,20 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav)",
 			strings.TrimPrefix(err.Error(), "store: "))
 	}
+	owner, err := s.uploadOwner(r)
+	if err != nil {
+		return err
+	}
+	if err := s.uploadQuota(ctx, owner); err != nil {
+		return err
+	}
 	id := store.NewUploadID()
 	u, err := s.st.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
 	if err != nil {
 		return fmt.Errorf("api: presign upload: %w", err)
+	}
+	if err := s.recordUpload(ctx, owner, id, name); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
 	return nil

@@ -145,6 +145,22 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	uploads, err := s.checkOwnedUploads(ctx, accountOwner(p.Account.ID), []namedURI{
+		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
+	if err != nil {
+		return err
+	}
+	jobID := newJobID()
+	cleanup, err := s.storeInline(ctx, "jobs", jobID, &jr)
+	if err != nil {
+		return err
+	}
+	created := false
+	defer func() {
+		if !created {
+			cleanup()
+		}
+	}()
 	frames, err := s.checkMedia(ctx, jr)
 	if err != nil {
 		return err
@@ -160,7 +176,6 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		jr.Seed = randomSeed()
 	}
-	jobID := newJobID()
 	if ikey != "" {
 		for {
 			v, _ := json.Marshal(idemEntry{JobID: jobID, BodyHash: hash})
@@ -186,6 +201,8 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	created = true
+	s.markUsed(ctx, uploads, jobID)
 	writeJSON(w, http.StatusCreated, job)
 	return nil
 }
@@ -260,7 +277,14 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
 		Request: reqJSON, Seed: jr.Seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
-		s.abandon(ctx, jobID, err)
+		if !s.abandon(ctx, jobID, err) {
+			// No record was written: the index entry would point at nothing.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if ierr := s.indexRemove(dctx, p.Account.ID, now, jobID); ierr != nil {
+				s.log.Warn("job index: remove the entry of a job never queued", zap.String("job_id", jobID), zap.Error(ierr))
+			}
+			cancel()
+		}
 		return release(newError(http.StatusServiceUnavailable, CodeUnavailable,
 			"the job could not be queued (the job system is unreachable); resend the request"))
 	}
@@ -293,7 +317,9 @@ func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, er
 // that it does not stay in_queue in the account's list with no message
 // to run it (a message that did reach the stream finds the record
 // terminal and is acknowledged without work).
-func (s *Server) abandon(ctx context.Context, jobID string, cause error) {
+//
+// It reports whether a record may exist: false only when there is none.
+func (s *Server) abandon(ctx context.Context, jobID string, cause error) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, err := s.q.Update(ctx, jobID, func(r *queue.Record) error {
@@ -303,6 +329,7 @@ func (s *Server) abandon(ctx context.Context, jobID string, cause error) {
 	})
 	s.log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),
 		zap.NamedError("mark_failed", err))
+	return !errors.Is(err, queue.ErrNotFound)
 }
 
 // getGeneration is GET /v1/vfx/generations/{job_id}.

@@ -371,8 +371,9 @@ func TestIdempotency(t *testing.T) {
 	if r3.status != 409 || r3.code() != CodeIdempotencyConflict {
 		t.Fatalf("changed body: %d %s", r3.status, r3.body)
 	}
-	// Another account may use the same key.
-	if r := e.do("POST", "/v1/vfx/generations", e.orgKey(), body); r.status != 201 {
+	// Another account may use the same key (with its own upload).
+	k2 := e.orgKey()
+	if r := e.do("POST", "/v1/vfx/generations", k2, with(validReq(e.upload(k2, "src.png", pngBytes(t, 64, 48, false))), "idempotency_key", "order-1")); r.status != 201 {
 		t.Fatalf("other account: %d %s", r.status, r.body)
 	}
 
@@ -521,7 +522,8 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	zero := 0.0
 	c, _ := e.newAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &zero, BillingType: "prepaid"})
 	_, ckey, _ := e.acc.CreateKey(ctx, c.ID, account.KindOrganization)
-	r = e.do("POST", "/v1/vfx/generations", ckey, with(validReq(bsrc), "generation_type", "video"))
+	csrc := e.upload(ckey, "src.mp4", readFile(t, videoFixture(t, 32, 32, 3).Source))
+	r = e.do("POST", "/v1/vfx/generations", ckey, with(validReq(csrc), "generation_type", "video"))
 	if r.status != 402 || r.code() != CodeInsufficientBalance {
 		t.Fatalf("balance: %d %s", r.status, r.body)
 	}

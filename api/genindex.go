@@ -69,6 +69,26 @@ func (s *Server) indexAdd(ctx context.Context, owner string, created time.Time, 
 	return s.indexInsert(ctx, keyPart(owner), indexSuffix(created, jobID), jobID)
 }
 
+// indexRemove deletes a job's entry from its account's index (whatever its
+// chunk): for a submission that left no job record.
+func (s *Server) indexRemove(ctx context.Context, owner string, created time.Time, jobID string) error {
+	acct := keyPart(owner)
+	lister, err := s.index.ListKeysFiltered(ctx, acct+".*."+indexSuffix(created, jobID))
+	if err != nil {
+		return fmt.Errorf("api: job index: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if err := s.index.Delete(ctx, k); err != nil {
+			return fmt.Errorf("api: job index: %w", err)
+		}
+	}
+	return nil
+}
+
 // indexInsert puts suffix into the chunk where it belongs: the newest
 // chunk when it sorts before that chunk's floor (the common case: a new
 // job is the newest), else the closed chunk c with

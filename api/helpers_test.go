@@ -59,6 +59,8 @@ type envOpts struct {
 	storeDir string
 	natsDir  string
 	mut      func(*Config)
+	// maxPayload caps NATS messages (0: the default 1 MB).
+	maxPayload int32
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -71,7 +73,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.storeDir == "" {
 		o.storeDir = t.TempDir()
 	}
-	ns, err := queue.StartEmbedded(ctx, queue.EmbeddedConfig{StoreDir: o.natsDir, Port: -1})
+	ns, err := queue.StartEmbedded(ctx, queue.EmbeddedConfig{StoreDir: o.natsDir, Port: -1, MaxPayload: o.maxPayload})
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}

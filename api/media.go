@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/store"
@@ -53,7 +56,7 @@ func storeUnreachable(err error) bool {
 // without a network fetch: an upload or an inline data: URI.
 func (s *Server) atHand(uri string) bool {
 	u, err := s.resolver.Parse(uri)
-	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData)
+	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData || u.Kind == store.KindJobInput)
 }
 
 // input returns a codec input over uri when its content is at hand (an
@@ -94,4 +97,41 @@ func (s *Server) checkMedia(ctx context.Context, jr worker.JobRequest) (int, err
 		return 0, mediaError("media", err)
 	}
 	return m.Frames(), nil
+}
+
+// storeInline streams each data: input of jr (source, alpha, reference)
+// into the object store as an input object of the job
+// ({space}/{jobID}/inputs/{what}.{ext}) under the upload sniffing rule, and
+// replaces its URI by the object's vfx:// reference, so that the queue
+// record stays small whatever the input. The returned cleanup deletes what
+// was stored; the caller runs it when the job is not created.
+func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *worker.JobRequest) (func(), error) {
+	var keys []string
+	cleanup := func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		for _, k := range keys {
+			if err := s.st.Delete(dctx, k); err != nil {
+				s.log.Warn("delete inline input", zap.String("key", k), zap.Error(err))
+			}
+		}
+	}
+	for _, in := range []struct {
+		what string
+		uri  *string
+	}{{"source", &jr.SourceURI}, {"alpha", &jr.AlphaURI}, {"reference_image", &jr.ReferenceImageURI}} {
+		u, err := s.resolver.Parse(*in.uri)
+		if err != nil || u.Kind != store.KindData {
+			continue // checked before; only data: URIs move
+		}
+		name := in.what + store.DataExt(u.MIME)
+		key := store.JobInputKey(space, jobID, name)
+		if _, err := store.PutData(ctx, s.st, key, u); err != nil {
+			cleanup()
+			return func() {}, mediaError(in.what, err)
+		}
+		keys = append(keys, key)
+		*in.uri = store.JobInputURI(space, jobID, name)
+	}
+	return cleanup, nil
 }

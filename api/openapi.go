@@ -73,7 +73,7 @@ var (
 // generationCodes are the 400 codes of POST /v1/vfx/generations.
 var generationCodes = []string{
 	CodeInvalidGenerationType, CodeInvalidAlphaMode, CodeInvalidMaxResolution, CodeMissingStyleInput,
-	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidSeed, CodeInvalidKeyframeIndex,
+	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidPrompt, CodeInvalidSeed, CodeInvalidKeyframeIndex,
 	CodeInvalidIdempotencyKey, CodeInvalidURI, CodeSourceUnreachable, CodeInvalidFileFormat,
 	CodeAlphaTypeMismatch, CodeAlphaMustBeImage, CodeSourceTooLarge, CodeVideoTooManyFrames,
 	CodeExtremeAspectRatio, CodeInvalidCallbackURL,
@@ -83,7 +83,7 @@ var generationCodes = []string{
 var errorCodes = map[string]string{
 	CodeInvalidAPIKey:           "401: the x-api-key header is missing, unknown or revoked.",
 	CodeJobNotFound:             "404: no such job, or it belongs to another account (existence is never revealed; never 403).",
-	CodeRateLimitExceeded:       "429: personal-key requests-per-minute limit (write, read or billing class) exceeded; Retry-After and X-RateLimit-* headers are set.",
+	CodeRateLimitExceeded:       "429: personal-key requests-per-minute limit (write, read or billing class) exceeded; Retry-After and X-RateLimit-* headers are set. On POST /v1/uploads (any key): the owner's open uploads (50) or bytes of the last 24 hours (20 GiB) are at their limit; Retry-After is set.",
 	CodeConcurrentLimitExceeded: "429: personal-key limit on generations in flight reached; Retry-After and X-RateLimit-* headers are set.",
 	CodeHardLimitExceeded:       "402: the job's estimated cost would push the billing period's usage (with jobs in flight) over spending_limit; the message gives current usage and the job's cost.",
 	CodeInsufficientBalance:     "402: a prepaid account's balance does not cover the job's estimated cost (with jobs in flight).",
@@ -95,12 +95,13 @@ var errorCodes = map[string]string{
 	CodeMissingSource:           "400: source_uri missing.",
 	CodeMissingAlpha:            "400: alpha_mode custom or select without alpha_uri.",
 	CodePromptTooLong:           "400: prompt longer than 2000 characters.",
+	CodeInvalidPrompt:           "400: prompt not valid UTF-8, or holding a control character (C0 other than tab, line feed and carriage return; DEL; C1 U+0080-U+009F).",
 	CodeInvalidSeed:             "400: seed outside 0..4294967295.",
 	CodeInvalidKeyframeIndex:    "400: alpha_keyframe_index below 0, or (select on a video at hand) not below the frame count.",
 	CodeInvalidIdempotencyKey:   "400: idempotency_key not 1-256 characters.",
 	CodeInvalidURI:              "400: a URI of no accepted form (vfx://uploads/{id}/{filename}, https://, data:{mime};base64,…), or an https:// host that resolves to a loopback, private, link-local or metadata address.",
-	CodeSourceUnreachable:       "400: the named upload does not exist, or an https:// host does not resolve. Jobs whose https:// input cannot be fetched end failed with this code.",
-	CodeInvalidFileFormat:       "400: the media is not of an accepted format (by content), or not of the kind generation_type asks for, or a reference image that is not PNG/JPEG/WebP.",
+	CodeSourceUnreachable:       "400: the named upload does not exist or belongs to someone else (the same answer, word for word), or an https:// host does not resolve. Jobs whose https:// input cannot be fetched end failed with this code.",
+	CodeInvalidFileFormat:       "400: the media is not of an accepted format (by content), or its content is not the type its upload filename or data: header declares (one sniffing rule; MP4 and QuickTime stand for each other), or not of the kind generation_type asks for, or a reference image that is not PNG/JPEG/WebP.",
 	CodeAlphaTypeMismatch:       "400: a custom matte of the wrong kind, size or frame count for the source, or a select keyframe that is not a grayscale PNG/JPEG of the source's size or aspect ratio.",
 	CodeAlphaMustBeImage:        "400: alpha_mode select needs a keyframe image, not a video.",
 	CodeSourceTooLarge:          "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
@@ -109,14 +110,15 @@ var errorCodes = map[string]string{
 	CodeInvalidCallbackURL:      "400: callback_url not an absolute https:// URL (http:// only when the operator allows it) of at most 2048 characters, or its host resolves to a non-public address.",
 	CodeInvalidFilename:         "400: upload filename not 3-255 characters with one of the accepted extensions, or with a path separator or control character.",
 	CodeRequestTooLarge:         "413: request body over the cap (about 70 MB: a 50 MB inline data: URI in base64 and the rest of the request).",
+	CodeRequestTimeout:          "408: the request body arrived slower than 32 KiB/s on average after its first 10 s, or took over 10 minutes; the connection is closed.",
 	CodeInternal:                "500: internal error; the outcome of a submission is uncertain: resend it with the same idempotency_key.",
-	CodeUnavailable:             "503 (with Retry-After): NATS or object storage unreachable for a moment, or a job with the same idempotency_key still being created; resend the same request.",
+	CodeUnavailable:             "503 (with Retry-After): NATS or object storage unreachable for a moment, a job with the same idempotency_key still being created, or the server already reading its limit of request body bytes at once (256 MiB in flight across all requests); nothing was created, resend the same request.",
 	CodeNotFound:                "404: no such route.",
 	CodeMethodNotAllowed:        "405: the path exists but does not serve the request's method; the Allow header lists the methods it does (GET implies HEAD). Product API paths answer it in the detail shape.",
 	CodeUnauthorized:            "401 (operator API): missing or wrong Authorization: Bearer token.",
 	CodeAccountNotFound:         "404 (operator API): no such account.",
 	CodeKeyNotFound:             "404 (operator API): no such key.",
-	CodeInvalidInput:            "400 (operator API): an invalid argument (e-mail, billing type, negative amount, key kind).",
+	CodeInvalidInput:            "400 (operator API): an invalid argument (e-mail, billing type, key kind, an amount out of bounds: spending_limit and prepaid_balance 0 to 1e9 USD, credits 1 to 1e12 an addition and 1e15 a balance).",
 	CodeAccountExists:           "409 (operator API): an account with this e-mail exists.",
 	CodeAccountKeyRequired:      "403: an organization key of the product API on a generation API route; use an account key.",
 	CodeOrgNotFound:             "404 (operator API): no such organization.",
@@ -138,8 +140,10 @@ Decisions where SPEC.md is silent (SPEC-NOTES.md):
 - **402** HARD_LIMIT_EXCEEDED when the job's estimated cost plus the period's usage plus the estimates of jobs in flight exceeds spending_limit (the message gives current usage and job cost), INSUFFICIENT_BALANCE when a prepaid balance does not cover it. The estimate uses the source's frame count when it is at hand, else 240 frames for a video. A job is charged once, when it completes, for its actual frames; a failed job costs nothing.
 - Lists are newest first with opaque page tokens; every element, like GET, carries freshly signed output URLs (72 h).
 - Transitions: in_queue -> processing -> completed|failed, and in_queue -> failed for input rejected before work starts. Terminal states never change; modified_at moves with each change; completed_at is set on completion or failure; progress is 100 when completed.
-- Uploads: upload_url is a presigned S3 PUT, or with the local store a signed URL served by this API under /v1/files/; no header is required on the PUT, a Content-Type is accepted. Maximum upload 2 GiB; the URL expires after 1 hour.
-- Request bodies are capped at about 70 MB (an inline data: URI of at most 50 MB decoded); larger bodies get 413 REQUEST_TOO_LARGE.
+- Uploads: upload_url is a presigned S3 PUT, or with the local store a signed URL served by this API under /v1/files/ that accepts one successful PUT (then 409); no header is required on the PUT, a Content-Type is accepted and ignored: the content is sniffed and must be the type of the filename's extension (INVALID_FILE_FORMAT at submission otherwise; the same rule judges data: URIs against their declared type). Maximum upload 2 GiB; the URL expires after 1 hour.
+- An upload belongs to the account (account keys), or to the organization and team (organization keys, team from the key or X-Service-Team-Id), that created it; any other caller naming it gets exactly the answer of an upload that does not exist (400 SOURCE_UNREACHABLE). Per owner: at most 50 open uploads (URL not expired and not used by a job) and 20 GiB in uploads of the last 24 hours; over either, POST /v1/uploads is 429 RATE_LIMIT_EXCEEDED with Retry-After. Uploads that no job used are deleted 24 hours after creation; jobs may name an upload for 7 days.
+- Inline data: inputs (source, alpha, reference) are decoded once at submission and stored as input objects of the job; the job carries only their reference, so a 50 MB inline input is queued like an upload.
+- Request bodies are capped at about 70 MB (an inline data: URI of at most 50 MB decoded); larger bodies get 413 REQUEST_TOO_LARGE. Bodies are read once, under a server-wide budget of 256 MiB of body bytes in flight: a body that does not fit gets 503 SERVICE_UNAVAILABLE with Retry-After. A body slower than 32 KiB/s on average after its first 10 s, or taking over 10 minutes, gets 408 REQUEST_TIMEOUT. A JSON key repeated in any object of a body is refused with 422.
 - Webhooks: callback_url must be https:// unless the operator allows http:// (development). Callback and https:// source hosts that resolve to loopback, private, link-local or metadata addresses are refused at submission and again at connection time, unless the operator allows private networks. See the jobFinished webhook for the body, the Standard Webhooks signature headers and the retry schedule (attempts at 0, +1 s, +5 s, +30 s, +2 min; 10 s timeout per attempt; only 2xx counts; redirects are not followed; delivery state survives restarts and is shown as the job's webhook object).
 - Billing meters: api_image_720p, api_image_1080p, api_video_720p, api_video_1080p (unit: image or frame); prices are a documented, configurable table (x-price-table). billing_type is prepaid or postpaid.
 - Operator API under /admin/v1, behind Authorization: Bearer <operator token>.`
@@ -219,6 +223,10 @@ func (s *Server) OpenAPI() map[string]any {
 			"list_limit": "1-100, default 20", "seed": "0-4294967295", "max_resolution": "720 or 1080, default 1080",
 			"inline_data_bytes": 50_000_000, "request_body_bytes": DefaultMaxBodyBytes, "video_frames": 240, "source_pixels": 2_770_000,
 			"aspect_ratio": "1:4..4:1", "output_url_ttl": "72h", "upload_url_ttl": "1h", "upload_bytes": "2 GiB",
+			"inflight_body_bytes": DefaultMaxInflightBodyBytes, "min_body_rate": "32 KiB/s after 10 s", "body_timeout": "10m",
+			"open_uploads_per_owner": DefaultMaxOpenUploads, "upload_bytes_per_owner_per_day": DefaultMaxUploadBytesPerDay,
+			"unused_upload_expiry": "24h", "upload_usable_for": "7d", "upload_puts": 1,
+			"operator_usd_amounts": "0 to 1e9", "credits_per_addition": "1 to 1e12", "credit_balance_max": "1e15",
 			"webhook_timeout": "10s", "webhook_attempts": 5, "webhook_retry_delays": "1s, 5s, 30s, 2m (configurable by the operator)",
 		},
 		"x-price-table": obj{"unit": "USD per image (image meters) or per frame (video meters)", "prices": prices, "labels": labels},
@@ -233,6 +241,7 @@ func (s *Server) OpenAPI() map[string]any {
 						"401": resp401,
 						"402": errResp("Spending limit or prepaid balance.", CodeHardLimitExceeded, CodeInsufficientBalance),
 						"409": errResp("idempotency_key reused with a different body.", CodeIdempotencyConflict),
+						"408": errResp("Request body too slow.", CodeRequestTimeout),
 						"413": errResp("Request body too large.", CodeRequestTooLarge),
 						"422": resp422,
 						"429": rateLimited(CodeRateLimitExceeded, CodeConcurrentLimitExceeded),
@@ -256,7 +265,10 @@ func (s *Server) OpenAPI() map[string]any {
 				"post": obj{"operationId": "createUpload", "summary": "Create a presigned upload URL (PUT the file to it within 1 hour).", "tags": []any{"uploads"},
 					"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("UploadRequest")}}},
 					"responses": obj{"200": response("Upload record.", ref("UploadRecord")), "400": errResp("Bad filename.", CodeInvalidFilename),
-						"401": resp401, "422": resp422, "500": resp500}},
+						"401": resp401, "403": errResp("X-Service-Team-Id names a team this organization key may not act for.", CodeTeamForbidden),
+						"408": errResp("Request body too slow.", CodeRequestTimeout), "422": resp422,
+						"429": errResp("The owner's open uploads or bytes of the last 24 hours are at their limit (Retry-After).", CodeRateLimitExceeded),
+						"500": resp500, "503": errResp("Request body budget full (Retry-After).", CodeUnavailable)}},
 			},
 			"/v1/account/info": obj{
 				"get": obj{"operationId": "getAccountInfo", "summary": "Account, live rate-limit usage and limits (read rate class).", "tags": []any{"account"},

@@ -22,7 +22,7 @@ var productErrorCodes = map[string]string{
 	CodeUnsupportedBillingUnit: "400: billing_unit usd; product endpoints bill credits only: omit billing_unit or use credits.",
 	CodeInvalidCallbackURL:     "400: callback_url not an absolute https:// URL of at most 2048 characters, or its host resolves to a non-public address.",
 	CodeInvalidURI:             "400: an input URI of no accepted form, or an https:// host that resolves to a non-public address.",
-	CodeSourceUnreachable:      "400: the named upload does not exist, or an https:// host does not resolve.",
+	CodeSourceUnreachable:      "400: the named upload does not exist or belongs to another organization or team (the same answer), or an https:// host does not resolve.",
 	CodeInvalidFileFormat:      "400: media of no accepted format (judged by content, when at hand).",
 	CodeAlphaTypeMismatch:      "400: a custom matte of the wrong kind, size or frame count.",
 	CodeAlphaMustBeImage:       "400: alpha_mode select needs a keyframe image.",
@@ -33,14 +33,15 @@ var productErrorCodes = map[string]string{
 	CodeBudgetExceeded:         "402: the organization's credit balance, the team's budget_credits or the request's max_credits does not cover the job's credits; nothing was reserved.",
 	CodeIdempotencyConflict:    "409: idempotency_key already names a job of this organization and team submitted with a different body; nothing was created. Resend the original body, or use a new key only for a new job.",
 	CodeParentNotSuccessful:    "409 (vfx_finish): the parent job has not reached success.",
-	CodeInvalidInput:           "422: malformed JSON, an unknown or missing top-level field, a wrong type, or inputs that do not match the model's input_schema; unknown_fields and missing_fields list the field names.",
+	CodeInvalidInput:           "422: malformed JSON (a key repeated in any object included), an unknown or missing top-level field, a wrong type, inputs that do not match the model's input_schema, or inputs.prompt not valid UTF-8 or holding a control character (tab, line feed and carriage return are allowed); unknown_fields and missing_fields list the field names.",
 	CodeParentNotProductJob:    "422 (vfx_finish): the parent is a generation API job (vfx_…), not a vfx product job.",
 	CodeParentFastMode:         "422 (vfx_finish): the parent is a fast-mode vfx job; only standard-mode jobs can be finished.",
 	CodeParentIsFinish:         "422 (vfx_finish): the parent is itself a vfx_finish job.",
 	CodeMethodNotAllowed:       "405: the path exists but does not serve the request's method; the Allow header lists the methods it does.",
 	CodeRequestTooLarge:        "413: request body over the cap.",
+	CodeRequestTimeout:         "408: the request body arrived slower than 32 KiB/s on average after its first 10 s, or took over 10 minutes.",
 	CodeInternal:               "500: internal error; the outcome is uncertain: resend the exact request with the same idempotency_key.",
-	CodeUnavailable:            "503: a job with the same idempotency_key is still being created; resend the same request.",
+	CodeUnavailable:            "503 (with Retry-After): a job with the same idempotency_key is still being created, or the server is reading its limit of request body bytes at once; resend the same request.",
 }
 
 const productDescription = `Product API (SPEC-NOTES.md, Product API). Fields, billing, states, responses, errors and webhooks never mix with the generation API's.

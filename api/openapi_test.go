@@ -64,7 +64,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	for _, c := range append(slices.Clone(generationCodes), CodeInvalidAPIKey, CodeJobNotFound, CodeRateLimitExceeded,
-		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename, CodeMethodNotAllowed) {
+		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename, CodeMethodNotAllowed,
+		CodeInvalidPrompt, CodeRequestTimeout, CodeUnavailable) {
 		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
 			t.Errorf("error code %s not documented", c)
 		}
@@ -73,13 +74,14 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, c := range []string{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
 		CodeUnsupportedBillingUnit, CodeBudgetExceeded, CodeJobNotFound, CodeProductNotFound, CodeModelNotFound, CodeIdempotencyConflict,
 		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful,
-		CodeMethodNotAllowed} {
+		CodeMethodNotAllowed, CodeRequestTimeout} {
 		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
 			t.Errorf("product error code %s not documented", c)
 		}
 	}
 	for _, s := range []string{`"202"`, "X-Service-Team-Id", "unknown_fields", "missing_fields", "credit_required", "input_schema",
-		"max_credits", "refunded", "credits_charged", "productJobFinished", "mode fast", "target_resolution"} {
+		"max_credits", "refunded", "credits_charged", "productJobFinished", "mode fast", "target_resolution",
+		"open_uploads_per_owner", "inflight_body_bytes", "min_body_rate"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("document lacks %s", s)
 		}

@@ -96,6 +96,8 @@ func asProductErr(err error) (*productErr, bool) {
 func (s *Server) handleProduct(method, path string, h handlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Path: path, Product: true})
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		r, release := s.withCharge(r)
+		defer release()
 		err := h(w, r)
 		if err == nil {
 			return

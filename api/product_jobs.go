@@ -290,19 +290,28 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		return pb, invalidInput("inputs must be an object")
 	}
 	// The hash covers the request as the job sees it: canonical JSON of
-	// every field but the idempotency key, with billing_unit defaulted.
-	var canon any
-	dec := json.NewDecoder(bytes.NewReader(pb.Inputs))
-	dec.UseNumber()
-	_ = dec.Decode(&canon)
-	hb, _ := json.Marshal(struct {
-		Product    string `json:"product"`
-		ModelID    string `json:"model_id"`
-		Inputs     any    `json:"inputs"`
-		MaxCredits *int64 `json:"max_credits"`
-		Callback   string `json:"callback_url"`
-	}{product, pb.ModelID, canon, pb.MaxCredits, pb.CallbackURL})
-	sum := sha256.Sum256(hb)
+	// every field but the idempotency key, with billing_unit defaulted
+	// (the bytes json.Marshal gives, written field by field so that an
+	// inline data: URI is hashed in place).
+	h := sha256.New()
+	h.Write([]byte(`{"product":`))
+	writeString(h, product)
+	h.Write([]byte(`,"model_id":`))
+	writeString(h, pb.ModelID)
+	h.Write([]byte(`,"inputs":`))
+	if err := writeCanonical(h, bytes.TrimSpace(pb.Inputs)); err != nil {
+		return pb, invalidInput("inputs: %v", err)
+	}
+	h.Write([]byte(`,"max_credits":`))
+	if pb.MaxCredits != nil {
+		writeInt(h, *pb.MaxCredits)
+	} else {
+		h.Write([]byte("null"))
+	}
+	h.Write([]byte(`,"callback_url":`))
+	writeString(h, pb.CallbackURL)
+	h.Write([]byte{'}'})
+	sum := h.Sum(nil)
 	pb.hash = hex.EncodeToString(sum[:])
 	return pb, nil
 }
@@ -339,6 +348,7 @@ type plan struct {
 	video   bool
 	frames  int
 	items   []estimateItem
+	uploads []string // records of the uploads it names (markUsed)
 }
 
 type estimateItem struct {
@@ -350,18 +360,22 @@ type estimateItem struct {
 }
 
 // prepare validates inputs (schema, then the product's own rules) and
-// prices the job.
-func (s *Server) prepare(ctx context.Context, oc orgCtx, p *productDef, m *modelDef, inputs json.RawMessage) (plan, error) {
+// prices the job. Inline data: inputs are stored as input objects of
+// jobID (see storeInline); cleanup deletes them and must run when the job
+// is not created.
+func (s *Server) prepare(ctx context.Context, oc orgCtx, p *productDef, m *modelDef, inputs json.RawMessage, jobID string) (pl plan, cleanup func(), err error) {
+	cleanup = func() {}
 	if err := m.schemaProblems(inputs); err != nil {
-		return plan{}, err
+		return plan{}, cleanup, err
 	}
 	switch p.Product {
 	case worker.ProductVFX:
-		return s.prepareVFX(ctx, inputs)
+		return s.prepareVFX(ctx, inputs, teamOwner(oc.Org.ID, oc.TeamID), jobID)
 	case worker.ProductFinish:
-		return s.prepareFinish(ctx, oc, inputs)
+		pl, err := s.prepareFinish(ctx, oc, inputs)
+		return pl, cleanup, err
 	}
-	return plan{}, fmt.Errorf("api: product %s has no planner", p.Product)
+	return plan{}, cleanup, fmt.Errorf("api: product %s has no planner", p.Product)
 }
 
 type vfxInputs struct {
@@ -376,7 +390,24 @@ type vfxInputs struct {
 	Mode               string  `json:"mode"`
 }
 
-func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, error) {
+func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string) (plan, func(), error) {
+	cleanup := func() {}
+	pl, err := s.planVFX(ctx, inputs, owner, jobID, &cleanup)
+	if err != nil {
+		cleanup()
+		return plan{}, func() {}, err
+	}
+	return pl, cleanup, nil
+}
+
+func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string, cleanup *func()) (plan, error) {
+	if ms, err := parseObject(inputs); err == nil {
+		for _, m := range ms {
+			if m.key == "prompt" && !utf8.Valid(m.raw) {
+				return plan{}, invalidInput("inputs.prompt is not valid UTF-8")
+			}
+		}
+	}
 	var in vfxInputs
 	if err := json.Unmarshal(inputs, &in); err != nil {
 		return plan{}, invalidInput("inputs: %v", err)
@@ -386,6 +417,9 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, 
 	}
 	if in.MaxResolution == 0 {
 		in.MaxResolution = worker.DefaultMaxResolution
+	}
+	if err := checkPromptChars(in.Prompt); err != nil {
+		return plan{}, invalidInput("inputs.%v", err)
 	}
 	mode, err := matte.ParseMode(in.AlphaMode)
 	if err == nil {
@@ -413,6 +447,14 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, 
 		if err := s.checkInputURI(ctx, u.name, u.uri); err != nil {
 			return plan{}, err
 		}
+	}
+	uploads, err := s.checkOwnedUploads(ctx, owner, []namedURI{
+		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
+	if err != nil {
+		return plan{}, err
+	}
+	if *cleanup, err = s.storeInline(ctx, "product-jobs", jobID, &jr); err != nil {
+		return plan{}, err
 	}
 	// The generation type follows the source's content when it is at hand.
 	src, err := s.input(ctx, "source", jr.SourceURI)
@@ -455,6 +497,7 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, 
 		item.Note = strings.TrimPrefix(item.Note+"; upper bound: the source is not at hand, priced as a 240-frame video; the charge follows the render's frames", "; ")
 	}
 	return plan{
+		uploads: uploads,
 		req:     worker.ProductRequest{Product: worker.ProductVFX, ModelID: worker.ModelVFX2, Mode: in.Mode, Generation: &jr},
 		meta:    productMeta{Mode: in.Mode, MaxResolution: in.MaxResolution},
 		credits: credits, exact: exact, video: video, frames: frames, items: []estimateItem{item},
@@ -551,7 +594,9 @@ func (s *Server) estimate(w http.ResponseWriter, r *http.Request, oc orgCtx) err
 	if err := checkAccess(oc, p, m.ModelID); err != nil {
 		return err
 	}
-	pl, err := s.prepare(ctx, oc, p, m, pb.Inputs)
+	// An estimate stores its inline inputs only while it probes them.
+	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, "est_"+strings.TrimPrefix(newJobID(), JobIDPrefix))
+	defer cleanup()
 	if err != nil {
 		return err
 	}
@@ -604,10 +649,17 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 			return err
 		}
 	}
-	pl, err := s.prepare(ctx, oc, p, m, pb.Inputs)
+	jobID := newProductJobID()
+	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, jobID)
 	if err != nil {
 		return err
 	}
+	created := false
+	defer func() {
+		if !created {
+			cleanup()
+		}
+	}()
 	reserve := pl.credits
 	if pb.MaxCredits != nil {
 		if pl.exact && pl.credits > *pb.MaxCredits {
@@ -616,7 +668,6 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		}
 		reserve = min(reserve, *pb.MaxCredits)
 	}
-	jobID := newProductJobID()
 	for {
 		v, _ := json.Marshal(idemEntry{JobID: jobID, BodyHash: pb.hash})
 		if _, err := s.pidem.Create(ctx, ikey, v); err == nil {
@@ -638,6 +689,8 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		_ = s.pidem.Delete(context.WithoutCancel(ctx), ikey)
 		return err
 	}
+	created = true
+	s.markUsed(ctx, pl.uploads, jobID)
 	writeJSON(w, http.StatusAccepted, job)
 	return nil
 }

@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -53,6 +51,9 @@ type genRequest struct {
 	MaxResolution      *int64  `json:"max_resolution,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
 	CallbackURL        *string `json:"callback_url,omitempty"`
+	// badUTF8 names the first string field whose JSON text held invalid
+	// UTF-8 (the decoder would have replaced it with U+FFFD).
+	badUTF8 string
 }
 
 // fieldKind is the JSON type a request field wants.
@@ -74,42 +75,16 @@ var genFields = [...]struct {
 	{"idempotency_key", kindString}, {"callback_url", kindString},
 }
 
-// readBody reads the whole request body under the size cap.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
-				"request body over %d bytes (inline data: URIs are limited to 50 MB)", mbe.Limit)
-		}
-		return nil, newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
-	}
-	return body, nil
-}
-
-// decodeObject parses body as one JSON object into its raw fields, or
-// answers 422 like FastAPI.
+// decodeObject parses body as one JSON object into its raw fields (slices
+// of body), or answers 422 like FastAPI; a repeated key is refused.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, unprocessable([]any{"body"}, "Field required", "missing")
+	ms, err := parseObject(body)
+	if err != nil {
+		return nil, err
 	}
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, jsonSyntaxDetail(err)
-	}
-	if dec.More() {
-		return nil, unprocessable([]any{"body", int(dec.InputOffset())}, "JSON decode error: extra data after the object", "json_invalid")
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return nil, unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, jsonSyntaxDetail(err)
+	fields := make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		fields[m.key] = m.raw
 	}
 	return fields, nil
 }
@@ -146,8 +121,11 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 		}
 		switch f.kind {
 		case kindString:
-			var v string
-			if err := json.Unmarshal(raw, &v); err != nil {
+			if req.badUTF8 == "" && !utf8.Valid(raw) {
+				req.badUTF8 = f.name
+			}
+			v, err := jsonStringOf(raw)
+			if err != nil {
 				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
 				continue
 			}
@@ -204,10 +182,39 @@ func parseJSONInt(raw json.RawMessage) (int64, error) {
 // hash is the digest of the request as given, without its idempotency key:
 // a repeat with the same key must carry the same hash.
 func (g genRequest) hash() string {
-	g.IdempotencyKey = nil
-	b, _ := json.Marshal(g)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	first := true
+	field := func(name string) {
+		if !first {
+			h.Write([]byte{','})
+		}
+		first = false
+		h.Write([]byte(`"` + name + `":`))
+	}
+	h.Write([]byte{'{'})
+	// The bytes json.Marshal writes for g without its key, field by field,
+	// so that an inline data: URI is hashed in place.
+	for _, f := range []struct {
+		name string
+		s    *string
+		i    *int64
+	}{
+		{"generation_type", g.GenerationType, nil}, {"source_uri", g.SourceURI, nil}, {"alpha_mode", g.AlphaMode, nil},
+		{"prompt", g.Prompt, nil}, {"reference_image_uri", g.ReferenceImageURI, nil}, {"alpha_uri", g.AlphaURI, nil},
+		{"alpha_keyframe_index", nil, g.AlphaKeyframeIndex}, {"seed", nil, g.Seed}, {"max_resolution", nil, g.MaxResolution},
+		{"callback_url", g.CallbackURL, nil},
+	} {
+		switch {
+		case f.s != nil:
+			field(f.name)
+			writeString(h, *f.s)
+		case f.i != nil:
+			field(f.name)
+			writeInt(h, *f.i)
+		}
+	}
+	h.Write([]byte{'}'})
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // str returns *p or "".
@@ -255,6 +262,12 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 	jr.ReferenceImageURI = str(g.ReferenceImageURI)
 	if jr.Prompt == "" && jr.ReferenceImageURI == "" {
 		return jr, badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
+	}
+	if g.badUTF8 == "prompt" {
+		return jr, badRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
+	}
+	if err := checkPromptChars(jr.Prompt); err != nil {
+		return jr, badRequest(CodeInvalidPrompt, "%v", err)
 	}
 	if n := utf8.RuneCountInString(jr.Prompt); n > worker.MaxPromptChars {
 		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, worker.MaxPromptChars)
@@ -309,6 +322,10 @@ func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
 			return badRequest(CodeSourceTooLarge, "%s: inline data is over 50 MB", name)
 		}
 		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
+	}
+	if u.Kind == store.KindJobInput {
+		// Only the API writes these references, never a client.
+		return badRequest(CodeInvalidURI, "%s: want vfx://uploads/{id}/{filename}, https:// or data:", name)
 	}
 	if u.Kind == store.KindHTTP && !s.cfg.AllowPrivateNetworks {
 		if err := s.checkHost(ctx, u.URL.Hostname()); err != nil {
@@ -381,4 +398,19 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// checkPromptChars refuses control characters in a prompt: C0 controls
+// other than tab, line feed and carriage return, DEL and the C1 controls
+// (U+0080 to U+009F). (Invalid UTF-8 is caught on the JSON text, before
+// decoding replaces it.)
+func checkPromptChars(p string) error {
+	for i, r := range p {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return fmt.Errorf("prompt has control character U+%04X at byte %d (tab, line feed and carriage return are allowed)", r, i)
+		}
+	}
+	return nil
 }

@@ -144,6 +144,29 @@ type Config struct {
 	SubmitRetryFor time.Duration
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes caps the request body bytes all requests hold
+	// at once; a request whose body does not fit gets 503 with
+	// Retry-After. 0 means DefaultMaxInflightBodyBytes.
+	MaxInflightBodyBytes int64
+	// MinBodyRate is the slowest average rate (bytes a second) at which an
+	// API request body may arrive after MinBodyGrace; slower bodies get
+	// 408 REQUEST_TIMEOUT. 0 means DefaultMinBodyRate.
+	MinBodyRate int64
+	// MinBodyGrace is the time a body gets before the rate counts; 0 means
+	// DefaultMinBodyGrace.
+	MinBodyGrace time.Duration
+	// MaxOpenUploads is how many uploads an owner may have open (URL not
+	// expired, not used by a job); 0 means DefaultMaxOpenUploads.
+	MaxOpenUploads int
+	// MaxUploadBytesPerDay caps the bytes of an owner's uploads of the last
+	// 24 hours; 0 means DefaultMaxUploadBytesPerDay.
+	MaxUploadBytesPerDay int64
+	// UploadExpiry is when an upload no job used is deleted; 0 means
+	// DefaultUploadExpiry.
+	UploadExpiry time.Duration
+	// UploadSweepEvery is the pause between expiry sweeps that Run runs;
+	// 0 means DefaultUploadSweepEvery, negative turns them off.
+	UploadSweepEvery time.Duration
 	// Replicas of the API's buckets; 0 means 1.
 	Replicas int
 	// Resolver looks up host names of callback and source URLs; nil means
@@ -191,6 +214,8 @@ type Server struct {
 	delays   []time.Duration
 	now      func() time.Time
 	bg       sync.WaitGroup
+	budget   *byteBudget
+	uploads  jetstream.KeyValue
 }
 
 // route is one registered pattern, kept for the OpenAPI check and the
@@ -219,6 +244,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.cfg.MaxInflightBodyBytes <= 0 {
+		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
+	if s.cfg.MinBodyRate <= 0 {
+		s.cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if s.cfg.MinBodyGrace <= 0 {
+		s.cfg.MinBodyGrace = DefaultMinBodyGrace
+	}
+	if s.cfg.MaxOpenUploads <= 0 {
+		s.cfg.MaxOpenUploads = DefaultMaxOpenUploads
+	}
+	if s.cfg.MaxUploadBytesPerDay <= 0 {
+		s.cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
+	}
+	if s.cfg.UploadExpiry <= 0 {
+		s.cfg.UploadExpiry = DefaultUploadExpiry
+	}
+	if s.cfg.UploadSweepEvery == 0 {
+		s.cfg.UploadSweepEvery = DefaultUploadSweepEvery
 	}
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = DefaultWebhookTimeout
@@ -284,6 +331,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	} else if n > 0 {
 		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
 	}
+	if s.uploads, err = cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.cfg.Replicas,
+		Storage: jetstream.FileStorage, TTL: DefaultUploadRecordTTL,
+	}); err != nil {
+		return nil, fmt.Errorf("api: bucket %s: %w", BucketUploads, err)
+	}
 	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
 		return nil, err
 	}
@@ -338,6 +391,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.LedgerReconcileEvery > 0 {
 		wg.Go(func() { s.runLedgerReconciler(ctx) })
 	}
+	if s.cfg.UploadSweepEvery > 0 {
+		wg.Go(func() { s.runUploadSweeper(ctx) })
+	}
 	for range s.cfg.WebhookWorkers {
 		wg.Go(func() { s.runWebhooks(ctx, hooks) })
 	}
@@ -351,6 +407,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) handle(method, path string, h handlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Path: path})
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		r, release := s.withCharge(r)
+		defer release()
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

@@ -27,6 +27,8 @@ type EmbeddedConfig struct {
 	// Logger, when set, receives the server's notices, warnings and errors.
 	// Nil keeps the server silent.
 	Logger *zap.Logger
+	// MaxPayload caps one message in bytes; 0 means the NATS default (1 MB).
+	MaxPayload int32
 }
 
 // Embedded is a nats-server with JetStream running in this process.
@@ -54,6 +56,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      cfg.Logger == nil,
+		MaxPayload: cfg.MaxPayload,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -131,6 +131,15 @@ func (l *Local) metaPath(key string) string {
 // over key; a reader error, a short read (size >= 0) or an ended ctx leaves
 // any previous object untouched. The ETag is the hex SHA-256 of the content.
 func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (Object, error) {
+	return l.put(ctx, key, r, size, contentType, false)
+}
+
+// errExists: a signed PUT URL was used again after a successful PUT.
+var errExists = errors.New("store: object exists")
+
+// put is Put; once refuses (errExists) to replace an existing object, so
+// that of racing writers exactly one succeeds.
+func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, contentType string, once bool) (Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return Object{}, err
 	}
@@ -173,8 +182,15 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	}
 	// Data first, then its sidecar; Stat takes the size from the data file,
 	// so a reader in between sees new bytes with at worst the old type.
-	if err := renameInto(tmp, l.objPath(key)); err != nil {
+	place := renameInto
+	if once {
+		place = linkInto
+	}
+	if err := place(tmp, l.objPath(key)); err != nil {
 		_ = os.Remove(mtmp)
+		if errors.Is(err, fs.ErrExist) {
+			err = errExists
+		}
 		return Object{}, fmt.Errorf("store: put %s: %w", key, err)
 	}
 	if err := renameInto(mtmp, l.metaPath(key)); err != nil {
@@ -216,6 +232,15 @@ func renameInto(tmp, dst string) error {
 		return err
 	}
 	return nil
+}
+
+// linkInto is renameInto that fails (fs.ErrExist) when dst exists.
+func linkInto(tmp, dst string) error {
+	defer os.Remove(tmp)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return err
+	}
+	return os.Link(tmp, dst)
 }
 
 // Open implements Store; the reader is an *os.File.
@@ -444,11 +469,18 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string) {
 		http.Error(w, "bad content type", http.StatusBadRequest)
 		return
 	}
+	// A signed URL accepts one successful PUT.
+	if _, err := l.Stat(r.Context(), key); err == nil {
+		http.Error(w, "conflict: this upload URL was already used", http.StatusConflict)
+		return
+	}
 	body := http.MaxBytesReader(w, r.Body, l.maxUpload)
-	obj, err := l.Put(r.Context(), key, body, r.ContentLength, ct)
+	obj, err := l.put(r.Context(), key, body, r.ContentLength, ct, true)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
+		case errors.Is(err, errExists):
+			http.Error(w, "conflict: this upload URL was already used", http.StatusConflict)
 		case errors.As(err, &mbe):
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, io.ErrUnexpectedEOF):

@@ -152,7 +152,7 @@ func (r *Resolver) Open(ctx context.Context, uri string) (io.ReadSeekCloser, Inf
 		return nil, Info{}, err
 	}
 	switch u.Kind {
-	case KindUpload:
+	case KindUpload, KindJobInput:
 		return r.openUpload(ctx, u)
 	case KindData:
 		return r.openData(u)
@@ -170,6 +170,19 @@ func (r *Resolver) openUpload(ctx context.Context, u URI) (io.ReadSeekCloser, In
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("store: open %s: %w", u, err)
 	}
+	// The CheckSniff rule: the content must be what the filename says.
+	head := make([]byte, SniffLen)
+	n, err := io.ReadFull(rc, head)
+	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = CheckSniff(ExtMIME(u.Filename), head[:n])
+	}
+	if err == nil {
+		_, err = rc.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		_ = rc.Close()
+		return nil, Info{}, fmt.Errorf("store: open %s: %w", u, err)
+	}
 	return rc, Info{URI: u, Size: obj.Size, ContentType: obj.ContentType, Name: u.Filename}, nil
 }
 
@@ -181,12 +194,8 @@ func (r *Resolver) openData(u URI) (io.ReadSeekCloser, Info, error) {
 	if int64(len(b)) > r.maxData() {
 		return nil, Info{}, fmt.Errorf("store: data uri: %d bytes over %d: %w", len(b), r.maxData(), ErrTooLarge)
 	}
-	if !MatchesMIME(u.MIME, b) {
-		got := SniffMIME(b)
-		if got == "" {
-			got = "unrecognised content"
-		}
-		return nil, Info{}, fmt.Errorf("store: data uri: declared %s, content is %s: %w", u.MIME, got, ErrMIMEMismatch)
+	if err := CheckSniff(u.MIME, b); err != nil {
+		return nil, Info{}, fmt.Errorf("store: data uri: %w", err)
 	}
 	return nopCloser{bytes.NewReader(b)}, Info{URI: u, Size: int64(len(b)), ContentType: u.MIME}, nil
 }

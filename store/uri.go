@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"path"
@@ -23,6 +24,10 @@ const (
 	KindHTTP
 	// KindData is an inline data:{mime};base64,… value.
 	KindData
+	// KindJobInput is vfx://{jobs|product-jobs}/{job id}/inputs/{filename}:
+	// an inline data: input that the API stored under its job's key space
+	// at submission. Clients never send it; only the API writes it.
+	KindJobInput
 )
 
 // String names the kind.
@@ -34,6 +39,8 @@ func (k URIKind) String() string {
 		return "http"
 	case KindData:
 		return "data"
+	case KindJobInput:
+		return "job input"
 	}
 	return "unknown"
 }
@@ -95,15 +102,20 @@ type URI struct {
 	MIME string
 	// data is the base64 payload of a KindData URI.
 	data string
+	// key is the store key of a KindJobInput URI.
+	key string
 }
 
 // Key returns the store key of an upload URI ("uploads/{id}/{filename}"),
 // or "" for other kinds.
 func (u URI) Key() string {
-	if u.Kind != KindUpload {
-		return ""
+	switch u.Kind {
+	case KindUpload:
+		return UploadKey(u.UploadID, u.Filename)
+	case KindJobInput:
+		return u.key
 	}
-	return UploadKey(u.UploadID, u.Filename)
+	return ""
 }
 
 // EncodedLen is the length of a data: URI's base64 payload (0 otherwise).
@@ -116,6 +128,8 @@ func (u URI) String() string {
 	switch u.Kind {
 	case KindUpload:
 		return UploadURI(u.UploadID, u.Filename)
+	case KindJobInput:
+		return UploadScheme + "://" + u.key
 	case KindHTTP:
 		return redactURL(u.URL)
 	case KindData:
@@ -232,6 +246,11 @@ func parseURI(s string, allowHTTP bool, maxData int64) (URI, error) {
 }
 
 func parseUpload(s, rest string) (URI, error) {
+	for _, jp := range jobInputPrefixes {
+		if strings.HasPrefix(rest, "//"+jp+"/") {
+			return parseJobInput(s, rest[2:])
+		}
+	}
 	p, ok := strings.CutPrefix(rest, "//"+UploadKeyPrefix)
 	if !ok {
 		return URI{}, fmt.Errorf("store: uri %q: want vfx://uploads/{id}/{filename}: %w", truncate(s, 80), ErrInvalidURI)
@@ -251,6 +270,42 @@ func parseUpload(s, rest string) (URI, error) {
 		return URI{}, fmt.Errorf("store: uri %q: %w: %w", truncate(s, 80), ErrInvalidURI, err)
 	}
 	return u, nil
+}
+
+// jobInputPrefixes are the job key spaces that hold inline inputs.
+var jobInputPrefixes = [...]string{"jobs", "product-jobs"}
+
+// JobInputKey is the store key of an inline input of a job:
+// "{space}/{jobID}/inputs/{filename}", space "jobs" or "product-jobs".
+func JobInputKey(space, jobID, filename string) string {
+	return space + "/" + jobID + "/inputs/" + filename
+}
+
+// JobInputURI is the vfx:// URI of JobInputKey(space, jobID, filename).
+func JobInputURI(space, jobID, filename string) string {
+	return UploadScheme + "://" + JobInputKey(space, jobID, filename)
+}
+
+// parseJobInput parses "{space}/{job id}/inputs/{filename}".
+func parseJobInput(s, key string) (URI, error) {
+	bad := fmt.Errorf("store: uri %q: want vfx://{jobs|product-jobs}/{id}/inputs/{filename}: %w", truncate(s, 80), ErrInvalidURI)
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 || parts[2] != "inputs" || len(parts[1]) < 1 || len(parts[1]) > maxUploadIDChars+8 {
+		return URI{}, bad
+	}
+	for i := 0; i < len(parts[1]); i++ {
+		c := parts[1][i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return URI{}, bad
+		}
+	}
+	if err := ValidateUploadFilename(parts[3]); err != nil {
+		return URI{}, err
+	}
+	if err := ValidateKey(key); err != nil {
+		return URI{}, fmt.Errorf("store: uri %q: %w: %w", truncate(s, 80), ErrInvalidURI, err)
+	}
+	return URI{Kind: KindJobInput, Filename: parts[3], key: key}, nil
 }
 
 func parseHTTP(s string) (URI, error) {
@@ -338,6 +393,56 @@ func checkBase64(p string) error {
 		}
 	}
 	return nil
+}
+
+// DataSize is the decoded length of a data: URI's content (0 otherwise).
+func (u URI) DataSize() int64 {
+	if u.Kind != KindData {
+		return 0
+	}
+	return int64(base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(u.data, "="))))
+}
+
+// DataReader streams the decoded content of a data: URI without holding
+// it in memory (nil otherwise). Bad base64 surfaces as a read error
+// wrapping ErrInvalidURI.
+func (u URI) DataReader() io.Reader {
+	if u.Kind != KindData {
+		return nil
+	}
+	return dataReader{base64.NewDecoder(base64.RawStdEncoding, strings.NewReader(strings.TrimRight(u.data, "=")))}
+}
+
+type dataReader struct{ r io.Reader }
+
+func (d dataReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("store: data uri: %w: %w", ErrInvalidURI, err)
+	}
+	return n, err
+}
+
+// DataExt is the file extension of a data: MIME type (".png" for
+// image/png); "" for a type not accepted.
+func DataExt(mt string) string {
+	switch mt {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/webp":
+		return ".webp"
+	case "video/mp4":
+		return ".mp4"
+	case "video/quicktime":
+		return ".mov"
+	case "audio/mpeg":
+		return ".mp3"
+	case "audio/wav":
+		return ".wav"
+	}
+	return ""
 }
 
 // decode returns a data: URI's content.

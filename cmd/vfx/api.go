@@ -227,7 +227,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	httpSrv := api.NewHTTPServer(handler)
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {

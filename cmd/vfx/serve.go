@@ -251,7 +251,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 		return err
 	}
 
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	httpSrv := api.NewHTTPServer(srv.Handler())
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {
