@@ -141,6 +141,17 @@ func storeSecret(dir string) ([]byte, error) {
 	return b, nil
 }
 
+// readyBanner is what `vfx serve` prints once it serves: the development
+// account and its key on a first start, then the URL and the key last.
+func readyBanner(baseURL, acctID, email, key string, created bool) string {
+	if !created {
+		return fmt.Sprintf("vfx serve listening on %s\n", baseURL)
+	}
+	return fmt.Sprintf("development account %s (%s): organisation key, no rate or concurrency limits\n"+
+		"try: VFX_API_URL=%s VFX_API_KEY=<key> vfx submit --type image --source photo.jpg --alpha-mode auto --prompt \"golden hour\" --fit\n"+
+		"vfx serve listening on %s\napi key (shown once): %s\n", acctID, email, baseURL, baseURL, key)
+}
+
 // runServe wires everything and serves until ctx ends. On shutdown it
 // stops accepting requests, lets the workers drain, and stops NATS last.
 func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.Logger) error {
@@ -215,9 +226,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 		return fmt.Errorf("serve: development account: %w", err)
 	}
 	cancel()
-	if created {
-		fmt.Fprintf(stdout, "development account %s (%s)\napi key (shown once): %s\n", acct.ID, acct.Email, key)
-	}
 
 	codec.Quiet()
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
@@ -271,8 +279,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	go func() {
 		workersDone <- cons.Run(wctx, queue.RunConfig{Slots: cfg.concurrency, Drain: cfg.drain, Logger: log.Named("worker")}, daemon.Handle)
 	}()
-	fmt.Fprintf(stdout, "vfx serve listening on %s\n", baseURL)
 	log.Info("serving", zap.String("url", baseURL), zap.Int("concurrency", cfg.concurrency), zap.String("data", cfg.dataDir))
+	// The URL and the key come last, on their own lines, in one write (so a
+	// script that waits for the URL line finds the key with it).
+	fmt.Fprint(stdout, readyBanner(baseURL, acct.ID, acct.Email, key, created))
 
 	var runErr error
 	select {
