@@ -32,8 +32,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
 	}
 	codec.Quiet()
 	switch args[0] {
@@ -68,8 +68,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	masksDir := fs.String("masks", "", "folder of PNG masks {0,255} named like the frames (required)")
 	keyframe := fs.Int("keyframe", 0, "frame whose true mask seeds the propagation")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *framesDir == "" || *masksDir == "" {
 		return usageError{"bench matte: --frames and --masks are required"}

@@ -323,8 +323,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	// Each round consumes at least one argument, so len(args)+1 rounds
 	// always suffice.
 	for range len(args) + 1 {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{}
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -77,8 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "vfx: unknown command %q\n%s", args[0], usage)
+		msg := fmt.Sprintf("vfx: unknown command %q", args[0])
+		if s := nearestCommand(args[0]); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		fmt.Fprintf(stderr, "%s (vfx -h lists the commands)\n", msg)
 		return 2
+	}
+	var help helpShown
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.text)
+		return 0
 	}
 	if err != nil {
 		var ue usageError
@@ -88,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return 2
 		}
-		fmt.Fprintf(stderr, "vfx %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "vfx %s: %s\n", args[0], errorLine(err))
 		return 1
 	}
 	return 0

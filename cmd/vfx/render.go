@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,14 +35,12 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	backend := fs.String("backend", "auto", backendHelp)
 	gpu := fs.Int("gpu", -1, gpuHelp)
+	fit := fs.Bool("fit", false, "downscale a source (and a custom matte) over 2.77 MP to the largest size within the limit, keeping the aspect ratio")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usageError{}
-		}
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := checkBackend(*backend, *gpu); err != nil {
 		return err
@@ -51,8 +48,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if *typ == "" || *source == "" {
-		return usageError{"--type and --source are required"}
+	if err := requireFlags(fs); err != nil {
+		return err
 	}
 	if *seed < -1 || *seed > 4294967295 {
 		return fmt.Errorf("INVALID_SEED: seed %d: want 0..4294967295", *seed)
@@ -76,6 +73,21 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		X264Params:         *x264Params,
 	}
 	var err error
+	if *fit {
+		tmp, err := os.MkdirTemp("", "vfx-fit-")
+		if err != nil {
+			return fmt.Errorf("--fit: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		files := map[string]string{"source": *source}
+		if *alpha != "" {
+			files["alpha"] = *alpha
+		}
+		if files, err = fitInputs(ctx, files, tmp, stdout); err != nil {
+			return err
+		}
+		*source, *alpha = files["source"], files["alpha"]
+	}
 	if req.Source, err = fileInput("source", *source); err != nil {
 		return err
 	}
@@ -143,12 +155,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func fileInput(what, path string) (*codec.Input, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: %s is a folder, not a file", what, path)
+	if err := checkLocalFile(what, path); err != nil {
+		return nil, err
 	}
 	in := codec.FileInput(path)
 	return &in, nil

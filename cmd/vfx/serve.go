@@ -69,8 +69,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long running jobs may take to finish [VFX_DRAIN_TIMEOUT]")
 	preset := fs.String("preset", e.str("VFX_PRESET", worker.DefaultPreset), "x264 preset of the render and source videos [VFX_PRESET]")
 	devEmail := fs.String("dev-email", e.str("VFX_DEV_EMAIL", "dev@vfx.localhost"), "e-mail of the development account created on a first start [VFX_DEV_EMAIL]")
-	if err := fs.Parse(args); err != nil {
-		return serveConfig{}, usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return serveConfig{}, err
 	}
 	if len(e.errs) > 0 {
 		return serveConfig{}, usageError{errors.Join(e.errs...).Error()}
