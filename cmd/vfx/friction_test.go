@@ -25,7 +25,7 @@ func TestHelpExitsZero(t *testing.T) {
 	if req < 0 || flags < req || ex < flags || !strings.Contains(out[req:flags], "  --source string\n") || strings.Contains(out[flags:ex], "--type ") {
 		t.Errorf("required flags are not listed first:\n%s", out)
 	}
-	if strings.Contains(out, "(default -1)") || !strings.Contains(out, "(default: random)") || !strings.Contains(out, "--alpha-mode string\n      alpha mode: fill, custom, select (propagate a keyframe matte) or auto (no matte) (default fill)") {
+	if strings.Contains(out, "random) (default") || !strings.Contains(out, "(default: random)") || !strings.Contains(out, "--alpha-mode string\n      alpha mode: fill, custom, select (propagate a keyframe matte) or auto (no matte) (default fill)") {
 		t.Errorf("defaults:\n%s", out)
 	}
 	_, out, _ = runCLI("submit", "-h")
