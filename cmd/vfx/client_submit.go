@@ -473,6 +473,9 @@ type jobBar struct {
 	start time.Time
 	last  string // last status shown
 	drawn bool
+	// procStart is when the job was first seen processing: the time left
+	// is estimated from the progress made since.
+	procStart time.Time
 }
 
 // update shows the job's status and progress.
@@ -491,10 +494,13 @@ func (b *jobBar) update(j genJob) {
 		}
 		return
 	}
+	if j.Status == "processing" && b.procStart.IsZero() {
+		b.procStart = time.Now()
+	}
 	const width = 30
 	fill := pct * width / 100
-	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, j.Status, time.Since(b.start).Seconds())
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, j.Status, time.Since(b.start).Seconds(), timeLeft(time.Since(b.procStart), pct, j.terminal() || b.procStart.IsZero()))
 	b.last = j.Status
 	b.drawn = true
 }
@@ -514,4 +520,17 @@ func (b *jobBar) finish() {
 	if b.tty && b.drawn {
 		fmt.Fprintln(b.w)
 	}
+}
+
+// timeLeft estimates the rest of a job from the time its first pct
+// percent took: "ETA 1m05s", "ETA …" before any progress, "" when done.
+func timeLeft(elapsed time.Duration, pct int, done bool) string {
+	switch {
+	case done || pct >= 100:
+		return ""
+	case pct <= 0:
+		return "ETA …"
+	}
+	left := time.Duration(float64(elapsed) * float64(100-pct) / float64(pct))
+	return "ETA " + left.Round(time.Second).String()
 }

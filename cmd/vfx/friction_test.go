@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHelpExitsZero: -h prints the help on stdout and exits 0, with the
@@ -150,5 +151,55 @@ func TestFit(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(out, "render"+ext)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: render: %v", c.typ, err)
 		}
+	}
+}
+
+// TestJobTable: `vfx jobs list` prints one row per job with its type,
+// alpha mode, frames, a short prompt and its age.
+func TestJobTable(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	raw := `{"jobs":[
+	{"id":"vfx_aaa","status":"processing","progress":40,"generation_type":"video","alpha_mode":"custom","prompt":"warm golden hour key light from the left, soft blue rim","frames":48,"created_at":"2026-03-01T11:57:00Z"},
+	{"id":"vfx_bbb","status":"completed","progress":100,"generation_type":"image","alpha_mode":"fill","frames":1,"created_at":"2026-02-27T10:00:00Z"}],
+	"next_page_token":"tok123"}`
+	var b strings.Builder
+	if err := printJobTable(&b, []byte(raw), now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID ") || !strings.Contains(lines[0], "PROMPT") || !strings.HasSuffix(lines[0], "AGE") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	for _, want := range []string{"vfx_aaa", "processing 40%", "video", "custom", " 48 ", `"warm golden hour key light from…"`, " 3m"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("row 1 lacks %q: %q", want, lines[1])
+		}
+	}
+	for _, want := range []string{"vfx_bbb", "completed", "image", "fill", " 1 ", " - ", " 2d"} {
+		if !strings.Contains(lines[2]+" ", want) {
+			t.Errorf("row 2 lacks %q: %q", want, lines[2])
+		}
+	}
+	if lines[3] != "more: vfx jobs list --page-token tok123" {
+		t.Errorf("next page line %q", lines[3])
+	}
+}
+
+// TestProgressBars: both bars show a percentage and the time left.
+func TestProgressBars(t *testing.T) {
+	var b strings.Builder
+	bar := &progressBar{w: &b, start: time.Now().Add(-10 * time.Second)}
+	bar.update(50, 100)
+	if s := b.String(); !strings.Contains(s, "  50% 50/100 frames") || !strings.Contains(s, "ETA 10s") {
+		t.Errorf("render bar %q", s)
+	}
+	b.Reset()
+	p := 25
+	jb := &jobBar{w: &b, tty: true, start: time.Now()}
+	jb.update(genJob{ID: "vfx_x", Status: "processing", Progress: &p})
+	jb.procStart = time.Now().Add(-30 * time.Second)
+	jb.update(genJob{ID: "vfx_x", Status: "processing", Progress: &p})
+	if s := b.String(); !strings.Contains(s, " 25% processing") || !strings.Contains(s, "ETA 1m30s") {
+		t.Errorf("job bar %q", s)
 	}
 }

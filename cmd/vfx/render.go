@@ -215,8 +215,14 @@ func (b *progressBar) update(done, total int) {
 	if total > 0 {
 		fill = done * width / total
 	}
-	fps := float64(done) / now.Sub(b.start).Seconds()
-	fmt.Fprintf(b.w, "\r[%s%s] %d/%d frames %.1f frames/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, fps)
+	elapsed := now.Sub(b.start)
+	fps := float64(done) / elapsed.Seconds()
+	pct := 100
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %d/%d frames %.1f frames/s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, done, total, fps, timeLeft(elapsed, pct, done >= total))
 	b.drawn = true
 }
 
