@@ -51,7 +51,7 @@ func startServe(t *testing.T) testServer {
 		}
 	})
 	urlRe := regexp.MustCompile(`listening on (http://\S+)`)
-	devRe := regexp.MustCompile(`development account (\S+) .*\napi key \(shown once\): (\S+)`)
+	devRe := regexp.MustCompile(`development account (\S+) .*\n(?:.*\n)*api key \(shown once\): (\S+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for !urlRe.MatchString(out.String()) {
 		if time.Now().After(deadline) {
