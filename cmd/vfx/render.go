@@ -36,6 +36,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	backend := fs.String("backend", "auto", backendHelp)
 	gpu := fs.Int("gpu", -1, gpuHelp)
 	fit := fs.Bool("fit", false, "downscale a source (and a custom matte) over 2.77 MP to the largest size within the limit, keeping the aspect ratio")
+	foreground := fs.Bool("foreground", false, "also write the relit subject with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
@@ -71,6 +72,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Preset:             *preset,
 		CRF:                *crf,
 		X264Params:         *x264Params,
+		Foreground:         *foreground,
 	}
 	var err error
 	if *fit {
@@ -149,8 +151,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if res.Matte != "" {
 		fmt.Fprintf(stdout, "matte: %s\n", res.Matte)
 	}
-	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s %s %s\n",
-		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, res.Render, res.Source, res.Alpha)
+	files := strings.TrimSpace(strings.Join([]string{res.Render, res.Source, res.Alpha, res.Foreground}, " "))
+	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s\n",
+		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, files)
 	return nil
 }
 
