@@ -374,6 +374,9 @@ type vfxInputs struct {
 	MaxResolution      int     `json:"max_resolution"`
 	Seed               *uint32 `json:"seed"`
 	Mode               string  `json:"mode"`
+	Outputs            struct {
+		Foreground bool `json:"foreground"`
+	} `json:"outputs"`
 }
 
 func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, error) {
@@ -395,7 +398,7 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage) (plan, 
 		return plan{}, invalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
 	}
 	jr := worker.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
-		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution}
+		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution, Foreground: in.Outputs.Foreground}
 	if mode.NeedsMatte() {
 		jr.AlphaURI = in.Alpha
 	}
@@ -898,7 +901,7 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		job.Status = ProductSuccess
 		progress = 100
 		job.Outputs = map[string]string{}
-		names := []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha}
+		names := []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha, worker.OutputForeground}
 		if m.Product == worker.ProductFinish {
 			names = names[:1]
 		}

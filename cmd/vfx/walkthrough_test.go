@@ -168,9 +168,20 @@ func TestAPIWalkthrough(t *testing.T) {
 	if strings.Contains(text, "rate limited") || strings.Contains(text, "429") {
 		t.Errorf("rate limited:\n%s", text)
 	}
-	for _, f := range []string{"render.png", "source.png", "alpha.png", "webhook.json", "finished.png"} {
+	for _, f := range []string{"render.png", "source.png", "alpha.png", "webhook.json", "finished.png", "foreground.png", "product-alpha.png"} {
 		if st, err := os.Stat(filepath.Join(work, f)); err != nil || st.Size() == 0 {
-			t.Errorf("%s: %v", f, err)
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	// The product's foreground output: its alpha, read back with ffmpeg, is
+	// the job's alpha within one code value.
+	got, want := alphaByFFmpeg(t, filepath.Join(work, "foreground.png")), decodeMatte(t, filepath.Join(work, "product-alpha.png"))
+	if len(got) != len(want) || len(want) != 640*360 {
+		t.Fatalf("foreground alpha %d bytes, job alpha %d", len(got), len(want))
+	}
+	for i := range got {
+		if d := int(got[i]) - int(want[i]); d > 1 || d < -1 {
+			t.Fatalf("foreground alpha byte %d is %d, the job's alpha %d", i, got[i], want[i])
 		}
 	}
 }
