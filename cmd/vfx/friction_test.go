@@ -203,3 +203,34 @@ func TestProgressBars(t *testing.T) {
 		t.Errorf("job bar %q", s)
 	}
 }
+
+// TestSubmitFit: against a real `vfx serve`, a 4 MP photo is refused
+// without --fit (the message names the flag and the size) and renders with
+// it; the development key polls without rate-limit waits.
+func TestSubmitFit(t *testing.T) {
+	for _, k := range []string{"VFX_API_URL", "VFX_API_KEY", "VFX_ADMIN_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	srv := startServe(t)
+	dir := t.TempDir()
+	photo := filepath.Join(dir, "photo.png")
+	writePhoto(t, photo, 2560, 1600)
+	args := []string{"submit", "--server", srv.url, "--key", srv.devKey, "--type", "image", "--source", photo,
+		"--alpha-mode", "fill", "--prompt", "soft window light", "--max-resolution", "720", "--out", filepath.Join(dir, "out")}
+	code, _, errOut := runCLI(args...)
+	if code != 1 || !strings.Contains(errOut, "SOURCE_TOO_LARGE") || !strings.Contains(errOut, "add --fit to downscale it to 2104x1314") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("without --fit: exit %d, %q", code, errOut)
+	}
+	t.Logf("without --fit: %s", strings.TrimSpace(errOut))
+	start := time.Now()
+	code, out, errOut := runCLI(append(args, "--fit")...)
+	if code != 0 || !strings.Contains(errOut, "fit: source "+photo+" is 2560x1600, over the 2.77 MP limit: downscaled to 2104x1314") ||
+		!strings.Contains(out, " completed in ") || strings.Contains(errOut, "rate limited") {
+		t.Fatalf("with --fit: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	t.Logf("submit --fit took %s", time.Since(start).Round(time.Millisecond))
+	if st, err := os.Stat(filepath.Join(dir, "out", "render.png")); err != nil || st.Size() == 0 {
+		t.Errorf("render: %v", err)
+	}
+}
