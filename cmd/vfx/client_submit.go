@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vfxrender/vfx/codec"
 )
 
 // Polling of `vfx submit`: the first read after pollMin, then each pause
@@ -251,6 +253,10 @@ func contentType(file string) string {
 func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
 	if err := checkLocalFile("upload", file); err != nil {
 		return "", err
+	}
+	if contentType(file) == "application/octet-stream" {
+		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: %s",
+			file, codec.AcceptedFormats)
 	}
 	st, err := os.Stat(file)
 	if err != nil {

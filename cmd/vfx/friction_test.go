@@ -233,4 +233,22 @@ func TestSubmitFit(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "out", "render.png")); err != nil || st.Size() == 0 {
 		t.Errorf("render: %v", err)
 	}
+	// Text in place of an image: by name (refused at upload) or by content
+	// (refused at submission); each one line that says what is accepted.
+	txt, fake := filepath.Join(dir, "notes.txt"), filepath.Join(dir, "notes.png")
+	for _, p := range []string{txt, fake} {
+		if err := os.WriteFile(p, []byte("shot list: 1, 2, 3\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ src, want string }{
+		{txt, "INVALID_FILE_FORMAT: upload: " + txt + ": the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: PNG, JPEG"},
+		{fake, "INVALID_FILE_FORMAT: source: codec: not an image or video of a known kind; accepted: PNG, JPEG or WebP images and MP4 or MOV videos (H.264 or HEVC)"},
+	} {
+		args[8] = c.src
+		code, _, errOut := runCLI(args...)
+		if code != 1 || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 || strings.Count(errOut, "unsupported format") > 0 {
+			t.Errorf("%s: exit %d, %q", c.src, code, errOut)
+		}
+	}
 }

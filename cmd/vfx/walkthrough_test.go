@@ -160,7 +160,8 @@ func TestAPIWalkthrough(t *testing.T) {
 	}
 	t.Logf("walkthrough ran in %s", time.Since(start).Round(time.Millisecond))
 	text := string(out)
-	for _, want := range []string{"completed 100%", "signature ok: ", "same job both times: dap_", "finished: dap_", "warm golden hour key light"} {
+	for _, want := range []string{"completed 100%", "signature ok: ", "same job both times: dap_", "finished: dap_", "warm golden hour key light",
+		"ID                            STATUS     TYPE   ALPHA  FRAMES  PROMPT"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
