@@ -2,16 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/api"
 )
 
 // servedVFX is a `vfx serve` started in this process for a test.
@@ -70,8 +76,8 @@ func buildVFX(t *testing.T) string {
 }
 
 // docBlocks returns the shell script made of the doc's ```sh blocks, in
-// order, and the files of its ```python blocks that start with
-// "# file: NAME".
+// order, and the files of its ```python and ```js blocks that start with
+// "# file: NAME" or "// file: NAME".
 func docBlocks(t *testing.T, doc string) (string, map[string]string) {
 	t.Helper()
 	f, err := os.Open(doc)
@@ -96,8 +102,9 @@ func docBlocks(t *testing.T, doc string) (string, map[string]string) {
 			switch lang {
 			case "sh":
 				script.WriteString(strings.Join(block, "\n") + "\n")
-			case "python":
-				if name, ok := strings.CutPrefix(block[0], "# file: "); ok {
+			case "python", "js":
+				first := strings.TrimPrefix(strings.TrimPrefix(block[0], "# "), "// ")
+				if name, ok := strings.CutPrefix(first, "file: "); ok {
 					files[name] = strings.Join(block[1:], "\n") + "\n"
 				}
 			}
@@ -192,4 +199,67 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestWalkthroughReceivers: both webhook receivers of the doc accept a
+// request signed as the server signs it and refuse a bad signature.
+func TestWalkthroughReceivers(t *testing.T) {
+	_, files := docBlocks(t, filepath.Join("..", "..", "docs", "api-walkthrough.md"))
+	dir := t.TempDir()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for name, interp := range map[string]string{"webhook_receiver.py": "python3", "webhook_receiver.js": "node"} {
+		if files[name] == "" {
+			t.Fatalf("the doc lost %s", name)
+		}
+		if _, err := exec.LookPath(interp); err != nil {
+			if interp == "python3" {
+				t.Fatalf("%s: %v", interp, err)
+			}
+			t.Logf("no %s here: %s not run", interp, name)
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(files[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		port := freePort(t)
+		cmd := exec.Command(interp, path, strconv.Itoa(port))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "listening on") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not start: %s", name, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		body := []byte(`{"id":"vfx_abc","status":"completed","completed_at":"2026-03-01T12:00:00Z","output":{}}`)
+		ts := time.Now().Unix()
+		for _, c := range []struct {
+			sig  string
+			want int
+		}{
+			{api.SignWebhook(secret, "msg_1", ts, body), http.StatusNoContent},
+			{api.SignWebhook("whsec_"+base64.StdEncoding.EncodeToString([]byte("another secret")), "msg_1", ts, body), http.StatusUnauthorized},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/hook", port), bytes.NewReader(body))
+			req.Header.Set("webhook-id", "msg_1")
+			req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+			req.Header.Set("webhook-signature", c.sig)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			res.Body.Close()
+			if res.StatusCode != c.want {
+				t.Errorf("%s: signature %s: status %d, want %d (%s)", name, c.sig, res.StatusCode, c.want, out.String())
+			}
+		}
+	}
 }
