@@ -22,7 +22,7 @@ usage:
   vfx api [flags]             the API alone, against external NATS and S3 (vfx api -h)
   vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
   vfx submit [flags]          upload files, start a generation, wait, download the outputs (vfx submit -h)
-  vfx jobs list|get ID        print generation jobs as JSON
+  vfx jobs list|get ID        list jobs as a table (--json: the raw answer), or print one as JSON
   vfx admin ...               operator API: accounts, keys, webhook secrets, product organisations (vfx admin for the list)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
