@@ -232,7 +232,8 @@ func TestWalkthroughReceivers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		deadline := time.Now().Add(20 * time.Second)
+		// A loaded machine (pyenv shims) may take many seconds to start python.
+		deadline := time.Now().Add(90 * time.Second)
 		for !strings.Contains(out.String(), "listening on") {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s did not start: %s", name, out.String())
