@@ -4,14 +4,14 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
-	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg
+	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq
 TEST_TIMEOUT ?= 12m
 
 .PHONY: all deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet clean
 
 all: build
 
-## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg) and pkg-config when missing.
+## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config and jq (the API walkthrough test) when missing.
 deps:
 	@missing=""; for p in $(FFMPEG_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

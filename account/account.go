@@ -495,8 +495,9 @@ func (s *Service) WebhookSecret(ctx context.Context, accountID string) (string, 
 
 // EnsureDevAccount prepares a first start: when no account exists it
 // creates a prepaid development account with the given e-mail and a $1000
-// balance, and a personal key whose secret it returns (this once) with
-// created true. When any account exists (or another replica is doing the
+// balance, and an organisation-kind key (no request or concurrency limits:
+// the development account is one person on one machine) whose secret it
+// returns (this once) with created true. When any account exists (or another replica is doing the
 // same at this moment) it creates nothing and returns created false, with the
 // account of that e-mail when there is one.
 func (s *Service) EnsureDevAccount(ctx context.Context, email string) (acct Account, keySecret string, created bool, err error) {
@@ -528,7 +529,7 @@ func (s *Service) EnsureDevAccount(ctx context.Context, email string) (acct Acco
 		_ = s.accounts.Delete(context.WithoutCancel(ctx), marker)
 		return Account{}, "", false, err
 	}
-	_, secret, err := s.CreateKey(ctx, a.ID, KindPersonal)
+	_, secret, err := s.CreateKey(ctx, a.ID, KindOrganization)
 	if err != nil {
 		return a, "", false, err
 	}

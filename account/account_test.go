@@ -386,7 +386,7 @@ func TestEnsureDevAccount(t *testing.T) {
 		t.Errorf("dev account %+v", dev.acct)
 	}
 	p, err := s.Authenticate(ctx, dev.secret)
-	if err != nil || p.Account.ID != dev.acct.ID || p.Key.Kind != KindPersonal {
+	if err != nil || p.Account.ID != dev.acct.ID || p.Key.Kind != KindOrganization {
 		t.Errorf("dev key: %+v %v", p, err)
 	}
 	a, secret, created, err := s.EnsureDevAccount(ctx, "dev@localhost.localdomain")

@@ -67,6 +67,8 @@ type Job struct {
 	Progress       *int              `json:"progress"`
 	GenerationType *string           `json:"generation_type"`
 	AlphaMode      *string           `json:"alpha_mode"`
+	Prompt         string            `json:"prompt,omitempty"`
+	Frames         int               `json:"frames,omitempty"`
 	Output         map[string]string `json:"output,omitempty"`
 	Seed           uint32            `json:"seed"`
 	Error          string            `json:"error,omitempty"`
@@ -414,6 +416,11 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 		if jr.AlphaMode != "" {
 			job.AlphaMode = &jr.AlphaMode
 		}
+		job.Prompt = jr.Prompt
+	}
+	job.Frames = rec.Frames
+	if job.Frames == 0 && m != nil {
+		job.Frames = m.EstFrames
 	}
 	if rec.CompletedAt != nil {
 		c := timeString(*rec.CompletedAt)

@@ -157,6 +157,8 @@ func (s *Server) OpenAPI() map[string]any {
 			"progress":        obj{"type": []any{"integer", "null"}, "minimum": 0, "maximum": 100, "description": "Percentage 0-100."},
 			"generation_type": obj{"type": []any{"string", "null"}, "enum": []any{"image", "video", nil}},
 			"alpha_mode":      obj{"type": []any{"string", "null"}, "enum": []any{"auto", "fill", "custom", "select", nil}},
+			"prompt":          strS("The request's prompt; absent when it had none."),
+			"frames":          obj{"type": "integer", "minimum": 1, "description": "Frames of the render: the estimate from the source until the job completes, then the count rendered; absent when not known."},
 			"output": obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
 				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"}},
 				"required":   []any{"render", "source", "alpha"}},

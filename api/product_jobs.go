@@ -388,6 +388,9 @@ type vfxInputs struct {
 	MaxResolution      int     `json:"max_resolution"`
 	Seed               *uint32 `json:"seed"`
 	Mode               string  `json:"mode"`
+	Outputs            struct {
+		Foreground bool `json:"foreground"`
+	} `json:"outputs"`
 }
 
 func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string) (plan, func(), error) {
@@ -429,7 +432,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		return plan{}, invalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
 	}
 	jr := worker.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
-		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution}
+		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution, Foreground: in.Outputs.Foreground}
 	if mode.NeedsMatte() {
 		jr.AlphaURI = in.Alpha
 	}
@@ -951,7 +954,7 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		job.Status = ProductSuccess
 		progress = 100
 		job.Outputs = map[string]string{}
-		names := []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha}
+		names := []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha, worker.OutputForeground}
 		if m.Product == worker.ProductFinish {
 			names = names[:1]
 		}

@@ -68,7 +68,7 @@ func sniff(r io.ReadSeeker) (sniffed, error) {
 	case n >= 12 && string(head[4:8]) == "ftyp":
 		brand := string(head[8:12])
 		if isHEIFBrand(brand) {
-			return s, fmt.Errorf("codec: sniff: HEIF/AVIF still image (brand %q): %w", brand, ErrUnsupportedFormat)
+			return s, &formatError{fmt.Sprintf("HEIF/AVIF still image (brand %q)", brand)}
 		}
 		s = sniffed{kind: KindVideo, container: "mp4", demuxer: "mov"}
 		if brand == "qt  " {
@@ -77,9 +77,9 @@ func sniff(r io.ReadSeeker) (sniffed, error) {
 	case n >= 8 && isQTAtom(string(head[4:8])):
 		s = sniffed{kind: KindVideo, container: "mov", demuxer: "mov"}
 	case bytes.HasPrefix(head, []byte("GIF8")):
-		return s, fmt.Errorf("codec: sniff: gif: %w", ErrUnsupportedFormat)
+		return s, &formatError{"GIF"}
 	default:
-		return s, fmt.Errorf("codec: sniff: unrecognised content: %w", ErrUnsupportedFormat)
+		return s, &formatError{"not an image or video of a known kind"}
 	}
 	if err != nil {
 		return s, err
@@ -257,3 +257,17 @@ func exifRotation(seg []byte) int {
 	}
 	return 0
 }
+
+// AcceptedFormats names the media this package reads, for messages that
+// tell a user what to send instead.
+const AcceptedFormats = "PNG, JPEG or WebP images and MP4 or MOV videos (H.264 or HEVC)"
+
+// formatError is a file of a kind this package does not read: one line
+// that says what it is and what is accepted. It wraps ErrUnsupportedFormat.
+type formatError struct{ what string }
+
+func (e *formatError) Error() string {
+	return "codec: " + e.what + "; accepted: " + AcceptedFormats
+}
+
+func (e *formatError) Unwrap() error { return ErrUnsupportedFormat }

@@ -101,10 +101,12 @@ func (e *Embedded) Shutdown() {
 	})
 }
 
-// serverLogger adapts zap to nats-server's Logger interface.
+// serverLogger adapts zap to nats-server's Logger interface. Notices (the
+// start-up banner, about 25 lines) go to debug level: an embedded server is
+// an implementation detail of `vfx serve`, not something to read at start.
 type serverLogger struct{ l *zap.SugaredLogger }
 
-func (s *serverLogger) Noticef(format string, v ...any) { s.l.Infof(format, v...) }
+func (s *serverLogger) Noticef(format string, v ...any) { s.l.Debugf(format, v...) }
 func (s *serverLogger) Warnf(format string, v ...any)   { s.l.Warnf(format, v...) }
 func (s *serverLogger) Fatalf(format string, v ...any)  { s.l.Errorf(format, v...) }
 func (s *serverLogger) Errorf(format string, v ...any)  { s.l.Errorf(format, v...) }

@@ -33,6 +33,9 @@ const (
 	OutputRender = "render"
 	OutputSource = "source"
 	OutputAlpha  = "alpha"
+	// OutputForeground is the premultiplied subject with its alpha
+	// (product vfx with inputs.outputs.foreground).
+	OutputForeground = "foreground"
 )
 
 // settleTimeout bounds the record and queue calls made to settle a job
@@ -307,6 +310,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest
 			req.RenderShortSide = FastShortSide(min(stdW, stdH))
 		}
 	}
+	req.Foreground = jr.Foreground
 	p := *dm.Pipeline
 	report, stopProgress := dm.progress(ctx, d, log)
 	p.Progress = report
@@ -550,9 +554,17 @@ func (dm *Daemon) upload(ctx context.Context, prefix string, video bool, res Res
 		ct = "video/mp4"
 	}
 	files := map[string]string{OutputRender: res.Render, OutputSource: res.Source, OutputAlpha: res.Alpha}
+	if res.Foreground != "" {
+		files[OutputForeground] = res.Foreground
+		keys[OutputForeground] = prefix + "/" + foregroundName(video)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for name, path := range files {
 		key := keys[name]
+		ct := ct
+		if name == OutputForeground && video {
+			ct = "video/quicktime"
+		}
 		g.Go(func() error {
 			f, err := os.Open(path)
 			if err != nil {

@@ -64,11 +64,17 @@ type Request struct {
 	// renders smaller and upscales. Set by the daemon, never by a caller's
 	// field.
 	RenderShortSide int
+	// Foreground also writes the relit subject with its matte,
+	// premultiplied: foreground.png (RGBA) for an image, foreground.mov
+	// (ProRes 4444 with alpha) for a video (`vfx render --foreground`,
+	// product vfx outputs.foreground).
+	Foreground bool
 }
 
 // Result describes the files a job wrote.
 type Result struct {
 	Render, Source, Alpha string // paths of the output files
+	Foreground            string // path of the foreground, when asked for
 	Frames                int
 	Width, Height         int
 	SourceCopied          bool // the source was passed through unchanged (stream copy)
@@ -268,14 +274,22 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	copyAlpha := mode == matte.Custom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
 	res.AlphaCopied = copyAlpha
 
+	fgName := ""
+	if req.Foreground {
+		fgName = foregroundName(video)
+	}
 	n, err := p.frames(ctx, &req, mode, ms, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
-		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), copySource, copyAlpha)
+		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), filepath.Join(tmp, fgName), copySource, copyAlpha)
 	if err != nil {
 		return Result{}, err
 	}
 	res.Frames = n
-	final := [3]*string{&res.Render, &res.Source, &res.Alpha}
-	for i, name := range names {
+	final := []*string{&res.Render, &res.Source, &res.Alpha}
+	outs := names[:]
+	if fgName != "" {
+		final, outs = append(final, &res.Foreground), append(outs, fgName)
+	}
+	for i, name := range outs {
 		dst := filepath.Join(outDir, name)
 		if err := os.Rename(filepath.Join(tmp, name), dst); err != nil {
 			return Result{}, fmt.Errorf("worker: output %s: %w", name, err)
@@ -284,6 +298,14 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// foregroundName is the file name of the foreground output.
+func foregroundName(video bool) string {
+	if video {
+		return "foreground.mov"
+	}
+	return "foreground.png"
 }
 
 // passThrough reports whether a video can be stream-copied as a
@@ -349,7 +371,7 @@ type work struct {
 // stage in its own goroutine joined by small bounded channels, with frame
 // buffers recycled through pools so that memory does not grow with length.
 func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms *matteSource, info codec.Info,
-	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath string, copySource, copyAlpha bool) (int, error) {
+	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath, fgPath string, copySource, copyAlpha bool) (int, error) {
 	video := info.Kind == codec.KindVideo
 	lim := p.limits()
 	srcFmt := frame.RGB24
@@ -424,6 +446,16 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 		defer sourceEnc.Close()
 	}
 
+	var fgEnc *codec.ForegroundEncoder
+	if req.Foreground {
+		fgEnc, err = codec.NewForegroundEncoder(ctx, fgPath, codec.ForegroundOptions{Video: video, Width: w, Height: h,
+			FrameRate: info.FrameRate, TimeBase: info.TimeBase})
+		if err != nil {
+			return 0, fmt.Errorf("worker: foreground encoder: %w", err)
+		}
+		defer fgEnc.Close()
+	}
+
 	dev := p.Device
 	srcImg, err := dev.NewImage(w, h, 3)
 	if err != nil {
@@ -446,6 +478,10 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 	toRender := make(chan *frame.HostFrame, depth)
 	toAlpha := make(chan *frame.HostFrame, depth)
 	toSource := make(chan *frame.HostFrame, depth)
+	// The foreground gets copies of the render and matte frames: they are
+	// recycled by their own encoders.
+	fgColPool, fgAlphaPool := newPool(depth), newPool(depth)
+	toFG := make(chan [2]*frame.HostFrame, depth)
 	total := info.Frames
 	if !video {
 		total = 1
@@ -523,6 +559,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 		defer close(toRender)
 		defer close(toAlpha)
 		defer close(toSource)
+		defer close(toFG)
 		for i := 0; ; i++ {
 			wk, ok := <-toCompute
 			if !ok {
@@ -564,6 +601,15 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 				return fmt.Errorf("worker: render: %w", err)
 			}
 			out.PTS = wk.src.PTS
+			if fgEnc != nil {
+				pair, err := copyPair(gctx, fgColPool, fgAlphaPool, out, wk.alpha)
+				if err != nil {
+					return err
+				}
+				if err := send(gctx, toFG, pair); err != nil {
+					return err
+				}
+			}
 			if err := send(gctx, toRender, out); err != nil {
 				return err
 			}
@@ -596,6 +642,22 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 	})
 	g.Go(func() error { return encodeAll(gctx, toAlpha, alphaEnc, alphaPool, "alpha", nil) })
 	g.Go(func() error { return encodeAll(gctx, toSource, sourceEnc, srcPool, "source", nil) })
+	g.Go(func() error {
+		for pair := range toFG {
+			if err := fgEnc.Write(gctx, pair[0], pair[1]); err != nil {
+				return fmt.Errorf("worker: encode foreground: %w", err)
+			}
+			fgColPool.put(pair[0])
+			fgAlphaPool.put(pair[1])
+		}
+		if fgEnc == nil {
+			return nil
+		}
+		if err := fgEnc.Close(); err != nil {
+			return fmt.Errorf("worker: finish foreground: %w", err)
+		}
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -603,6 +665,32 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 		return 0, err
 	}
 	return done, nil
+}
+
+// copyPair copies a render frame and its matte into frames of the two
+// pools (for the foreground encoder).
+func copyPair(ctx context.Context, colPool, alphaPool pool, col, alpha *frame.HostFrame) ([2]*frame.HostFrame, error) {
+	var pair [2]*frame.HostFrame
+	for i, src := range []*frame.HostFrame{col, alpha} {
+		p := colPool
+		if i == 1 {
+			p = alphaPool
+		}
+		dst, err := p.get(ctx)
+		if err != nil {
+			return pair, err
+		}
+		dst.Format, dst.Width, dst.Height = src.Format, src.Width, src.Height
+		dst.ColorSpace, dst.FullRange, dst.PTS = src.ColorSpace, src.FullRange, src.PTS
+		if err := dst.Alloc(); err != nil {
+			return pair, err
+		}
+		for k := range src.Planes {
+			copy(dst.Planes[k], src.Planes[k])
+		}
+		pair[i] = dst
+	}
+	return pair, nil
 }
 
 // pool recycles host frames; its capacity bounds the frames in flight.

@@ -30,6 +30,9 @@ type JobRequest struct {
 	Seed uint32 `json:"seed"`
 	// MaxResolution is 720 or 1080 (0 means 1080).
 	MaxResolution int `json:"max_resolution,omitempty"`
+	// Foreground asks for the premultiplied foreground output too (product
+	// vfx inputs.outputs.foreground; the generation API never sets it).
+	Foreground bool `json:"foreground,omitempty"`
 }
 
 // DecodeJobRequest parses a record's request JSON. Unknown fields are

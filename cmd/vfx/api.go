@@ -80,8 +80,8 @@ func parseAPIFlags(args []string, stderr io.Writer, getenv func(string) string) 
 	staleAfter := fs.Duration("stale-after", e.duration("VFX_STALE_AFTER", 5*time.Minute), "how long a job record may go unchanged before the sweeper may fail it (only when its message used up --max-deliver or is gone); at least twice the workers' --record-heartbeat [VFX_STALE_AFTER]")
 	sweepEvery := fs.Duration("sweep-interval", e.duration("VFX_SWEEP_INTERVAL", time.Minute), "pause between two passes of the stuck-job sweeper [VFX_SWEEP_INTERVAL]")
 	name := fs.String("name", e.str("VFX_API_NAME", fmt.Sprintf("%s-%d", host, os.Getpid())), "name of this replica in NATS connections and logs [VFX_API_NAME]")
-	if err := fs.Parse(args); err != nil {
-		return apiConfig{}, usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return apiConfig{}, err
 	}
 	if len(e.errs) > 0 {
 		return apiConfig{}, usageError{errors.Join(e.errs...).Error()}

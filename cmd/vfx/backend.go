@@ -76,8 +76,8 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	gpu := fs.Int("gpu", -1, gpuHelp)
 	workers := fs.Int("workers", 0, "CPU compute threads of a cpu backend (0 = all cores)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}

@@ -37,8 +37,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
 	}
 	codec.Quiet()
 	switch args[0] {
@@ -79,8 +79,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sheet := fs.String("sheet", "", "write a contact sheet PNG of a few clips (first mode) to this file")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	mf := modelFlags(fs, &env{get: os.Getenv})
-	if err := fs.Parse(args); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *dataset == "" {
 		return usageError{"bench matte: --dataset is required"}

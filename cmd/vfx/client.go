@@ -323,8 +323,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	// Each round consumes at least one argument, so len(args)+1 rounds
 	// always suffice.
 	for range len(args) + 1 {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{}
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -339,7 +339,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	return append(pos, args...), nil
 }
 
-// cmdJobs is `vfx jobs list|get`: it prints the API's JSON answer.
+// cmdJobs is `vfx jobs list|get`: a table of jobs (list) or the API's JSON
+// answer (get, list --json).
 func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runJobs(ctx, args, stdout, stderr, os.Getenv)
 }
@@ -353,10 +354,12 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	fs.SetOutput(stderr)
 	cf := addConnFlags(fs, getenv, true, false)
 	var path string
+	asJSON := true
 	switch args[0] {
 	case "list":
 		limit := fs.Int("limit", 0, "jobs per page, 1-100 (server default 20)")
 		token := fs.String("page-token", "", "next_page_token of the previous page")
+		rawJSON := fs.Bool("json", false, "print the API's JSON answer instead of the table")
 		pos, err := parseInterspersed(fs, args[1:])
 		if err != nil {
 			return err
@@ -375,6 +378,7 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if len(q) > 0 {
 			path += "?" + strings.Join(q, "&")
 		}
+		asJSON = *rawJSON
 	case "get":
 		pos, err := parseInterspersed(fs, args[1:])
 		if err != nil {
@@ -395,7 +399,10 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, body)
+	if asJSON {
+		return printJSON(stdout, body)
+	}
+	return printJobTable(stdout, body, time.Now())
 }
 
 // cmdAdmin is `vfx admin …`: the operator API; it prints the JSON answer.

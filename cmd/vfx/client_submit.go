@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vfxrender/vfx/codec"
 )
 
 // Polling of `vfx submit`: the first read after pollMin, then each pause
@@ -52,6 +54,7 @@ type submitConfig struct {
 	noWait   bool
 	timeout  time.Duration
 	hasIdem  bool
+	fit      bool
 	fieldSeq []string // upload order: source, alpha, reference
 }
 
@@ -74,6 +77,7 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	out := fs.String("out", "", "download folder (default ./out/<job id>)")
 	noWait := fs.Bool("no-wait", false, "print the job id and return without waiting")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the job")
+	fit := fs.Bool("fit", false, "downscale a local source (and custom matte) over 2.77 MP to the largest size within the limit before upload, keeping the aspect ratio")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return submitConfig{}, err
@@ -81,14 +85,14 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if len(pos) > 0 {
 		return submitConfig{}, usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
-	if *typ == "" || *source == "" || *alphaMode == "" {
-		return submitConfig{}, usageError{"--type, --source and --alpha-mode are required"}
+	if err := requireFlags(fs); err != nil {
+		return submitConfig{}, err
 	}
 	if *timeout <= 0 {
 		return submitConfig{}, usageError{"--timeout: want a positive duration"}
 	}
 	set := setFlags(fs)
-	cfg := submitConfig{conn: cf, out: *out, noWait: *noWait, timeout: *timeout,
+	cfg := submitConfig{conn: cf, out: *out, noWait: *noWait, timeout: *timeout, fit: *fit,
 		request: map[string]any{"generation_type": *typ, "alpha_mode": *alphaMode}, files: map[string]string{}}
 	addInput := func(field, v string) {
 		if v == "" {
@@ -149,6 +153,28 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 	c, err := cfg.conn.client(true, false)
 	if err != nil {
 		return err
+	}
+	if cfg.fit {
+		tmp, err := os.MkdirTemp("", "vfx-fit-")
+		if err != nil {
+			return fmt.Errorf("--fit: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		local := map[string]string{}
+		for field, what := range map[string]string{"source_uri": "source", "alpha_uri": "alpha"} {
+			if p, ok := cfg.files[field]; ok {
+				local[what] = p
+			}
+		}
+		got, err := fitInputs(ctx, local, tmp, stderr)
+		if err != nil {
+			return err
+		}
+		for field, what := range map[string]string{"source_uri": "source", "alpha_uri": "alpha"} {
+			if p, ok := got[what]; ok {
+				cfg.files[field] = p
+			}
+		}
 	}
 	for _, field := range cfg.fieldSeq {
 		uri, err := c.upload(ctx, cfg.files[field])
@@ -225,12 +251,16 @@ func contentType(file string) string {
 // upload sends a local file through POST /v1/uploads and a PUT to the
 // returned URL, streaming it from disk, and returns its vfx:// URI.
 func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
+	if err := checkLocalFile("upload", file); err != nil {
+		return "", err
+	}
+	if contentType(file) == "application/octet-stream" {
+		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: %s",
+			file, codec.AcceptedFormats)
+	}
 	st, err := os.Stat(file)
 	if err != nil {
 		return "", fmt.Errorf("upload: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("upload: %s is not a regular file", file)
 	}
 	_, _, raw, err := c.call(ctx, http.MethodPost, "/v1/uploads", map[string]string{"filename": filepath.Base(file)}, callOptions{retry: true})
 	if err != nil {
@@ -449,6 +479,9 @@ type jobBar struct {
 	start time.Time
 	last  string // last status shown
 	drawn bool
+	// procStart is when the job was first seen processing: the time left
+	// is estimated from the progress made since.
+	procStart time.Time
 }
 
 // update shows the job's status and progress.
@@ -467,10 +500,13 @@ func (b *jobBar) update(j genJob) {
 		}
 		return
 	}
+	if j.Status == "processing" && b.procStart.IsZero() {
+		b.procStart = time.Now()
+	}
 	const width = 30
 	fill := pct * width / 100
-	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, j.Status, time.Since(b.start).Seconds())
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, j.Status, time.Since(b.start).Seconds(), timeLeft(time.Since(b.procStart), pct, j.terminal() || b.procStart.IsZero()))
 	b.last = j.Status
 	b.drawn = true
 }
@@ -490,4 +526,17 @@ func (b *jobBar) finish() {
 	if b.tty && b.drawn {
 		fmt.Fprintln(b.w)
 	}
+}
+
+// timeLeft estimates the rest of a job from the time its first pct
+// percent took: "ETA 1m05s", "ETA …" before any progress, "" when done.
+func timeLeft(elapsed time.Duration, pct int, done bool) string {
+	switch {
+	case done || pct >= 100:
+		return ""
+	case pct <= 0:
+		return "ETA …"
+	}
+	left := time.Duration(float64(elapsed) * float64(100-pct) / float64(pct))
+	return "ETA " + left.Round(time.Second).String()
 }

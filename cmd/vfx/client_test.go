@@ -51,7 +51,7 @@ func startServe(t *testing.T) testServer {
 		}
 	})
 	urlRe := regexp.MustCompile(`listening on (http://\S+)`)
-	devRe := regexp.MustCompile(`development account (\S+) .*\napi key \(shown once\): (\S+)`)
+	devRe := regexp.MustCompile(`development account (\S+) .*\n(?:.*\n)*api key \(shown once\): (\S+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for !urlRe.MatchString(out.String()) {
 		if time.Now().After(deadline) {
@@ -172,11 +172,11 @@ func TestClientE2E(t *testing.T) {
 			want string
 		}{
 			{[]string{"--type", "image", "--source", junk, "--alpha-mode", "fill", "--prompt", "x"}, 1, "INVALID_FILE_FORMAT: "},
-			{[]string{"--type", "image", "--source", txt, "--alpha-mode", "fill", "--prompt", "x"}, 1, "INVALID_FILENAME: "},
+			{[]string{"--type", "image", "--source", txt, "--alpha-mode", "fill", "--prompt", "x"}, 1, "INVALID_FILE_FORMAT: upload: "},
 			{[]string{"--type", "image", "--source", fx.Still, "--alpha-mode", "fill", "--prompt", "x", "--seed", "-1"}, 1, "INVALID_SEED: "},
 			{[]string{"--type", "image", "--source", fx.Still, "--alpha-mode", "custom", "--prompt", "x"}, 1, "MISSING_ALPHA: "},
 			{[]string{"--type", "image", "--source", fx.Still, "--alpha-mode", "fill", "--prompt", "x", "--max-resolution", "999"}, 1, "INVALID_MAX_RESOLUTION: "},
-			{[]string{"--type", "image", "--alpha-mode", "fill"}, 2, "--type, --source and --alpha-mode are required"},
+			{[]string{"--type", "image", "--alpha-mode", "fill"}, 2, "missing required flag --source;"},
 		} {
 			code, out, errOut := cli(ctx, append(append([]string{"submit"}, c.args...), conn...)...)
 			if code != c.code || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 || out != "" {
@@ -194,7 +194,7 @@ func TestClientE2E(t *testing.T) {
 		if jobID == "" {
 			t.Skip("no job submitted")
 		}
-		code, out, errOut := cli(ctx, append([]string{"jobs", "list", "--limit", "1"}, conn...)...)
+		code, out, errOut := cli(ctx, append([]string{"jobs", "list", "--limit", "1", "--json"}, conn...)...)
 		if code != 0 {
 			t.Fatalf("list: %d %s", code, errOut)
 		}
@@ -203,9 +203,15 @@ func TestClientE2E(t *testing.T) {
 		if len(jobs) != 1 || page["next_page_token"] == nil || !strings.Contains(out, "\n  \"jobs\"") {
 			t.Fatalf("list: %s", out)
 		}
-		code, out2, errOut := cli(ctx, append([]string{"jobs", "list", "--page-token", page["next_page_token"].(string), "--limit", "100"}, conn...)...)
+		code, out2, errOut := cli(ctx, append([]string{"jobs", "list", "--page-token", page["next_page_token"].(string), "--limit", "100", "--json"}, conn...)...)
 		if code != 0 || !strings.Contains(out2, jobID) {
 			t.Fatalf("second page: %d %s %s", code, out2, errOut)
+		}
+		// Without --json: the table, one row per job, with the next page's command.
+		code, table, errOut := cli(ctx, append([]string{"jobs", "list", "--limit", "1"}, conn...)...)
+		if lines := strings.Split(strings.TrimSpace(table), "\n"); code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") ||
+			!strings.HasPrefix(lines[1], jobs[0].(map[string]any)["id"].(string)+" ") || !strings.HasPrefix(lines[2], "more: vfx jobs list --page-token ") {
+			t.Fatalf("table: %d %q %s", code, table, errOut)
 		}
 		// Flags may follow the id.
 		code, out, errOut = cli(ctx, append([]string{"jobs", "get", jobID}, conn...)...)
@@ -253,7 +259,7 @@ func TestClientE2E(t *testing.T) {
 		if k["kind"] != "personal" || keyID == "" || secret == "" {
 			t.Fatalf("key: %s", out)
 		}
-		code, out, errOut = cli(ctx, "jobs", "list", "--server", srv.url, "--key", secret)
+		code, out, errOut = cli(ctx, "jobs", "list", "--server", srv.url, "--key", secret, "--json")
 		if code != 0 || !strings.Contains(out, `"jobs": []`) {
 			t.Fatalf("new key list: %d %s %s", code, out, errOut)
 		}

@@ -22,7 +22,7 @@ usage:
   vfx api [flags]             the API alone, against external NATS and S3 (vfx api -h)
   vfx worker [flags]          pull jobs from NATS and render them (vfx worker -h)
   vfx submit [flags]          upload files, start a generation, wait, download the outputs (vfx submit -h)
-  vfx jobs list|get ID        print generation jobs as JSON
+  vfx jobs list|get ID        list jobs as a table (--json: the raw answer), or print one as JSON
   vfx admin ...               operator API: accounts, keys, webhook secrets, product organisations (vfx admin for the list)
   vfx render [flags]          render one job locally (vfx render -h)
   vfx bench fixture [flags]   write sample media with an exact matte
@@ -78,8 +78,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "vfx: unknown command %q\n%s", args[0], usage)
+		msg := fmt.Sprintf("vfx: unknown command %q", args[0])
+		if s := nearestCommand(args[0]); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		fmt.Fprintf(stderr, "%s (vfx -h lists the commands)\n", msg)
 		return 2
+	}
+	var help helpShown
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.text)
+		return 0
 	}
 	if err != nil {
 		var ue usageError
@@ -89,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return 2
 		}
-		fmt.Fprintf(stderr, "vfx %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "vfx %s: %s\n", args[0], errorLine(err))
 		return 1
 	}
 	return 0

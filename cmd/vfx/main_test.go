@@ -24,7 +24,7 @@ func TestUsage(t *testing.T) {
 	if code, _, e := runCLI("frobnicate"); code != 2 || !strings.Contains(e, "unknown command") {
 		t.Errorf("unknown command: exit %d, %q", code, e)
 	}
-	if code, _, e := runCLI("render", "--type", "image"); code != 2 || !strings.Contains(e, "--source are required") {
+	if code, _, e := runCLI("render", "--type", "image"); code != 2 || !strings.Contains(e, "missing required flag --source;") {
 		t.Errorf("missing source: exit %d, %q", code, e)
 	}
 	if code, out, _ := runCLI("version"); code != 0 || !strings.HasPrefix(out, "vfx ") {
@@ -81,7 +81,7 @@ func TestRenderCLIBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x"}, "INVALID_FILE_FORMAT"},
-		{[]string{"--type", "video", "--source", filepath.Join(dir, "missing.mp4"), "--prompt", "x"}, "no such file"},
+		{[]string{"--type", "video", "--source", filepath.Join(dir, "missing.mp4"), "--prompt", "x"}, "FILE_NOT_FOUND: source: "},
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--seed", "4294967296"}, "INVALID_SEED"},
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--preset", "warp"}, "preset"},
 		{[]string{"--type", "video", "--source", bogus, "--prompt", "x", "--alpha-mode", "select", "--alpha", bogus}, "INVALID_FILE_FORMAT"},

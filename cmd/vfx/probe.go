@@ -16,8 +16,8 @@ func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 3*time.Second, "time allowed for the answer")
-	if err := fs.Parse(args); err != nil {
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{"want one URL, such as http://127.0.0.1:9090/livez"}

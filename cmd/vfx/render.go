@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,15 +35,14 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	backend := fs.String("backend", "auto", backendHelp)
 	gpu := fs.Int("gpu", -1, gpuHelp)
+	fit := fs.Bool("fit", false, "downscale a source (and a custom matte) over 2.77 MP to the largest size within the limit, keeping the aspect ratio")
+	foreground := fs.Bool("foreground", false, "also write the relit subject with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	mo := modelFlags(fs, &env{get: os.Getenv})
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usageError{}
-		}
-		return usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := checkBackend(*backend, *gpu); err != nil {
 		return err
@@ -52,8 +50,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if *typ == "" || *source == "" {
-		return usageError{"--type and --source are required"}
+	if err := requireFlags(fs); err != nil {
+		return err
 	}
 	if *seed < -1 || *seed > 4294967295 {
 		return fmt.Errorf("INVALID_SEED: seed %d: want 0..4294967295", *seed)
@@ -75,8 +73,24 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Preset:             *preset,
 		CRF:                *crf,
 		X264Params:         *x264Params,
+		Foreground:         *foreground,
 	}
 	var err error
+	if *fit {
+		tmp, err := os.MkdirTemp("", "vfx-fit-")
+		if err != nil {
+			return fmt.Errorf("--fit: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		files := map[string]string{"source": *source}
+		if *alpha != "" {
+			files["alpha"] = *alpha
+		}
+		if files, err = fitInputs(ctx, files, tmp, stdout); err != nil {
+			return err
+		}
+		*source, *alpha = files["source"], files["alpha"]
+	}
 	if req.Source, err = fileInput("source", *source); err != nil {
 		return err
 	}
@@ -146,18 +160,15 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if res.Matte != "" {
 		fmt.Fprintf(stdout, "matte: %s\n", res.Matte)
 	}
-	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s %s %s\n",
-		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, res.Render, res.Source, res.Alpha)
+	files := strings.TrimSpace(strings.Join([]string{res.Render, res.Source, res.Alpha, res.Foreground}, " "))
+	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s\n",
+		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, files)
 	return nil
 }
 
 func fileInput(what, path string) (*codec.Input, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: %s is a folder, not a file", what, path)
+	if err := checkLocalFile(what, path); err != nil {
+		return nil, err
 	}
 	in := codec.FileInput(path)
 	return &in, nil
@@ -216,8 +227,14 @@ func (b *progressBar) update(done, total int) {
 	if total > 0 {
 		fill = done * width / total
 	}
-	fps := float64(done) / now.Sub(b.start).Seconds()
-	fmt.Fprintf(b.w, "\r[%s%s] %d/%d frames %.1f frames/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, fps)
+	elapsed := now.Sub(b.start)
+	fps := float64(done) / elapsed.Seconds()
+	pct := 100
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %d/%d frames %.1f frames/s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, done, total, fps, timeLeft(elapsed, pct, done >= total))
 	b.drawn = true
 }
 

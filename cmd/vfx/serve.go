@@ -71,8 +71,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	drain := fs.Duration("drain-timeout", e.duration("VFX_DRAIN_TIMEOUT", 2*time.Minute), "on SIGTERM/SIGINT, how long running jobs may take to finish [VFX_DRAIN_TIMEOUT]")
 	preset := fs.String("preset", e.str("VFX_PRESET", worker.DefaultPreset), "x264 preset of the render and source videos [VFX_PRESET]")
 	devEmail := fs.String("dev-email", e.str("VFX_DEV_EMAIL", "dev@vfx.localhost"), "e-mail of the development account created on a first start [VFX_DEV_EMAIL]")
-	if err := fs.Parse(args); err != nil {
-		return serveConfig{}, usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return serveConfig{}, err
 	}
 	if len(e.errs) > 0 {
 		return serveConfig{}, usageError{errors.Join(e.errs...).Error()}
@@ -141,6 +141,17 @@ func storeSecret(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("serve: store secret: %w", err)
 	}
 	return b, nil
+}
+
+// readyBanner is what `vfx serve` prints once it serves: the development
+// account and its key on a first start, then the URL and the key last.
+func readyBanner(baseURL, acctID, email, key string, created bool) string {
+	if !created {
+		return fmt.Sprintf("vfx serve listening on %s\n", baseURL)
+	}
+	return fmt.Sprintf("development account %s (%s): organisation key, no rate or concurrency limits\n"+
+		"try: VFX_API_URL=%s VFX_API_KEY=<key> vfx submit --type image --source photo.jpg --alpha-mode auto --prompt \"golden hour\" --fit\n"+
+		"vfx serve listening on %s\napi key (shown once): %s\n", acctID, email, baseURL, baseURL, key)
 }
 
 // runServe wires everything and serves until ctx ends. On shutdown it
@@ -217,9 +228,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 		return fmt.Errorf("serve: development account: %w", err)
 	}
 	cancel()
-	if created {
-		fmt.Fprintf(stdout, "development account %s (%s)\napi key (shown once): %s\n", acct.ID, acct.Email, key)
-	}
 
 	codec.Quiet()
 	net, card, closeNet, err := cfg.model.load(ctx)
@@ -279,8 +287,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	go func() {
 		workersDone <- cons.Run(wctx, queue.RunConfig{Slots: cfg.concurrency, Drain: cfg.drain, Logger: log.Named("worker")}, daemon.Handle)
 	}()
-	fmt.Fprintf(stdout, "vfx serve listening on %s\n", baseURL)
 	log.Info("serving", zap.String("url", baseURL), zap.Int("concurrency", cfg.concurrency), zap.String("data", cfg.dataDir))
+	// The URL and the key come last, on their own lines, in one write (so a
+	// script that waits for the URL line finds the key with it).
+	fmt.Fprint(stdout, readyBanner(baseURL, acct.ID, acct.Email, key, created))
 
 	var runErr error
 	select {

@@ -182,8 +182,8 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	sweepEvery := fs.Duration("sweep-interval", e.duration("VFX_SWEEP_INTERVAL", time.Minute), "pause between two passes of the stuck-job sweeper [VFX_SWEEP_INTERVAL]")
 	maxJob := fs.Duration("max-job-duration", e.duration("VFX_MAX_JOB_DURATION", 30*time.Minute), "how long one delivery is heartbeated; a longer job is presumed stuck and redelivered [VFX_MAX_JOB_DURATION]")
 
-	if err := fs.Parse(args); err != nil {
-		return workerConfig{}, usageError{}
+	if err := parseFlags(fs, args); err != nil {
+		return workerConfig{}, err
 	}
 	if len(e.errs) > 0 {
 		return workerConfig{}, usageError{errors.Join(e.errs...).Error()}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// Error codes of the command line itself (the API's codes come from the
+// server or the worker).
+const (
+	// codeFileNotFound: a local file named on the command line does not
+	// exist or is not a plain file.
+	codeFileNotFound = "FILE_NOT_FOUND"
+)
+
+// checkLocalFile says, with a code and the fix, why path cannot be read
+// as an input file.
+func checkLocalFile(what, path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: %s: %s does not exist; check the path (relative paths start at %s)", codeFileNotFound, what, path, workDir())
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: %s: %s cannot be read (permission denied); check its permissions", codeFileNotFound, what, path)
+	case err != nil:
+		return fmt.Errorf("%s: %s: %w", codeFileNotFound, what, err)
+	case st.IsDir():
+		return fmt.Errorf("%s: %s: %s is a folder; name a file in it", codeFileNotFound, what, path)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: %s: %s is not a plain file", codeFileNotFound, what, path)
+	}
+	return nil
+}
+
+func workDir() string {
+	if d, err := os.Getwd(); err == nil {
+		return d
+	}
+	return "the current folder"
+}
+
+// requireFlags returns one usage line naming the required flags of fs
+// (commandHelp) that are missing or empty, with an example.
+func requireFlags(fs *flag.FlagSet) error {
+	h := commandHelp[fs.Name()]
+	var missing []string
+	for _, n := range h.required {
+		if f := fs.Lookup(n); f != nil && strings.TrimSpace(f.Value.String()) == "" {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	word := "flag"
+	if len(missing) > 1 {
+		word = "flags"
+	}
+	return usageError{fmt.Sprintf("missing required %s %s; for example: %s", word, strings.Join(missing, ", "), h.example)}
+}
+
+// fixes are the hints added to an error line by its code when the message
+// does not already say what to do.
+var fixes = map[string]string{
+	"VIDEO_TOO_MANY_FRAMES": "trim it to 240 frames or fewer (ffmpeg -i in.mp4 -frames:v 240 out.mp4)",
+	"EXTREME_ASPECT_RATIO":  "crop it to between 1:4 and 4:1",
+	"INVALID_API_KEY":       "check --key or VFX_API_KEY (vfx serve prints the development key on its first start)",
+	"MISSING_STYLE_INPUT":   "give --prompt or --reference",
+	"MISSING_ALPHA":         "give --alpha with a matte, or use --alpha-mode auto or fill",
+	"INVALID_ALPHA_MODE":    "use --alpha-mode auto, fill, custom or select",
+}
+
+// errorLine renders a command's error on one line, with its fix when the
+// code has one and the message does not already carry it.
+func errorLine(err error) string {
+	msg := oneLine(err.Error())
+	if strings.Contains(msg, "SOURCE_TOO_LARGE:") && !strings.Contains(msg, "--fit") {
+		if h := fitHint(msg); h != "" {
+			return msg + "; " + h
+		}
+	}
+	for code, fix := range fixes {
+		if strings.HasPrefix(msg, code+":") || strings.Contains(msg, " "+code+":") {
+			msg += "; " + fix
+			break
+		}
+	}
+	return msg
+}
+
+// commands are the first words `vfx` knows, for "did you mean".
+var commands = []string{"serve", "api", "worker", "submit", "jobs", "admin", "render", "bench", "selftest", "probe", "version", "help"}
+
+// nearestCommand returns the command closest to name (edit distance at
+// most 2), or "".
+func nearestCommand(name string) string {
+	best, bestD := "", 3
+	for _, c := range commands {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
