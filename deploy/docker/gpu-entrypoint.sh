@@ -7,8 +7,12 @@
 # cannot even start (a loader error, or the driver's NoDevice at init).
 bin=/usr/local/lib/vfx/vfx-cuda
 why=""
-if /lib64/ld-linux-x86-64.so.2 --list "$bin" 2>/dev/null | grep -q 'libcuda\.so\.1 => not found'; then
-	why="the NVIDIA driver library libcuda.so.1 is not in the container"
+# The dynamic loader resolves the binary's libraries without running it.
+if ! libs=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" 2>&1); then
+	case $libs in
+	*libcuda.so.1*) why="the NVIDIA driver library libcuda.so.1 is not in the container" ;;
+	*) why="$bin cannot be loaded: $libs" ;;
+	esac
 elif [ ! -e /dev/nvidiactl ]; then
 	why="no /dev/nvidiactl device in the container"
 fi
