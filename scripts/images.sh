@@ -136,7 +136,11 @@ cmd_build() {
 		{ tail -n 30 "$IMAGES_CACHE/build-$kind.log" >&2; die "build $kind failed (log: $IMAGES_CACHE/build-$kind.log)"; }
 	# The manifests deploy :latest.
 	[[ $IMAGE_TAG == latest ]] || "${BUILDAH[@]}" tag "$name" "${name%:*}:latest"
-	# The prebuilt stage's image is left untagged; drop it.
+	# buildah 1.28 leaves the working container of the empty binary stage
+	# (FROM ${BINARY_FROM}) and the prebuilt stage's untagged image behind;
+	# drop working containers of untagged images, then those images.
+	"${BUILDAH[@]}" containers --format '{{.ContainerID}} {{.ImageName}}' | awk 'NF == 1 { print $1 }' |
+		while read -r c; do "${BUILDAH[@]}" rm "$c" >/dev/null || true; done
 	"${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true
 	echo "images: $name (and :latest) built in $((SECONDS - t0)) s; $(image_size "$name")"
 }
