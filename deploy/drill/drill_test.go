@@ -329,7 +329,7 @@ func TestDrill(t *testing.T) {
 	cDone := d.submitAsync(stageC, recv)
 	d.nats.restart(t, time.Second)
 	t.Logf("fault 3: nats-server restarted while %s rendered, %d jobs unfinished", natsJob, left)
-	<-cDone
+	d.waitSubmissions(cDone, "C", 3*time.Minute)
 
 	// Fault 4: MinIO down for a while, while a job renders (stage D1),
 	// stage D2 being submitted meanwhile.
@@ -341,11 +341,7 @@ func TestDrill(t *testing.T) {
 	time.Sleep(pl.minioDown)
 	d.startS3()
 	t.Logf("fault 4: MinIO stopped for %v while %s rendered, %d jobs unfinished", pl.minioDown, s3Job, left)
-	select {
-	case <-dDone:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("stage D submissions did not end within 3 minutes")
-	}
+	d.waitSubmissions(dDone, "D", 3*time.Minute)
 
 	// Every job finishes.
 	jobs := d.submitted()
@@ -402,6 +398,26 @@ func (d *drill) stopAtEnd(p *proc) {
 	if code != 0 {
 		t.Errorf("%s exit %d at the end (exited before the teardown: %v)", p.Name, code, before)
 	}
+}
+
+// waitSubmissions waits at most timeout for a stage's background
+// submissions. When they do not end, the API is not answering: it is sent
+// SIGQUIT first, so that its goroutine dump lands in its log (kept in
+// VFX_DRILL_LOGS and tailed below), then the drill fails.
+func (d *drill) waitSubmissions(done <-chan struct{}, stage string, timeout time.Duration) {
+	t := d.t
+	t.Helper()
+	select {
+	case <-done:
+		return
+	case <-time.After(timeout):
+	}
+	d.mu.Lock()
+	n := len(d.jobs)
+	d.mu.Unlock()
+	_ = d.api.Cmd.Process.Signal(syscall.SIGQUIT)
+	d.api.Wait(t, 30*time.Second)
+	t.Fatalf("stage %s submissions did not end within %v (%d jobs submitted so far); the API's goroutines (SIGQUIT) are in api.log", stage, timeout, n)
 }
 
 func (d *drill) startAPI(env []string) {
