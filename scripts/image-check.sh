@@ -98,7 +98,7 @@ else
 		--prompt "moody night city, neon rim light" --seed 7 --timeout 3m --out "$work/job" >"$work/submit.log" 2>&1; then
 		fail serve-job "$(tail -n 5 "$work/submit.log")"
 	elif [ -s "$work/job/render.png" ]; then
-		ok serve-job "$(grep -o 'job [^ ]*' "$work/submit.log" | head -n 1 | tr -d '\n') completed over HTTP; render.png $(wc -c <"$work/job/render.png") bytes ($(($(date +%s) - t0)) s)"
+		ok serve-job "$(grep -o '^vfx_[^ ]* completed' "$work/submit.log" | head -n 1) over HTTP; render.png $(wc -c <"$work/job/render.png") bytes ($(($(date +%s) - t0)) s)"
 	else
 		fail serve-job "no render.png: $(ls "$work/job" 2>&1 | tr '\n' ' ')"
 	fi
