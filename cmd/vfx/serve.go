@@ -222,6 +222,16 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	srv.Mount("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	}))
+	// /readyz, as vfx api and vfx worker answer it: the HTTP server starts
+	// once the store, queue, device and workers are wired, so it is ready
+	// while the embedded NATS connection is up.
+	srv.Mount("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !nc.IsConnected() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	}))
 
 	acct, key, created, err := acc.EnsureDevAccount(sctx, cfg.devEmail)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -156,6 +157,11 @@ func TestDrill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the drill starts nats-server, MinIO, vfx api and three vfx worker processes; run without -short")
 	}
+	// Nothing the drill starts may outlive it: this cleanup runs last (after
+	// every process's own), and as the subreaper the test process also sees
+	// grandchildren whose parent exited.
+	proctest.BecomeSubreaper(t)
+	t.Cleanup(func() { proctest.CheckNoDescendants(t) })
 	codec.Quiet()
 	pl := drillPlan()
 	began := time.Now()
@@ -323,7 +329,7 @@ func TestDrill(t *testing.T) {
 	cDone := d.submitAsync(stageC, recv)
 	d.nats.restart(t, time.Second)
 	t.Logf("fault 3: nats-server restarted while %s rendered, %d jobs unfinished", natsJob, left)
-	<-cDone
+	d.waitSubmissions(cDone, "C", 3*time.Minute)
 
 	// Fault 4: MinIO down for a while, while a job renders (stage D1),
 	// stage D2 being submitted meanwhile.
@@ -335,11 +341,7 @@ func TestDrill(t *testing.T) {
 	time.Sleep(pl.minioDown)
 	d.startS3()
 	t.Logf("fault 4: MinIO stopped for %v while %s rendered, %d jobs unfinished", pl.minioDown, s3Job, left)
-	select {
-	case <-dDone:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("stage D submissions did not end within 3 minutes")
-	}
+	d.waitSubmissions(dDone, "D", 3*time.Minute)
 
 	// Every job finishes.
 	jobs := d.submitted()
@@ -373,17 +375,49 @@ func TestDrill(t *testing.T) {
 		s.strayCharges != 0 || s.usageMismatch != 0 || s.hooksDelivered != s.hooksWanted || recv.badSig != 0 {
 		t.Errorf("drill failed: %s", line)
 	}
-	// Every process still running stops cleanly.
-	for name, w := range d.workers {
-		w.Signal(t, syscall.SIGTERM)
-		if code := w.Wait(t, time.Minute); code != 0 {
-			t.Errorf("%s exit %d at the end", name, code)
-		}
+	// Every process stops cleanly: SIGTERM, exit 0. One that has already
+	// exited is not signalled (that is no failure of the system); its exit
+	// code is still checked, and CheckNoDescendants (registered first)
+	// fails the drill if anything it started outlives it.
+	for _, slot := range slices.Sorted(maps.Keys(d.workers)) {
+		d.stopAtEnd(d.workers[slot])
 	}
-	d.api.Signal(t, syscall.SIGTERM)
-	if code := d.api.Wait(t, time.Minute); code != 0 {
-		t.Errorf("api exit %d at the end", code)
+	d.stopAtEnd(d.api)
+}
+
+// stopAtEnd stops p with SIGTERM at the end of the drill and checks that
+// it exits 0; a process that exited before the teardown is logged with its
+// exit code and the tail of its output.
+func (d *drill) stopAtEnd(p *proc) {
+	t := d.t
+	t.Helper()
+	code, before := p.Stop(t, syscall.SIGTERM, time.Minute)
+	if before {
+		t.Logf("%s had already exited (code %d) before the teardown; output tail:\n%s", p.Name, code, proctest.Tail(p.Out.String(), 2000))
 	}
+	if code != 0 {
+		t.Errorf("%s exit %d at the end (exited before the teardown: %v)", p.Name, code, before)
+	}
+}
+
+// waitSubmissions waits at most timeout for a stage's background
+// submissions. When they do not end, the API is not answering: it is sent
+// SIGQUIT first, so that its goroutine dump lands in its log (kept in
+// VFX_DRILL_LOGS and tailed below), then the drill fails.
+func (d *drill) waitSubmissions(done <-chan struct{}, stage string, timeout time.Duration) {
+	t := d.t
+	t.Helper()
+	select {
+	case <-done:
+		return
+	case <-time.After(timeout):
+	}
+	d.mu.Lock()
+	n := len(d.jobs)
+	d.mu.Unlock()
+	_ = d.api.Cmd.Process.Signal(syscall.SIGQUIT)
+	d.api.Wait(t, 30*time.Second)
+	t.Fatalf("stage %s submissions did not end within %v (%d jobs submitted so far); the API's goroutines (SIGQUIT) are in api.log", stage, timeout, n)
 }
 
 func (d *drill) startAPI(env []string) {

@@ -93,6 +93,9 @@ func Start(t testing.TB, name, bin string, args, env []string, o Options) *Proc 
 	p := &Proc{Name: name, Cmd: cmd, Out: &Log{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.Out, p.Out
 	dieWithParent(cmd)
+	// A grandchild that keeps the output pipe open must not keep Wait from
+	// returning once the process itself has exited.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -145,14 +148,39 @@ func (p *Proc) Signal(t testing.TB, sig os.Signal) {
 	}
 }
 
+// Stop ends the process at the end of a test: it sends sig unless the
+// process has already exited (signalling a process that is gone is not an
+// error here), waits at most timeout, and returns the exit code (-1 when a
+// signal killed it) and whether the process had already exited before Stop
+// was called. Whether anything outlives the test is CheckNoDescendants's
+// question, not Stop's.
+func (p *Proc) Stop(t testing.TB, sig os.Signal, timeout time.Duration) (code int, exitedBefore bool) {
+	t.Helper()
+	if !p.Running() {
+		return p.Wait(t, 0), true
+	}
+	// The process may exit between Running and Signal: os.ErrProcessDone
+	// then, which Wait below settles.
+	if err := p.Cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Fatalf("signal %s to %s: %v", sig, p.Name, err)
+	}
+	return p.Wait(t, timeout), false
+}
+
 // Wait waits at most timeout for the process to exit and returns its exit
 // code (-1 when a signal killed it).
 func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	select {
 	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("%s did not exit within %v", p.Name, timeout)
+	default:
+		select {
+		case <-p.done:
+		case <-timer.C:
+			t.Fatalf("%s did not exit within %v", p.Name, timeout)
+		}
 	}
 	var ee *exec.ExitError
 	switch {

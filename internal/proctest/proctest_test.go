@@ -52,3 +52,28 @@ func TestTail(t *testing.T) {
 		t.Fatalf("Tail: %q", got)
 	}
 }
+
+// TestStopAfterExit: Stop on a process that has already exited does not
+// signal it and reports its exit code; Stop on a running one signals it.
+func TestStopAfterExit(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh on PATH: nothing to run")
+	}
+	p := Start(t, "quick", sh, []string{"-c", "exit 4"}, nil, Options{})
+	if code := p.Wait(t, 10*time.Second); code != 4 {
+		t.Fatalf("exit code %d, want 4", code)
+	}
+	// Signal would fail now (os: process already finished); Stop does not.
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err == nil {
+		t.Fatal("signalling an exited process succeeded: this test no longer reproduces the drill's teardown failure")
+	}
+	if code, before := p.Stop(t, syscall.SIGTERM, time.Second); code != 4 || !before {
+		t.Fatalf("Stop of an exited process: code %d, exited before %v; want 4, true", code, before)
+	}
+	r := Start(t, "running", sh, []string{"-c", "trap 'exit 5' TERM; while :; do sleep 0.05; done"}, nil, Options{})
+	time.Sleep(100 * time.Millisecond) // let the shell set its trap
+	if code, before := r.Stop(t, syscall.SIGTERM, 10*time.Second); code != 5 || before {
+		t.Fatalf("Stop of a running process: code %d, exited before %v; want 5, false", code, before)
+	}
+}
