@@ -453,7 +453,16 @@ func (d *CPU) ResizeBilinear(dst, src Image) error {
 // are not read), where a == 1 bg is not read. For finite inputs this is
 // bit-identical to evaluating the formula everywhere.
 func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainComposite"
+	return d.gainComposite("GainComposite", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLook is GainComposite with foreground estimation in the
+// soft band and a shadow on the background (see Ops.GainCompositeLook).
+func (d *CPU) GainCompositeLook(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainComposite("GainCompositeLook", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	o, err := cpuImg(op, "dst", dst)
 	if err != nil {
 		return err
@@ -463,6 +472,9 @@ func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow I
 	}
 	j, err := newGCJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := j.setLook(op, look); err != nil {
 		return err
 	}
 	w := o.w
@@ -487,7 +499,16 @@ func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow I
 // over two-row strips: the full-resolution float result is never
 // written to memory. The output is bit-identical to the two-op chain.
 func (d *CPU) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainCompositeDownload"
+	return d.gainCompositeDownload("GainCompositeDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLookDownload is GainCompositeLook into a temporary image
+// followed by Download (see Ops.GainCompositeLookDownload).
+func (d *CPU) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainCompositeDownload("GainCompositeLookDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
 	}
@@ -501,6 +522,9 @@ func (d *CPU) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, b
 	w, h := dst.Width, dst.Height
 	j, err := newGCJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := j.setLook(op, look); err != nil {
 		return err
 	}
 	type strip struct {
@@ -561,6 +585,7 @@ type gcJob struct {
 	gx, gy, ax, ay bilin
 	doWrap         bool
 	wrap, maxV     float32
+	fm, bm, sh     *cpuImage // CompositeLook's inputs (nil = none)
 }
 
 // gcScratch is the per-worker state of a gcJob.
@@ -569,6 +594,46 @@ type gcScratch struct {
 	ab      *hrows
 	abx, wf []float32
 	span    [][2]int
+	// CompositeLook: resampled rows of FgLow, BgOldLow and ShadowLow.
+	fm, bm [3]*hrows
+	sh     *hrows
+}
+
+// setLook checks and records GainCompositeLook's optional inputs: each
+// nil or of gainLow's size; FgLow and BgOldLow 3 channels and both or
+// neither, ShadowLow 1 channel. Without alpha they are ignored.
+func (j *gcJob) setLook(op string, look CompositeLook) error {
+	fm, err := optImg(op, "FgLow", look.FgLow)
+	if err != nil {
+		return err
+	}
+	bm, err := optImg(op, "BgOldLow", look.BgOldLow)
+	if err != nil {
+		return err
+	}
+	sh, err := optImg(op, "ShadowLow", look.ShadowLow)
+	if err != nil {
+		return err
+	}
+	if (fm == nil) != (bm == nil) {
+		return shapeErr(op, "FgLow and BgOldLow go together")
+	}
+	if err := wantChannels(op, "FgLow", fm, 3); err != nil {
+		return err
+	}
+	if err := wantChannels(op, "BgOldLow", bm, 3); err != nil {
+		return err
+	}
+	if err := wantChannels(op, "ShadowLow", sh, 1); err != nil {
+		return err
+	}
+	if err := sameSize(op, j.gl, []string{"FgLow", "BgOldLow", "ShadowLow"}, fm, bm, sh); err != nil {
+		return err
+	}
+	if j.a != nil {
+		j.fm, j.bm, j.sh = fm, bm, sh
+	}
+	return nil
 }
 
 // newGCJob checks GainComposite's inputs against a w x h output.
@@ -637,6 +702,14 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 		sc.abx = make([]float32, w)
 		sc.wf = make([]float32, w)
 	}
+	if j.fm != nil {
+		for c := range 3 {
+			sc.fm[c], sc.bm[c] = newHrows(w), newHrows(w)
+		}
+	}
+	if j.sh != nil {
+		sc.sh = newHrows(w)
+	}
 	return sc
 }
 
@@ -662,6 +735,15 @@ func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
 	}
 	if j.doWrap {
 		sc.ab.resetRange(hl, hr)
+	}
+	if j.fm != nil {
+		for c := range 3 {
+			sc.fm[c].resetRange(hl, hr)
+			sc.bm[c].resetRange(hl, hr)
+		}
+	}
+	if j.sh != nil {
+		sc.sh.reset() // the shadow falls outside the subject too
 	}
 }
 
@@ -691,6 +773,10 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 				gainRow(q, ss, g0, g1, gw0, gw1, maxValue)
 			}
 		}
+		return
+	}
+	if j.fm != nil || j.sh != nil {
+		j.lookRow(sc, y, y0, qs)
 		return
 	}
 	al := a.plane(0)[lo:][:w]
@@ -905,5 +991,102 @@ func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float
 			f = maxV
 		}
 		q[x] = (f + 0) + wf[x]*bb[x]
+	}
+}
+
+// lookRow is row for GainCompositeLook (alpha set, a look input given),
+// pixel by pixel in the order of the CUDA kernel: sh multiplies bg where
+// a < 1, and where 0 < a < 1 the source is the estimated foreground.
+func (j *gcJob) lookRow(sc *gcScratch, y, y0 int, qs [3][]float32) {
+	w, s, a, b, bb := j.w, j.s, j.a, j.b, j.bb
+	lo := y * w
+	gy := &j.gy
+	gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
+	gw0, gw1 := gy.w0[y], gy.w1[y]
+	al := a.plane(0)[lo:][:w]
+	var sh0, sh1 []float32
+	if j.sh != nil {
+		sh0, sh1 = sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, &j.gx)
+	}
+	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
+	var g0s, g1s, f0s, f1s, b0s, b1s, ss, bs, bbs [3][]float32
+	for c := range 3 {
+		bs[c] = b.plane(c)[lo:][:w]
+		ss[c] = s.plane(c)[lo:][:w]
+		if j.doWrap {
+			bbs[c] = bb.plane(c)[lo:][:w]
+		}
+		if l < r {
+			g0s[c], g1s[c] = sc.g[c].pair(j.gl.plane(c), j.gl.w, gj0, gj1, &j.gx)
+			if j.fm != nil {
+				f0s[c], f1s[c] = sc.fm[c].pair(j.fm.plane(c), j.fm.w, gj0, gj1, &j.gx)
+				b0s[c], b1s[c] = sc.bm[c].pair(j.bm.plane(c), j.bm.w, gj0, gj1, &j.gx)
+			}
+		}
+	}
+	var ab0, ab1 []float32
+	var aw0, aw1 float32
+	if j.doWrap && l < r {
+		ab0, ab1 = sc.ab.pair(j.abl.plane(0), j.abl.w, int(j.ay.i0[y]), int(j.ay.i1[y]), &j.ax)
+		aw0, aw1 = j.ay.w0[y], j.ay.w1[y]
+	}
+	maxV := j.maxV
+	for x := 0; x < w; x++ {
+		av := al[x]
+		var sh float32 = 1
+		if sh0 != nil {
+			sh = gw0*sh0[x] + gw1*sh1[x]
+		}
+		if av == 0 {
+			for c := range 3 {
+				if sh0 != nil {
+					qs[c][x] = bs[c][x] * sh
+				} else {
+					qs[c][x] = bs[c][x]
+				}
+			}
+			continue
+		}
+		var wf float32
+		if j.doWrap {
+			wf = j.wrap * av * (1 - (aw0*ab0[x] + aw1*ab1[x]))
+		}
+		for c := range 3 {
+			iv := ss[c][x]
+			if av != 1 && j.fm != nil {
+				fm := gw0*f0s[c][x] + gw1*f1s[c][x]
+				bm := gw0*b0s[c][x] + gw1*b1s[c][x]
+				den := av*av + (1-av)*(1-av)
+				fv := fm + av*(iv-av*fm-(1-av)*bm)/den
+				if fv < 0 {
+					fv = 0
+				} else if fv > maxV {
+					fv = maxV
+				}
+				iv = fv
+			}
+			f := iv * (gw0*g0s[c][x] + gw1*g1s[c][x])
+			if f < 0 {
+				f = 0
+			} else if f > maxV {
+				f = maxV
+			}
+			bv := bs[c][x]
+			if sh0 != nil {
+				bv *= sh
+			}
+			var o float32
+			switch {
+			case av == 1 && j.doWrap:
+				o = (f + 0) + wf*bbs[c][x]
+			case av == 1:
+				o = f + 0
+			case j.doWrap:
+				o = av*f + (1-av)*bv + wf*bbs[c][x]
+			default:
+				o = av*f + (1-av)*bv
+			}
+			qs[c][x] = o
+		}
 	}
 }

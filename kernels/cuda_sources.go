@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "6e61baed458de960bb079aadae4557556623e5175dc86363e09a74f824835e30"
+const cudaSourcesSHA256 = "d9d5b3f540b465b3ff026db948684453931fc5899fca6b256385c7d3a4736ded"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "0ddc357cc7e5d3d7084dd4792802e6c3841d22ac4d0af4e4863a2af3bf36b414"
+const cudaFatbinSHA256 = "d34a0a554120adca6b94b8e78df8ebed064b15e95ca50711ef32b5b7b935f2f6"
