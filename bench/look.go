@@ -779,6 +779,48 @@ func writeSheet(path string, rows [][]*thumb) error {
 	return f.Close()
 }
 
+// PerSubject formats every prompt's measure per subject (NaN where it is
+// undefined, e.g. no ground visible under a subject cut by the frame).
+func (r *LookReport) PerSubject() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-40s", "per subject")
+	for _, s := range r.Subjects {
+		fmt.Fprintf(&b, " %9.9s", s)
+	}
+	b.WriteByte('\n')
+	line := func(name string, v []float64) {
+		fmt.Fprintf(&b, "%-40.40s", name)
+		for _, x := range v {
+			fmt.Fprintf(&b, " %9.3f", x)
+		}
+		b.WriteByte('\n')
+	}
+	for _, row := range r.Rows {
+		name := row.Prompt.Prompt
+		if row.Prompt.Reference {
+			name = "reference"
+		}
+		line(name, row.Values)
+		if row.Prompt.Measure == MeasureShadow {
+			line("  cast: away - toward", row.Values2)
+		}
+	}
+	var e0, e1, g, sf []float64
+	for _, v := range r.FGValues {
+		e0, e1 = append(e0, v[0]), append(e1, v[1])
+	}
+	for _, v := range r.FlickerValues {
+		g, sf = append(g, v[0]), append(sf, v[1])
+	}
+	line("fg error, source", e0)
+	line("fg error, estimated", e1)
+	if len(g) > 0 {
+		line("gain change per frame", g)
+		line("source change per frame", sf)
+	}
+	return b.String()
+}
+
 // String formats the report as a table.
 func (r *LookReport) String() string {
 	var b strings.Builder

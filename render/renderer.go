@@ -115,6 +115,8 @@ type Renderer struct {
 	// resolution, blurred (alphaE, alphaEB), upsampled (globalH), and the
 	// relief mixed with it (mixH, by the constant weight mixW).
 	alphaE, alphaEB, globalH, mixH, mixW kernels.Image
+	// Foreground estimation and shadows (not in fill mode).
+	look lookImages
 	// Harmonisation runs at half the low resolution: relitQ, its matte,
 	// the transferred image, its ratio to relitQ, and that ratio
 	// upsampled back (harmGain).
@@ -360,6 +362,8 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		if err := r.makeFillNormals(); err != nil {
 			return err
 		}
+	} else if err := r.allocLook(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -644,7 +648,10 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 		return err
 	}
 	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		if a == nil {
+			return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		}
+		return r.ops.GainCompositeLook(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -661,7 +668,10 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
 	}
 	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		if a == nil {
+			return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		}
+		return r.ops.GainCompositeLookDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -819,6 +829,12 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	if err := step("wrap matte", ops.GaussianBlur(r.alphaBlur, r.alphaQ, r.wrapSigma)); err != nil {
 		return err
 	}
+	if err := r.foregroundEstimates(step); err != nil {
+		return err
+	}
+	if err := r.shadows(step); err != nil {
+		return err
+	}
 	return step("composite", finish(alpha, r.bg, r.bgBlur, r.alphaBlur, r.wrap))
 }
 
@@ -926,6 +942,11 @@ func (r *Renderer) exposure(mask kernels.Image) float64 {
 	return math.Max(1.0/16, math.Min(maxGain, r.bgNewLum/r.bgOldLum))
 }
 
+// compositeLook is the fused composite's foreground estimates and shadow.
+func (r *Renderer) compositeLook() kernels.CompositeLook {
+	return kernels.CompositeLook{FgLow: r.look.fm, BgOldLow: r.look.bm, ShadowLow: r.look.shadow}
+}
+
 func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
 	is := func(img kernels.Image, c int) bool {
 		return img != nil && img.Width() == r.w && img.Height() == r.h && img.Channels() == c
@@ -999,6 +1020,7 @@ func (r *Renderer) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.freeLook()
 	for _, img := range []*kernels.Image{
 		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
 		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,

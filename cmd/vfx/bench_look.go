@@ -23,6 +23,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	frames := fs.Int("frames", 12, "frames per subject of the flicker check (below 2 skips it)")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	seed := fs.Uint("seed", 1, "render seed")
+	perSubject := fs.Bool("per-subject", false, "also print every measure per subject")
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
@@ -39,6 +40,9 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprint(stdout, rep)
+	if *perSubject {
+		fmt.Fprint(stdout, rep.PerSubject())
+	}
 	if *sheet != "" {
 		fmt.Fprintf(stdout, "contact sheet: %s\n", *sheet)
 	}
