@@ -586,6 +586,10 @@ type gcJob struct {
 	doWrap         bool
 	wrap, maxV     float32
 	fm, bm, sh     *cpuImage // CompositeLook's inputs (nil = none)
+	shSpan         [][2]int  // nonzero columns of each row of sh
+	// shFirst[c]: the first output column whose sample reads a column >= c;
+	// shLast[c]: one past the last that reads a column < c.
+	shFirst, shLast []int
 }
 
 // gcScratch is the per-worker state of a gcJob.
@@ -594,9 +598,11 @@ type gcScratch struct {
 	ab      *hrows
 	abx, wf []float32
 	span    [][2]int
-	// CompositeLook: resampled rows of FgLow, BgOldLow and ShadowLow.
-	fm, bm [3]*hrows
-	sh     *hrows
+	// CompositeLook: the shadow's resampled rows (over the band's hull
+	// of the shadow spans) and its row (zero outside [shL, shR)).
+	sh       *hrows
+	shx      []float32
+	shL, shR int
 }
 
 // setLook checks and records GainCompositeLook's optional inputs: each
@@ -632,6 +638,31 @@ func (j *gcJob) setLook(op string, look CompositeLook) error {
 	}
 	if j.a != nil {
 		j.fm, j.bm, j.sh = fm, bm, sh
+	}
+	if j.sh != nil {
+		// The nonzero columns of each row of the darkness.
+		j.shSpan = make([][2]int, sh.h)
+		for y := range sh.h {
+			l, r := nonzeroSpan(sh.plane(0)[y*sh.w:][:sh.w])
+			j.shSpan[y] = [2]int{l, r}
+		}
+		// A sample reads columns i0 <= i1 (both nondecreasing in x): it
+		// can be nonzero in [cl, cr) only where i1 >= cl and i0 < cr.
+		j.shFirst, j.shLast = make([]int, sh.w+1), make([]int, sh.w+1)
+		x := 0
+		for c := 0; c <= sh.w; c++ {
+			for x < j.w && int(j.gx.i1[x]) < c {
+				x++
+			}
+			j.shFirst[c] = x
+		}
+		x = 0
+		for c := 0; c <= sh.w; c++ {
+			for x < j.w && int(j.gx.i0[x]) < c {
+				x++
+			}
+			j.shLast[c] = x
+		}
 	}
 	return nil
 }
@@ -702,13 +733,9 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 		sc.abx = make([]float32, w)
 		sc.wf = make([]float32, w)
 	}
-	if j.fm != nil {
-		for c := range 3 {
-			sc.fm[c], sc.bm[c] = newHrows(w), newHrows(w)
-		}
-	}
 	if j.sh != nil {
 		sc.sh = newHrows(w)
+		sc.shx = make([]float32, w)
 	}
 	return sc
 }
@@ -733,17 +760,19 @@ func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
 	for c := range 3 {
 		sc.g[c].resetRange(hl, hr)
 	}
+	if j.sh != nil {
+		sl, sr := w, 0
+		for y := y0; y < y1; y++ {
+			for _, jj := range [2]int32{j.gy.i0[y], j.gy.i1[y]} {
+				if sp := j.shSpan[jj]; sp[0] < sp[1] {
+					sl, sr = min(sl, j.shFirst[sp[0]]), max(sr, j.shLast[sp[1]])
+				}
+			}
+		}
+		sc.sh.resetRange(min(sl, sr), sr)
+	}
 	if j.doWrap {
 		sc.ab.resetRange(hl, hr)
-	}
-	if j.fm != nil {
-		for c := range 3 {
-			sc.fm[c].resetRange(hl, hr)
-			sc.bm[c].resetRange(hl, hr)
-		}
-	}
-	if j.sh != nil {
-		sc.sh.reset() // the shadow falls outside the subject too
 	}
 }
 
@@ -775,26 +804,56 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 		}
 		return
 	}
-	if j.fm != nil || j.sh != nil {
-		j.lookRow(sc, y, y0, qs)
-		return
-	}
 	al := a.plane(0)[lo:][:w]
 	var bs, ss, bbs, g0s, g1s [3][]float32
 	for c := range 3 {
 		qs[c] = qs[c][:w]
 		bs[c] = b.plane(c)[lo:][:w]
 	}
+	// GainCompositeLook: the shadow row (full width: it falls outside the
+	// subject) multiplies bg where a < 1.
+	// Rows whose two source rows of ShadowLow are all zero have no
+	// shadow (bilinear samples of zeros are exactly 0, so bg*(1-0) is bg).
+	var shx []float32
+	sl, sr := 0, 0 // the columns where the shadow may be nonzero
+	if j.sh != nil {
+		shx = sc.shx
+		clear(shx[sc.shL:sc.shR]) // zero outside the span, always
+		sc.shL, sc.shR = 0, 0
+		c0, c1 := j.shSpan[gj0], j.shSpan[gj1]
+		cl, cr := min(c0[0], c1[0]), max(c0[1], c1[1])
+		if c0[0] >= c0[1] {
+			cl, cr = c1[0], c1[1]
+		} else if c1[0] >= c1[1] {
+			cl, cr = c0[0], c0[1]
+		}
+		if cl < cr {
+			sl, sr = j.shFirst[cl], j.shLast[cr]
+			s0, s1 := sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, gx)
+			vlerp(shx[sl:sr], s0[sl:sr], s1[sl:sr], gw0, gw1)
+			sc.shL, sc.shR = sl, sr
+		}
+	}
+	bgCopy := func(q, b []float32, x0, x1 int) {
+		if shx == nil || x1 <= sl || x0 >= sr {
+			copy(q[x0:x1], b[x0:x1])
+			return
+		}
+		u0, u1 := max(x0, sl), min(x1, sr)
+		copy(q[x0:u0], b[x0:u0])
+		shadeRow(q[u0:u1], b[u0:u1], shx[u0:u1])
+		copy(q[u1:x1], b[u1:x1])
+	}
 	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
 	if l >= r {
 		for c := range 3 {
-			copy(qs[c], bs[c])
+			bgCopy(qs[c], bs[c], 0, w)
 		}
 		return
 	}
 	for c := range 3 {
-		copy(qs[c][:l], bs[c][:l])
-		copy(qs[c][r:], bs[c][r:])
+		bgCopy(qs[c], bs[c], 0, l)
+		bgCopy(qs[c], bs[c], r, w)
 		ss[c] = s.plane(c)[lo:][:w]
 		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
 		if doWrap {
@@ -830,6 +889,18 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 					gainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
 				case one:
 					gainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
+				case j.fm != nil || shx != nil:
+					lr := lookRun{al: al[u:v], b: bs[c][u:v], x0: u, gx: gx, j0: gj0, j1: gj1}
+					if doWrap {
+						lr.wf, lr.bb = sc.wf[u:v], bbs[c][u:v]
+					}
+					if shx != nil {
+						lr.sh = shx[u:v]
+					}
+					if j.fm != nil {
+						lr.fm, lr.bm, lr.pw = j.fm.plane(c), j.bm.plane(c), j.fm.w
+					}
+					gainLookRow(q, sv, g0, g1, gw0, gw1, maxValue, &lr)
 				case doWrap:
 					gainCompWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v], sc.wf[u:v], bbs[c][u:v])
 				default:
@@ -843,7 +914,7 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 			xz++
 		}
 		for c := range 3 {
-			copy(qs[c][xe:xz], bs[c][xe:xz])
+			bgCopy(qs[c], bs[c], xe, xz)
 		}
 		x = xz
 	}
@@ -994,99 +1065,70 @@ func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float
 	}
 }
 
-// lookRow is row for GainCompositeLook (alpha set, a look input given),
-// pixel by pixel in the order of the CUDA kernel: sh multiplies bg where
-// a < 1, and where 0 < a < 1 the source is the estimated foreground.
-func (j *gcJob) lookRow(sc *gcScratch, y, y0 int, qs [3][]float32) {
-	w, s, a, b, bb := j.w, j.s, j.a, j.b, j.bb
-	lo := y * w
-	gy := &j.gy
-	gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
-	gw0, gw1 := gy.w0[y], gy.w1[y]
-	al := a.plane(0)[lo:][:w]
-	var sh0, sh1 []float32
-	if j.sh != nil {
-		sh0, sh1 = sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, &j.gx)
+// shadeRow writes q = b * (1 - d).
+func shadeRow(q, b, d []float32) {
+	n := len(q)
+	b, d = b[:n], d[:n]
+	for x := range q {
+		q[x] = b[x] * (1 - d[x])
 	}
-	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
-	var g0s, g1s, f0s, f1s, b0s, b1s, ss, bs, bbs [3][]float32
-	for c := range 3 {
-		bs[c] = b.plane(c)[lo:][:w]
-		ss[c] = s.plane(c)[lo:][:w]
-		if j.doWrap {
-			bbs[c] = bb.plane(c)[lo:][:w]
+}
+
+// lookRun is a run of fractional alpha of GainCompositeLook: the matte,
+// bg, the optional wrap factor and bgBlur, shadow row and the resampled
+// rows of the foreground and old-background estimates (vertical weights
+// as the gain's).
+type lookRun struct {
+	al, b, wf, bb, sh []float32
+	fm, bm            []float32 // planes of FgLow and BgOldLow (nil = none)
+	pw, x0, j0, j1    int       // their width, the run's first column, source rows
+	gx                *bilin
+}
+
+// sample2 is the bilinear sample at output column x between source rows
+// j0 and j1 of plane p (width pw), with the arithmetic of hlerp then
+// vlerp (and of the CUDA kernels' bilin_sample).
+func sample2(p []float32, pw int, xt *bilin, j0, j1 int, w0, w1 float32, x int) float32 {
+	r0, r1 := p[j0*pw:][:pw], p[j1*pw:][:pw]
+	i0, i1 := xt.i0[x], xt.i1[x]
+	h0 := xt.w0[x]*r0[i0] + xt.w1[x]*r0[i1]
+	h1 := xt.w0[x]*r1[i0] + xt.w1[x]*r1[i1]
+	return w0*h0 + w1*h1
+}
+
+// gainLookRow is gainCompRow / gainCompWrapRow with, where given, the
+// source replaced by the estimated foreground and bg multiplied by the
+// shadow, in the order of the CUDA kernel.
+func gainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *lookRun) {
+	for x := range q {
+		iv := s[x]
+		a := r.al[x]
+		if r.fm != nil {
+			fm := sample2(r.fm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
+			bm := sample2(r.bm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
+			den := a*a + (1-a)*(1-a)
+			fv := fm + a*(iv-a*fm-(1-a)*bm)/den
+			if fv < 0 {
+				fv = 0
+			} else if fv > maxV {
+				fv = maxV
+			}
+			iv = fv
 		}
-		if l < r {
-			g0s[c], g1s[c] = sc.g[c].pair(j.gl.plane(c), j.gl.w, gj0, gj1, &j.gx)
-			if j.fm != nil {
-				f0s[c], f1s[c] = sc.fm[c].pair(j.fm.plane(c), j.fm.w, gj0, gj1, &j.gx)
-				b0s[c], b1s[c] = sc.bm[c].pair(j.bm.plane(c), j.bm.w, gj0, gj1, &j.gx)
-			}
+		f := iv * (w0*g0[x] + w1*g1[x])
+		if f < 0 {
+			f = 0
+		} else if f > maxV {
+			f = maxV
 		}
-	}
-	var ab0, ab1 []float32
-	var aw0, aw1 float32
-	if j.doWrap && l < r {
-		ab0, ab1 = sc.ab.pair(j.abl.plane(0), j.abl.w, int(j.ay.i0[y]), int(j.ay.i1[y]), &j.ax)
-		aw0, aw1 = j.ay.w0[y], j.ay.w1[y]
-	}
-	maxV := j.maxV
-	for x := 0; x < w; x++ {
-		av := al[x]
-		var sh float32 = 1
-		if sh0 != nil {
-			sh = gw0*sh0[x] + gw1*sh1[x]
+		bv := r.b[x]
+		if r.sh != nil {
+			bv *= 1 - r.sh[x]
 		}
-		if av == 0 {
-			for c := range 3 {
-				if sh0 != nil {
-					qs[c][x] = bs[c][x] * sh
-				} else {
-					qs[c][x] = bs[c][x]
-				}
-			}
-			continue
-		}
-		var wf float32
-		if j.doWrap {
-			wf = j.wrap * av * (1 - (aw0*ab0[x] + aw1*ab1[x]))
-		}
-		for c := range 3 {
-			iv := ss[c][x]
-			if av != 1 && j.fm != nil {
-				fm := gw0*f0s[c][x] + gw1*f1s[c][x]
-				bm := gw0*b0s[c][x] + gw1*b1s[c][x]
-				den := av*av + (1-av)*(1-av)
-				fv := fm + av*(iv-av*fm-(1-av)*bm)/den
-				if fv < 0 {
-					fv = 0
-				} else if fv > maxV {
-					fv = maxV
-				}
-				iv = fv
-			}
-			f := iv * (gw0*g0s[c][x] + gw1*g1s[c][x])
-			if f < 0 {
-				f = 0
-			} else if f > maxV {
-				f = maxV
-			}
-			bv := bs[c][x]
-			if sh0 != nil {
-				bv *= sh
-			}
-			var o float32
-			switch {
-			case av == 1 && j.doWrap:
-				o = (f + 0) + wf*bbs[c][x]
-			case av == 1:
-				o = f + 0
-			case j.doWrap:
-				o = av*f + (1-av)*bv + wf*bbs[c][x]
-			default:
-				o = av*f + (1-av)*bv
-			}
-			qs[c][x] = o
+		if r.wf != nil {
+			q[x] = a*f + (1-a)*bv + r.wf[x]*r.bb[x]
+		} else {
+			q[x] = a*f + (1-a)*bv
 		}
 	}
 }

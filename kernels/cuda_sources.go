@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "d9d5b3f540b465b3ff026db948684453931fc5899fca6b256385c7d3a4736ded"
+const cudaSourcesSHA256 = "e0ee50c91725c1ae2f6510071e52d89cf2383c20ea073adb1abbb0f8bfa316d2"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "d34a0a554120adca6b94b8e78df8ebed064b15e95ca50711ef32b5b7b935f2f6"
+const cudaFatbinSHA256 = "997dfdbdd56f200e24cf19dfaa8c95ceed56d779ee7ce3922995eef833eedf3f"

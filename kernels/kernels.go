@@ -211,9 +211,10 @@ type Ops interface {
 	// (fm, bm the samples of FgLow and BgOldLow, I the source): the
 	// least-change split of I = a*F + (1-a)*B around the smooth estimates
 	// (the per-pixel step of Germer et al.'s multi-level foreground
-	// estimation). With look.ShadowLow given, bg is multiplied by its
-	// sample sh wherever a < 1: where a == 0 the result is bg*sh. Without
-	// alpha, look is ignored. With a zero look it equals GainComposite.
+	// estimation). With look.ShadowLow given, bg is multiplied by
+	// (1 - d), d its sample, wherever a < 1: where a == 0 the result is
+	// bg*(1-d). Without alpha, look is ignored. With a zero look it
+	// equals GainComposite.
 	GainCompositeLook(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
 	// GainCompositeLookDownload is GainCompositeLook followed by Download
 	// into dst, as GainCompositeDownload is for GainComposite.
@@ -226,7 +227,8 @@ type CompositeLook struct {
 	// subject's colour and of the source's old background colour near the
 	// matte's soft band; both or neither.
 	FgLow, BgOldLow Image
-	// ShadowLow (1 channel) multiplies the new background: 1 is no
-	// shadow.
+	// ShadowLow (1 channel) is the darkness of a shadow on the new
+	// background, which is multiplied by 1 - d: 0 is no shadow (backends
+	// skip rows and spans of exact zeros, where the result is bg).
 	ShadowLow Image
 }

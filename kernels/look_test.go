@@ -23,7 +23,11 @@ func TestGainCompositeLook(t *testing.T) {
 			gain := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 2))
 			fm := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
 			bm := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
-			sh := img(t, d, 7, 4, 1, randVals(rng, 28, 0.3, 1))
+			shv := randVals(rng, 28, 0, 0.7)
+			for i := 0; i < 14; i++ { // two rows with no shadow
+				shv[i] = 0
+			}
+			sh := img(t, d, 7, 4, 1, shv)
 			alphaPix := blockAlpha(w, h, uint64(n))
 			alpha := img(t, d, w, h, 1, alphaPix)
 			bg := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
@@ -63,7 +67,7 @@ func TestGainCompositeLook(t *testing.T) {
 						k := c*n + i
 						bv := BG[k]
 						if tc.shadow {
-							bv *= S[i]
+							bv *= 1 - S[i]
 						}
 						var want float32
 						if a == 0 {

@@ -10,7 +10,8 @@ import (
 )
 
 // Foreground estimation and shadows: the per-frame inputs of the fused
-// composite (kernels.GainCompositeLook), made at half the low resolution.
+// composite (kernels.GainCompositeLook): estimates at a quarter of the
+// low resolution, shadows at half of it.
 //
 // Foreground: where the matte is fractional, the source mixes the subject
 // with the old background, I = a*F + (1-a)*B. Compositing I as if it were
@@ -20,7 +21,7 @@ import (
 // background's), that reach across the soft band; the composite then
 // takes, per pixel and channel, the F and B nearest to fm and bm that
 // explain I exactly (Germer et al. 2020's per-pixel step; their
-// multi-level pyramid is here one Gaussian level at half the low
+// multi-level pyramid is here one Gaussian level at a quarter of the low
 // resolution, which spans a refined matte's soft band).
 //
 // Shadow: the subject's lowest points stand on the ground. A contact
@@ -33,9 +34,9 @@ import (
 // visible ground: no shadow.
 
 const (
-	// fgSigmaQ is the blur (pixels at half the low resolution) of the
+	// fgSigmaQ is the blur (pixels at a quarter of the low resolution) of the
 	// foreground and old-background estimates.
-	fgSigmaQ = 1.5
+	fgSigmaQ = 0.75
 	// groundFore is the foreshortening of the ground plane (a level
 	// camera at about the subject's mid height).
 	groundFore = 0.3
@@ -51,6 +52,7 @@ const (
 // shadows.
 type lookImages struct {
 	srcQ, zerosQ, onesQ1      kernels.Image
+	alphaF, onesF3            kernels.Image
 	a2, wF, om, om2, wB       kernels.Image // half low res, 1 channel
 	numF, numB, numFb, numBb  kernels.Image // half low res, 3 channels
 	wFb, wBb                  kernels.Image
@@ -61,6 +63,7 @@ type lookImages struct {
 	keyDir                    [3]float32
 	haveKey                   bool
 	castDark                  float32
+	haveShadow                bool
 	hardness                  float32
 }
 
@@ -72,11 +75,14 @@ func (r *Renderer) allocLook() error {
 		}
 	}
 	q := &r.look
-	qw, qh := r.alphaQ.Width(), r.alphaQ.Height()
+	// The estimates are made at a quarter of the low resolution.
+	qw, qh := max(1, r.lw/4), max(1, r.lh/4)
+	alloc(&q.alphaF, qw, qh, 1)
+	alloc(&q.onesF3, qw, qh, 3)
 	alloc(&q.srcQ, qw, qh, 3)
 	alloc(&q.zerosQ, qw, qh, 1)
 	alloc(&q.onesQ1, qw, qh, 1)
-	for _, p := range []*kernels.Image{&q.a2, &q.wF, &q.om, &q.om2, &q.wB, &q.wFb, &q.wBb, &q.shadowQ, &q.shadowQB} {
+	for _, p := range []*kernels.Image{&q.a2, &q.wF, &q.om, &q.om2, &q.wB, &q.wFb, &q.wBb} {
 		alloc(p, qw, qh, 1)
 	}
 	for _, p := range []*kernels.Image{&q.numF, &q.numB, &q.numFb, &q.numBb, &q.fmQ, &q.bmQ} {
@@ -85,8 +91,13 @@ func (r *Renderer) allocLook() error {
 	alloc(&q.fm, r.lw, r.lh, 3)
 	alloc(&q.bm, r.lw, r.lh, 3)
 	alloc(&q.shadow, r.lw, r.lh, 1)
+	alloc(&q.shadowQ, r.alphaQ.Width(), r.alphaQ.Height(), 1)
+	alloc(&q.shadowQB, r.alphaQ.Width(), r.alphaQ.Height(), 1)
 	if err != nil {
 		return fmt.Errorf("render: allocate: %w", err)
+	}
+	if err := r.ops.Fill(q.onesF3, []float32{1, 1, 1}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
 	}
 	if err := r.ops.Fill(q.onesQ1, []float32{1}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
@@ -108,7 +119,7 @@ func (r *Renderer) allocLook() error {
 
 func (r *Renderer) freeLook() {
 	q := &r.look
-	for _, p := range []*kernels.Image{&q.srcQ, &q.zerosQ, &q.onesQ1, &q.a2, &q.wF, &q.om, &q.om2, &q.wB,
+	for _, p := range []*kernels.Image{&q.alphaF, &q.onesF3, &q.srcQ, &q.zerosQ, &q.onesQ1, &q.a2, &q.wF, &q.om, &q.om2, &q.wB,
 		&q.numF, &q.numB, &q.numFb, &q.numBb, &q.wFb, &q.wBb, &q.fmQ, &q.bmQ, &q.fm, &q.bm,
 		&q.shadowQ, &q.shadowQB, &q.shadow} {
 		if *p != nil {
@@ -128,10 +139,11 @@ func (r *Renderer) foregroundEstimates(step func(string, error) error) error {
 		err  func() error
 	}{
 		{"foreground resize", func() error { return ops.ResizeArea(q.srcQ, r.srcLow) }},
+		{"foreground resize", func() error { return ops.ResizeArea(q.alphaF, r.alphaQ) }},
 		// a^4 and (1-a)^4.
-		{"foreground weights", func() error { return ops.RatioRelight(q.a2, r.alphaQ, r.alphaQ, q.onesQ1, nil, 1e-6, big) }},
+		{"foreground weights", func() error { return ops.RatioRelight(q.a2, q.alphaF, q.alphaF, q.onesQ1, nil, 1e-6, big) }},
 		{"foreground weights", func() error { return ops.RatioRelight(q.wF, q.a2, q.a2, q.onesQ1, nil, 1e-6, big) }},
-		{"foreground weights", func() error { return ops.Composite(q.om, q.zerosQ, q.onesQ1, r.alphaQ) }},
+		{"foreground weights", func() error { return ops.Composite(q.om, q.zerosQ, q.onesQ1, q.alphaF) }},
 		{"foreground weights", func() error { return ops.RatioRelight(q.om2, q.om, q.om, q.onesQ1, nil, 1e-6, big) }},
 		{"foreground weights", func() error { return ops.RatioRelight(q.wB, q.om2, q.om2, q.onesQ1, nil, 1e-6, big) }},
 		// Normalised convolutions.
@@ -141,8 +153,8 @@ func (r *Renderer) foregroundEstimates(step func(string, error) error) error {
 		{"foreground blur", func() error { return ops.GaussianBlur(q.wFb, q.wF, fgSigmaQ) }},
 		{"foreground blur", func() error { return ops.GaussianBlur(q.numBb, q.numB, fgSigmaQ) }},
 		{"foreground blur", func() error { return ops.GaussianBlur(q.wBb, q.wB, fgSigmaQ) }},
-		{"foreground", func() error { return ops.RatioRelight(q.fmQ, r.onesQ, q.numFb, q.wFb, nil, 1e-6, maxGain) }},
-		{"foreground", func() error { return ops.RatioRelight(q.bmQ, r.onesQ, q.numBb, q.wBb, nil, 1e-6, maxGain) }},
+		{"foreground", func() error { return ops.RatioRelight(q.fmQ, q.onesF3, q.numFb, q.wFb, nil, 1e-6, maxGain) }},
+		{"foreground", func() error { return ops.RatioRelight(q.bmQ, q.onesF3, q.numBb, q.wBb, nil, 1e-6, maxGain) }},
 		{"foreground resize", func() error { return ops.ResizeBilinear(q.fm, q.fmQ) }},
 		{"foreground resize", func() error { return ops.ResizeBilinear(q.bm, q.bmQ) }},
 	}
@@ -154,7 +166,8 @@ func (r *Renderer) foregroundEstimates(step func(string, error) error) error {
 	return nil
 }
 
-// shadows makes look.shadow (low resolution, 1 = no shadow) from alphaQ.
+// shadows makes look.shadow (low resolution: the darkness, 0 = no
+// shadow) from alphaQ, and sets look.haveShadow.
 func (r *Renderer) shadows(step func(string, error) error) error {
 	q := &r.look
 	a, err := r.dev.ReadPixels(r.alphaQ)
@@ -238,8 +251,15 @@ func (r *Renderer) shadows(step func(string, error) error) error {
 		// Softness: a little for the contact, more for a soft key.
 		sigma = float32(math.Max(0.7, hs/60+float64(1-clamp32(q.hardness, 0, 1))*hs/40))
 	}
-	for i := range d {
-		d[i] = 1 - d[i]
+	q.haveShadow = false
+	for _, v := range d {
+		if v != 0 {
+			q.haveShadow = true
+			break
+		}
+	}
+	if !q.haveShadow {
+		return nil
 	}
 	if err := r.dev.WritePixels(q.shadowQ, d); err != nil {
 		return step("shadow", err)

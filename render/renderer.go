@@ -944,7 +944,11 @@ func (r *Renderer) exposure(mask kernels.Image) float64 {
 
 // compositeLook is the fused composite's foreground estimates and shadow.
 func (r *Renderer) compositeLook() kernels.CompositeLook {
-	return kernels.CompositeLook{FgLow: r.look.fm, BgOldLow: r.look.bm, ShadowLow: r.look.shadow}
+	look := kernels.CompositeLook{FgLow: r.look.fm, BgOldLow: r.look.bm}
+	if r.look.haveShadow {
+		look.ShadowLow = r.look.shadow
+	}
+	return look
 }
 
 func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {

@@ -10,7 +10,8 @@ struct GC {
     int w, h, glw, glh, ablw, ablh;
     float wrap, maxV;
     // GainCompositeLook (0 = none; gain-sized): foreground and old
-    // background estimates (3 channels) and the shadow on bg (1 channel).
+    // background estimates (3 channels) and the shadow's darkness on bg
+    // (1 channel: bg * (1 - d)).
     const float *fm, *bm, *sh;
 };
 
@@ -22,12 +23,12 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
     Bilin gx = bilin(j.gx, j.w), gy = bilin(j.gy, j.h);
     const float *shp = j.alpha ? j.sh : 0;
     const bool est = j.alpha != 0 && j.fm != 0;
-    float sh = 1;
+    float sh = 0;
     if (j.alpha) {
         a = j.alpha[i];
         if (shp) sh = bilin_sample(shp, j.glw, gx, gy, x, y);
         if (a == 0) {
-            if (shp) q[0] = j.bg[i] * sh, q[1] = j.bg[n + i] * sh, q[2] = j.bg[2 * n + i] * sh;
+            if (shp) q[0] = j.bg[i] * (1 - sh), q[1] = j.bg[n + i] * (1 - sh), q[2] = j.bg[2 * n + i] * (1 - sh);
             else q[0] = j.bg[i], q[1] = j.bg[n + i], q[2] = j.bg[2 * n + i];
             return;
         }
@@ -61,7 +62,7 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         else if (a == 1) o = doWrap ? (f + 0.0f) + wf * j.bb[c * n + i] : f + 0.0f;
         else {
             float bv = j.bg[c * n + i];
-            if (shp) bv = bv * sh;
+            if (shp) bv = bv * (1 - sh);
             if (doWrap) o = a * f + (1 - a) * bv + wf * j.bb[c * n + i];
             else o = a * f + (1 - a) * bv;
         }
