@@ -453,7 +453,16 @@ func (d *CPU) ResizeBilinear(dst, src Image) error {
 // are not read), where a == 1 bg is not read. For finite inputs this is
 // bit-identical to evaluating the formula everywhere.
 func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainComposite"
+	return d.gainComposite("GainComposite", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLook is GainComposite with foreground estimation in the
+// soft band and a shadow on the background (see Ops.GainCompositeLook).
+func (d *CPU) GainCompositeLook(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainComposite("GainCompositeLook", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	o, err := cpuImg(op, "dst", dst)
 	if err != nil {
 		return err
@@ -463,6 +472,9 @@ func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow I
 	}
 	j, err := newGCJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := j.setLook(op, look); err != nil {
 		return err
 	}
 	w := o.w
@@ -487,7 +499,16 @@ func (d *CPU) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow I
 // over two-row strips: the full-resolution float result is never
 // written to memory. The output is bit-identical to the two-op chain.
 func (d *CPU) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainCompositeDownload"
+	return d.gainCompositeDownload("GainCompositeDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLookDownload is GainCompositeLook into a temporary image
+// followed by Download (see Ops.GainCompositeLookDownload).
+func (d *CPU) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainCompositeDownload("GainCompositeLookDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
 	}
@@ -501,6 +522,9 @@ func (d *CPU) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, b
 	w, h := dst.Width, dst.Height
 	j, err := newGCJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := j.setLook(op, look); err != nil {
 		return err
 	}
 	type strip struct {
@@ -561,6 +585,11 @@ type gcJob struct {
 	gx, gy, ax, ay bilin
 	doWrap         bool
 	wrap, maxV     float32
+	fm, bm, sh     *cpuImage // CompositeLook's inputs (nil = none)
+	shSpan         [][2]int  // nonzero columns of each row of sh
+	// shFirst[c]: the first output column whose sample reads a column >= c;
+	// shLast[c]: one past the last that reads a column < c.
+	shFirst, shLast []int
 }
 
 // gcScratch is the per-worker state of a gcJob.
@@ -569,6 +598,73 @@ type gcScratch struct {
 	ab      *hrows
 	abx, wf []float32
 	span    [][2]int
+	// CompositeLook: the shadow's resampled rows (over the band's hull
+	// of the shadow spans) and its row (zero outside [shL, shR)).
+	sh       *hrows
+	shx      []float32
+	shL, shR int
+}
+
+// setLook checks and records GainCompositeLook's optional inputs: each
+// nil or of gainLow's size; FgLow and BgOldLow 3 channels and both or
+// neither, ShadowLow 1 channel. Without alpha they are ignored.
+func (j *gcJob) setLook(op string, look CompositeLook) error {
+	fm, err := optImg(op, "FgLow", look.FgLow)
+	if err != nil {
+		return err
+	}
+	bm, err := optImg(op, "BgOldLow", look.BgOldLow)
+	if err != nil {
+		return err
+	}
+	sh, err := optImg(op, "ShadowLow", look.ShadowLow)
+	if err != nil {
+		return err
+	}
+	if (fm == nil) != (bm == nil) {
+		return shapeErr(op, "FgLow and BgOldLow go together")
+	}
+	if err := wantChannels(op, "FgLow", fm, 3); err != nil {
+		return err
+	}
+	if err := wantChannels(op, "BgOldLow", bm, 3); err != nil {
+		return err
+	}
+	if err := wantChannels(op, "ShadowLow", sh, 1); err != nil {
+		return err
+	}
+	if err := sameSize(op, j.gl, []string{"FgLow", "BgOldLow", "ShadowLow"}, fm, bm, sh); err != nil {
+		return err
+	}
+	if j.a != nil {
+		j.fm, j.bm, j.sh = fm, bm, sh
+	}
+	if j.sh != nil {
+		// The nonzero columns of each row of the darkness.
+		j.shSpan = make([][2]int, sh.h)
+		for y := range sh.h {
+			l, r := nonzeroSpan(sh.plane(0)[y*sh.w:][:sh.w])
+			j.shSpan[y] = [2]int{l, r}
+		}
+		// A sample reads columns i0 <= i1 (both nondecreasing in x): it
+		// can be nonzero in [cl, cr) only where i1 >= cl and i0 < cr.
+		j.shFirst, j.shLast = make([]int, sh.w+1), make([]int, sh.w+1)
+		x := 0
+		for c := 0; c <= sh.w; c++ {
+			for x < j.w && int(j.gx.i1[x]) < c {
+				x++
+			}
+			j.shFirst[c] = x
+		}
+		x = 0
+		for c := 0; c <= sh.w; c++ {
+			for x < j.w && int(j.gx.i0[x]) < c {
+				x++
+			}
+			j.shLast[c] = x
+		}
+	}
+	return nil
 }
 
 // newGCJob checks GainComposite's inputs against a w x h output.
@@ -637,6 +733,10 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 		sc.abx = make([]float32, w)
 		sc.wf = make([]float32, w)
 	}
+	if j.sh != nil {
+		sc.sh = newHrows(w)
+		sc.shx = make([]float32, w)
+	}
 	return sc
 }
 
@@ -659,6 +759,17 @@ func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
 	}
 	for c := range 3 {
 		sc.g[c].resetRange(hl, hr)
+	}
+	if j.sh != nil {
+		sl, sr := w, 0
+		for y := y0; y < y1; y++ {
+			for _, jj := range [2]int32{j.gy.i0[y], j.gy.i1[y]} {
+				if sp := j.shSpan[jj]; sp[0] < sp[1] {
+					sl, sr = min(sl, j.shFirst[sp[0]]), max(sr, j.shLast[sp[1]])
+				}
+			}
+		}
+		sc.sh.resetRange(min(sl, sr), sr)
 	}
 	if j.doWrap {
 		sc.ab.resetRange(hl, hr)
@@ -699,16 +810,50 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 		qs[c] = qs[c][:w]
 		bs[c] = b.plane(c)[lo:][:w]
 	}
+	// GainCompositeLook: the shadow row (full width: it falls outside the
+	// subject) multiplies bg where a < 1.
+	// Rows whose two source rows of ShadowLow are all zero have no
+	// shadow (bilinear samples of zeros are exactly 0, so bg*(1-0) is bg).
+	var shx []float32
+	sl, sr := 0, 0 // the columns where the shadow may be nonzero
+	if j.sh != nil {
+		shx = sc.shx
+		clear(shx[sc.shL:sc.shR]) // zero outside the span, always
+		sc.shL, sc.shR = 0, 0
+		c0, c1 := j.shSpan[gj0], j.shSpan[gj1]
+		cl, cr := min(c0[0], c1[0]), max(c0[1], c1[1])
+		if c0[0] >= c0[1] {
+			cl, cr = c1[0], c1[1]
+		} else if c1[0] >= c1[1] {
+			cl, cr = c0[0], c0[1]
+		}
+		if cl < cr {
+			sl, sr = j.shFirst[cl], j.shLast[cr]
+			s0, s1 := sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, gx)
+			vlerp(shx[sl:sr], s0[sl:sr], s1[sl:sr], gw0, gw1)
+			sc.shL, sc.shR = sl, sr
+		}
+	}
+	bgCopy := func(q, b []float32, x0, x1 int) {
+		if shx == nil || x1 <= sl || x0 >= sr {
+			copy(q[x0:x1], b[x0:x1])
+			return
+		}
+		u0, u1 := max(x0, sl), min(x1, sr)
+		copy(q[x0:u0], b[x0:u0])
+		shadeRow(q[u0:u1], b[u0:u1], shx[u0:u1])
+		copy(q[u1:x1], b[u1:x1])
+	}
 	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
 	if l >= r {
 		for c := range 3 {
-			copy(qs[c], bs[c])
+			bgCopy(qs[c], bs[c], 0, w)
 		}
 		return
 	}
 	for c := range 3 {
-		copy(qs[c][:l], bs[c][:l])
-		copy(qs[c][r:], bs[c][r:])
+		bgCopy(qs[c], bs[c], 0, l)
+		bgCopy(qs[c], bs[c], r, w)
 		ss[c] = s.plane(c)[lo:][:w]
 		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
 		if doWrap {
@@ -744,6 +889,18 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 					gainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
 				case one:
 					gainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
+				case j.fm != nil || shx != nil:
+					lr := lookRun{al: al[u:v], b: bs[c][u:v], x0: u, gx: gx, j0: gj0, j1: gj1}
+					if doWrap {
+						lr.wf, lr.bb = sc.wf[u:v], bbs[c][u:v]
+					}
+					if shx != nil {
+						lr.sh = shx[u:v]
+					}
+					if j.fm != nil {
+						lr.fm, lr.bm, lr.pw = j.fm.plane(c), j.bm.plane(c), j.fm.w
+					}
+					gainLookRow(q, sv, g0, g1, gw0, gw1, maxValue, &lr)
 				case doWrap:
 					gainCompWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v], sc.wf[u:v], bbs[c][u:v])
 				default:
@@ -757,7 +914,7 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 			xz++
 		}
 		for c := range 3 {
-			copy(qs[c][xe:xz], bs[c][xe:xz])
+			bgCopy(qs[c], bs[c], xe, xz)
 		}
 		x = xz
 	}
@@ -905,5 +1062,73 @@ func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float
 			f = maxV
 		}
 		q[x] = (f + 0) + wf[x]*bb[x]
+	}
+}
+
+// shadeRow writes q = b * (1 - d).
+func shadeRow(q, b, d []float32) {
+	n := len(q)
+	b, d = b[:n], d[:n]
+	for x := range q {
+		q[x] = b[x] * (1 - d[x])
+	}
+}
+
+// lookRun is a run of fractional alpha of GainCompositeLook: the matte,
+// bg, the optional wrap factor and bgBlur, shadow row and the resampled
+// rows of the foreground and old-background estimates (vertical weights
+// as the gain's).
+type lookRun struct {
+	al, b, wf, bb, sh []float32
+	fm, bm            []float32 // planes of FgLow and BgOldLow (nil = none)
+	pw, x0, j0, j1    int       // their width, the run's first column, source rows
+	gx                *bilin
+}
+
+// sample2 is the bilinear sample at output column x between source rows
+// j0 and j1 of plane p (width pw), with the arithmetic of hlerp then
+// vlerp (and of the CUDA kernels' bilin_sample).
+func sample2(p []float32, pw int, xt *bilin, j0, j1 int, w0, w1 float32, x int) float32 {
+	r0, r1 := p[j0*pw:][:pw], p[j1*pw:][:pw]
+	i0, i1 := xt.i0[x], xt.i1[x]
+	h0 := xt.w0[x]*r0[i0] + xt.w1[x]*r0[i1]
+	h1 := xt.w0[x]*r1[i0] + xt.w1[x]*r1[i1]
+	return w0*h0 + w1*h1
+}
+
+// gainLookRow is gainCompRow / gainCompWrapRow with, where given, the
+// source replaced by the estimated foreground and bg multiplied by the
+// shadow, in the order of the CUDA kernel.
+func gainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *lookRun) {
+	for x := range q {
+		iv := s[x]
+		a := r.al[x]
+		if r.fm != nil {
+			fm := sample2(r.fm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
+			bm := sample2(r.bm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
+			den := a*a + (1-a)*(1-a)
+			fv := fm + a*(iv-a*fm-(1-a)*bm)/den
+			if fv < 0 {
+				fv = 0
+			} else if fv > maxV {
+				fv = maxV
+			}
+			iv = fv
+		}
+		f := iv * (w0*g0[x] + w1*g1[x])
+		if f < 0 {
+			f = 0
+		} else if f > maxV {
+			f = maxV
+		}
+		bv := r.b[x]
+		if r.sh != nil {
+			bv *= 1 - r.sh[x]
+		}
+		if r.wf != nil {
+			q[x] = a*f + (1-a)*bv + r.wf[x]*r.bb[x]
+		} else {
+			q[x] = a*f + (1-a)*bv
+		}
 	}
 }

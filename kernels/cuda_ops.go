@@ -931,6 +931,47 @@ type gcArg struct {
 	gx, gy, ax, ay              cu.DevicePtr
 	w, h, glw, glh, ablw, ablh  int32
 	wrap, maxV                  float32
+	fm, bm, sh                  cu.DevicePtr // CompositeLook (0 = none)
+}
+
+// gcLook checks GainCompositeLook's optional inputs (the CPU's setLook
+// rules) and records them in j; without alpha they are ignored.
+func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) error {
+	gl, err := d.img(op, "gainLow", gainLow)
+	if err != nil {
+		return err
+	}
+	fm, err := d.opt(op, "FgLow", look.FgLow)
+	if err != nil {
+		return err
+	}
+	bm, err := d.opt(op, "BgOldLow", look.BgOldLow)
+	if err != nil {
+		return err
+	}
+	sh, err := d.opt(op, "ShadowLow", look.ShadowLow)
+	if err != nil {
+		return err
+	}
+	if (fm == nil) != (bm == nil) {
+		return d.shapeErr(op, "FgLow and BgOldLow go together")
+	}
+	if err := d.chans(op, "FgLow", fm, 3); err != nil {
+		return err
+	}
+	if err := d.chans(op, "BgOldLow", bm, 3); err != nil {
+		return err
+	}
+	if err := d.chans(op, "ShadowLow", sh, 1); err != nil {
+		return err
+	}
+	if err := d.same(op, gl, []string{"FgLow", "BgOldLow", "ShadowLow"}, fm, bm, sh); err != nil {
+		return err
+	}
+	if j.alpha != 0 {
+		j.fm, j.bm, j.sh = ptrOf(fm), ptrOf(bm), ptrOf(sh)
+	}
+	return nil
 }
 
 // gcJob validates GainComposite's inputs against a w x h output (the
@@ -1016,7 +1057,16 @@ func (d *CUDA) gcTables(j *gcArg) error {
 // GainComposite: the fused finishing pass, one kernel, bit-identical to
 // the CPU (alpha == 0 gives bg exactly; alpha == 1 does not read bg).
 func (d *CUDA) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainComposite"
+	return d.gainComposite("GainComposite", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLook: GainComposite with foreground estimation in the soft
+// band and a shadow on the background, in the same kernel.
+func (d *CUDA) GainCompositeLook(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainComposite("GainCompositeLook", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CUDA) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	o, err := d.img(op, "dst", dst)
 	if err != nil {
 		return err
@@ -1026,6 +1076,9 @@ func (d *CUDA) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow 
 	}
 	j, err := d.gcJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := d.gcLook(op, j, gainLow, look); err != nil {
 		return err
 	}
 	return d.wrap(op, d.do(func() error {
@@ -1039,7 +1092,16 @@ func (d *CUDA) GainComposite(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow 
 // GainCompositeDownload: GainComposite converted to 8-bit codes in the
 // same kernel; only the 8-bit planes leave the device.
 func (d *CUDA) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error {
-	const op = "GainCompositeDownload"
+	return d.gainCompositeDownload("GainCompositeDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, CompositeLook{}, wrap, maxValue)
+}
+
+// GainCompositeLookDownload: GainCompositeLook converted to 8-bit codes
+// in the same kernel.
+func (d *CUDA) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.gainCompositeDownload("GainCompositeLookDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}
+
+func (d *CUDA) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: %s: %s: %w", d.name, op, err)
 	}
@@ -1052,6 +1114,9 @@ func (d *CUDA) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, 
 	}
 	j, err := d.gcJob(op, dst.Width, dst.Height, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
+		return err
+	}
+	if err := d.gcLook(op, j, gainLow, look); err != nil {
 		return err
 	}
 	return d.wrap(op, d.do(func() error {

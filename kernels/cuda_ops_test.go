@@ -229,6 +229,14 @@ var opCases = append([]opCase{
 	imageOp("GainComposite/nowrap", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GainComposite(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), nil, nil, 0.4, 1.5)
 	}),
+	imageOp("GainCompositeLook", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		g := up(in.gainLow)
+		look := CompositeLook{FgLow: g, BgOldLow: up(in.gainLow), ShadowLow: up(in.alphaLow)}
+		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
+	}),
+	imageOp("GainCompositeLook/shadow-nowrap", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), nil, nil, CompositeLook{ShadowLow: up(in.alphaLow)}, 0.4, 1.5)
+	}),
 	imageOp("GainComposite/fill", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GainComposite(dst, up(in.rgb), nil, up(in.gainLow), nil, up(in.rgb2), up(in.alphaLow), 0.4, 1.5)
 	}),
@@ -283,6 +291,8 @@ var opCases = append([]opCase{
 	frameCase("Upload+Download/gray8", frame.Gray8, frame.BT709, false),
 	gcdCase("GainCompositeDownload/yuv420p", frame.YUV420P),
 	gcdCase("GainCompositeDownload/rgb24", frame.RGB24),
+	gcdLookCase("GainCompositeLookDownload/yuv420p", frame.YUV420P),
+	gcdLookCase("GainCompositeLookDownload/rgb24", frame.RGB24),
 	// ScaleOps (issue 7): 2x as 1080 -> 2160, non-integer ratios, one
 	// axis only, equal sizes (copy), edge 0 (plain Lanczos), fractional
 	// and out-of-range edge.
@@ -542,4 +552,26 @@ func TestCUDAShapeErrors(t *testing.T) {
 	if err := d.ChromaKey(one, a, a, ChromaParams{Screen: [3]float32{0.9, 0.1, 0.1}, Channel: 1, High: 1}); err == nil {
 		t.Fatal("ChromaKey of a red screen as green succeeded")
 	}
+}
+
+func gcdLookCase(name string, fm frame.PixelFormat) opCase {
+	return opCase{name, 0, func(t testing.TB, d Device, in *opInputs) []float64 {
+		f, _ := frame.New(fm, in.w, in.h)
+		f.ColorSpace = frame.BT709
+		g := put(t, d, in.lw, in.lh, in.gainLow)
+		look := CompositeLook{FgLow: g, BgOldLow: g, ShadowLow: put(t, d, in.lw, in.lh, in.alphaLow)}
+		err := d.Ops().GainCompositeLookDownload(f, put(t, d, in.w, in.h, in.rgb), put(t, d, in.w, in.h, in.alpha),
+			g, put(t, d, in.w, in.h, in.rgb2), put(t, d, in.w, in.h, in.rgb),
+			put(t, d, in.lw, in.lh, in.alphaLow), look, 0.4, 1.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for _, p := range f.Planes {
+			for _, b := range p {
+				out = append(out, float64(b))
+			}
+		}
+		return out
+	}}
 }

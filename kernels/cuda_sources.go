@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "6e61baed458de960bb079aadae4557556623e5175dc86363e09a74f824835e30"
+const cudaSourcesSHA256 = "e0ee50c91725c1ae2f6510071e52d89cf2383c20ea073adb1abbb0f8bfa316d2"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "0ddc357cc7e5d3d7084dd4792802e6c3841d22ac4d0af4e4863a2af3bf36b414"
+const cudaFatbinSHA256 = "997dfdbdd56f200e24cf19dfaa8c95ceed56d779ee7ce3922995eef833eedf3f"

@@ -203,4 +203,32 @@ type Ops interface {
 	// dst (YUV420P or RGB24), with the same result, without the
 	// full-resolution intermediate image.
 	GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) error
+	// GainCompositeLook is GainComposite with the optional inputs of look
+	// (each nil or of gainLow's size, sampled bilinearly like the gain).
+	// With alpha set and look.FgLow and look.BgOldLow given, where
+	// 0 < a < 1 the source is replaced by the estimated foreground
+	//   F = clamp(fm + a*(I - a*fm - (1-a)*bm) / (a*a + (1-a)*(1-a)), 0, maxValue)
+	// (fm, bm the samples of FgLow and BgOldLow, I the source): the
+	// least-change split of I = a*F + (1-a)*B around the smooth estimates
+	// (the per-pixel step of Germer et al.'s multi-level foreground
+	// estimation). With look.ShadowLow given, bg is multiplied by
+	// (1 - d), d its sample, wherever a < 1: where a == 0 the result is
+	// bg*(1-d). Without alpha, look is ignored. With a zero look it
+	// equals GainComposite.
+	GainCompositeLook(dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
+	// GainCompositeLookDownload is GainCompositeLook followed by Download
+	// into dst, as GainCompositeDownload is for GainComposite.
+	GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
+}
+
+// CompositeLook are GainCompositeLook's optional low-resolution inputs.
+type CompositeLook struct {
+	// FgLow and BgOldLow (3 channels) are smooth estimates of the
+	// subject's colour and of the source's old background colour near the
+	// matte's soft band; both or neither.
+	FgLow, BgOldLow Image
+	// ShadowLow (1 channel) is the darkness of a shadow on the new
+	// background, which is multiplied by 1 - d: 0 is no shadow (backends
+	// skip rows and spans of exact zeros, where the result is bg).
+	ShadowLow Image
 }

@@ -37,6 +37,17 @@ const (
 	// distSigmaPx is the blur of the distance field (pixels at a shorter
 	// side of lowShortSide).
 	distSigmaPx = 2
+	// globalSigma is the blur of the coarse shape's matte and
+	// globalHeight its dome's height, both relative to the radius of a
+	// disc of the subject's area.
+	// globalSigma is the blur of the coarse shape's matte and
+	// globalHeight its dome's height, both relative to the radius of a
+	// disc of the subject's area (a body about as deep as it is wide).
+	globalSigma  = 0.5
+	globalHeight = 1.0
+	// rimBoost is a rim light's strength on the silhouette relative to
+	// its colour: rims are set about a stop above the key.
+	rimBoost = 2
 	// ridge is the relative ridge regulariser of the SH fit.
 	ridge = 2e-3
 	// emaNew is the weight of the new frame in the temporal smoothing of
@@ -100,6 +111,12 @@ type Renderer struct {
 	distSmooth                                     kernels.Image
 	nSmooth, nDetail, eNew, eOld, relit            kernels.Image
 	gain, ones1, ones3, alphaBlur                  kernels.Image
+	// The subject's coarse shape: its matte at an eighth of the low
+	// resolution, blurred (alphaE, alphaEB), upsampled (globalH), and the
+	// relief mixed with it (mixH, by the constant weight mixW).
+	alphaE, alphaEB, globalH, mixH, mixW kernels.Image
+	// Foreground estimation and shadows (not in fill mode).
+	look lookImages
 	// Harmonisation runs at half the low resolution: relitQ, its matte,
 	// the transferred image, its ratio to relitQ, and that ratio
 	// upsampled back (harmGain).
@@ -109,8 +126,12 @@ type Renderer struct {
 	oldSH   [9]float64
 	haveOld bool
 	radius  float32
+	shapeH  float32
 	fromLab kernels.LabStats
 	haveLab bool
+	// Exposure: the old background's mean luminance (smoothed) and the
+	// new one's.
+	bgOldLum, bgNewLum float64
 
 	closed bool
 }
@@ -191,6 +212,11 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	alloc(&r.onesQ, qw, qh, 3)
 	alloc(&r.harmGain, lw, lh, 3)
 	alloc(&r.alphaBlur, qw, qh, 1)
+	alloc(&r.alphaE, max(1, qw/4), max(1, qh/4), 1)
+	alloc(&r.alphaEB, max(1, qw/4), max(1, qh/4), 1)
+	alloc(&r.globalH, lw, lh, 1)
+	alloc(&r.mixH, lw, lh, 1)
+	alloc(&r.mixW, lw, lh, 1)
 	alloc(&r.gain, lw, lh, 3)
 	alloc(&r.ones1, lw, lh, 1)
 	alloc(&r.ones3, lw, lh, 3)
@@ -283,6 +309,17 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		}
 	}
 
+	// Mean luminance of the new background: the subject's exposure
+	// follows it.
+	if err := r.ops.Luma(r.luma, bgLow); err != nil {
+		return fmt.Errorf("render: background luminance: %w", err)
+	}
+	if st, err := r.ops.MaskedStats(r.luma, nil); err != nil {
+		return fmt.Errorf("render: background luminance: %w", err)
+	} else {
+		r.bgNewLum = st.Mean[0]
+	}
+
 	// Statistics of the background for harmonisation.
 	if r.bgLab, err = r.ops.LabStats(bgLow, nil); err != nil {
 		return fmt.Errorf("render: background statistics: %w", err)
@@ -294,13 +331,12 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		return fmt.Errorf("render: environment light: %w", err)
 	}
 	r.newSH = targetLighting(&r.light, envL, hasRef)
-	// The fitted old shading is a guess from a matte, so it is never fully
-	// replaced: explicit prompt lights replace most of it, a reference or
-	// a scene's default lights a little less, nothing but ambient light
-	// half of it.
+	// The fitted old shading is a guess from a matte: explicit prompt
+	// lights replace it (the user asked for them), a reference or a
+	// scene's default lights most of it, nothing but ambient light half.
 	switch {
 	case r.light.Explicit:
-		r.relightMix = 0.85
+		r.relightMix = 1
 	case hasRef || len(r.light.Lights) > 0:
 		r.relightMix = 0.7
 	default:
@@ -326,6 +362,8 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		if err := r.makeFillNormals(); err != nil {
 			return err
 		}
+	} else if err := r.allocLook(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -435,9 +473,13 @@ func jitterLights(ls []Light, rng *rand.Rand) {
 // environment's mean irradiance is scaled to luminance 1 with a reference
 // image and no prompt light, 0.6 with a reference and prompt lights, and
 // 0.3 for a synthesised backdrop (whose look already follows the prompt).
-// Contrast multiplies the lights and divides the ambient light.
+// When the prompt has a key light, everything but the key and the rims
+// (environment, ambient, fills) is the fill side, scaled so that the
+// lighting ratio (irradiance of a normal facing the key over that of the
+// normal mirrored across the view axis) is KeyFillRatio: the photographic
+// ratio the words ask for.
 func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64 {
-	var e [3][9]float64
+	var rest, key [3][9]float64
 	var envE [3][9]float64
 	for c := 0; c < 3; c++ {
 		for k := 0; k < 9; k++ {
@@ -463,23 +505,95 @@ func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64
 		s := wEnv / dc
 		for c := 0; c < 3; c++ {
 			for k := 0; k < 9; k++ {
-				e[c][k] += s * envE[c][k]
+				rest[c][k] += s * envE[c][k]
 			}
 		}
 	}
-	contrast := l.Contrast
-	if contrast <= 0 {
-		contrast = 1
-	}
+	var keyDir [3]float32
+	haveKey := false
 	for _, lt := range l.Lights {
-		lightIrradiance(&e, lt.Dir, scale3(lt.Color, contrast), lt.Hardness)
+		switch {
+		case lt.Role == RoleKey && !haveKey:
+			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
+			keyDir, haveKey = lt.Dir, true
+		case lt.Role == RoleRim:
+			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
+			rimIrradiance(&key, lt.Dir, scale3(lt.Color, rimBoost))
+		default:
+			lightIrradiance(&rest, lt.Dir, lt.Color, lt.Hardness)
+		}
 	}
-	amb := scale3(l.Ambient, 1/contrast)
+	amb := l.Ambient
 	if hasRef && len(l.Lights) == 0 {
 		amb = scale3(amb, 0.35)
 	}
-	ambientIrradiance(&e, amb)
+	ambientIrradiance(&rest, amb)
+	f := 1.0
+	if haveKey {
+		f = fillScale(key, rest, keyDir, KeyFillRatio(l))
+	}
+	var e [3][9]float64
+	for c := 0; c < 3; c++ {
+		for k := 0; k < 9; k++ {
+			e[c][k] = key[c][k] + f*rest[c][k]
+		}
+	}
 	return e
+}
+
+// KeyFillRatio is the lighting ratio the prompt asks for: the irradiance
+// on the key side over the shadow side. It starts at the common 3:1 of a
+// portrait and follows the words: the key's hardness (soft 2:1 up to hard
+// 4.5:1), its strength ("strong", "faint") and the global contrast
+// squared ("dramatic", "low-key" toward 8:1 and beyond, "flat",
+// "high-key" toward 2:1). Range 1.5..12.
+func KeyFillRatio(l *Lighting) float64 {
+	k := 3.0
+	for _, lt := range l.Lights {
+		if lt.Role == RoleKey {
+			k *= 1 + float64(clamp32(lt.Hardness, 0, 1)) - 0.5
+			k *= math.Max(0.5, math.Min(1.5, float64(luminance(lt.Color))))
+			break
+		}
+	}
+	c := float64(l.Contrast)
+	if c <= 0 {
+		c = 1
+	}
+	k *= c * c
+	return math.Max(1.5, math.Min(12, k))
+}
+
+// fillScale returns the factor f on the fill side rest so that the
+// luminance irradiance of key + f*rest at the key's direction over that at
+// the direction mirrored across the view axis is ratio; f stays in
+// [0.08, 1] (the fill is only ever reduced, never removed).
+func fillScale(key, rest [3][9]float64, dir [3]float32, ratio float64) float64 {
+	lum := func(e [3][9]float64, d [3]float32) float64 {
+		y := shBasis(normalize3(d))
+		var v [3]float64
+		for c := 0; c < 3; c++ {
+			for k := 0; k < 9; k++ {
+				v[c] += e[c][k] * y[k]
+			}
+		}
+		return 0.2126*v[0] + 0.7152*v[1] + 0.0722*v[2]
+	}
+	dark := [3]float32{-dir[0], -dir[1], dir[2]}
+	if math.Abs(float64(dir[0]))+math.Abs(float64(dir[1])) < 0.2 {
+		return 1 // a frontal key has no dark side to set
+	}
+	kl, kd := lum(key, dir), lum(key, dark)
+	rl, rd := lum(rest, dir), lum(rest, dark)
+	den := ratio*rd - rl
+	if den <= 1e-9 {
+		return 1
+	}
+	f := (kl - ratio*kd) / den
+	if math.IsNaN(f) {
+		return 1
+	}
+	return math.Max(0.08, math.Min(1, f))
 }
 
 // makeFillNormals builds, once, the normals of fill mode, where the whole
@@ -534,7 +648,10 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 		return err
 	}
 	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		if a == nil {
+			return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		}
+		return r.ops.GainCompositeLook(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -551,7 +668,10 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
 	}
 	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		if a == nil {
+			return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+		}
+		return r.ops.GainCompositeLookDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -633,12 +753,13 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 		}
 		lumNew := 0.2126*mNew[0] + 0.7152*mNew[1] + 0.0722*mNew[2]
 		relight = oldMean > 1e-6 && lumNew > 1e-9 && !math.IsInf(oldMean, 0)
-		s := float64(r.light.Intensity) * oldMean / lumNew
+		x := float64(r.light.Intensity) * r.exposure(mask)
+		s := x * oldMean / lumNew
 		m := r.relightMix
 		for c := 0; c < 3; c++ {
 			var v [9]float64
 			for k := range v {
-				v[k] = m*s*r.newSH[c][k] + (1-m)*float64(r.light.Intensity)*r.oldSH[k]
+				v[k] = m*s*r.newSH[c][k] + (1-m)*x*r.oldSH[k]
 			}
 			coeffs[c] = toSH9(v)
 		}
@@ -668,10 +789,7 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	}
 	var maskQ kernels.Image
 	if !r.fill {
-		if err := step("harmonise resize", ops.ResizeArea(r.alphaQ, r.alphaLow)); err != nil {
-			return err
-		}
-		maskQ = r.alphaQ
+		maskQ = r.alphaQ // made by normals
 	}
 	from, err := ops.LabStats(r.relitQ, maskQ)
 	if err != nil {
@@ -711,6 +829,12 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	if err := step("wrap matte", ops.GaussianBlur(r.alphaBlur, r.alphaQ, r.wrapSigma)); err != nil {
 		return err
 	}
+	if err := r.foregroundEstimates(step); err != nil {
+		return err
+	}
+	if err := r.shadows(step); err != nil {
+		return err
+	}
 	return step("composite", finish(alpha, r.bg, r.bgBlur, r.alphaBlur, r.wrap))
 }
 
@@ -746,10 +870,85 @@ func (r *Renderer) normals(step func(string, error) error) error {
 	if err := step("distance blur", ops.GaussianBlur(r.distSmooth, r.dist, r.distSigma)); err != nil {
 		return err
 	}
+	// The coarse shape: the matte blurred by half the subject's radius
+	// (an eighth of the low resolution is plenty) is a dome over the
+	// whole subject, so that its left half faces left and its top faces
+	// up, not only the few pixels at the silhouette.
+	if err := step("shape resize", ops.ResizeArea(r.alphaQ, r.alphaLow)); err != nil {
+		return err
+	}
+	if err := step("shape resize", ops.ResizeArea(r.alphaE, r.alphaQ)); err != nil {
+		return err
+	}
+	subjR := math.Sqrt(math.Max(st.Weight, 0) / math.Pi) // low-res pixels
+	scaleE := float64(r.alphaE.Width()) / float64(r.lw)
+	sigE := float32(max(0.7, min(globalSigma*subjR*scaleE, float64(max(r.alphaE.Width(), r.alphaE.Height())))))
+	if err := step("shape blur", ops.GaussianBlur(r.alphaEB, r.alphaE, sigE)); err != nil {
+		return err
+	}
+	if err := step("shape resize", ops.ResizeBilinear(r.globalH, r.alphaEB)); err != nil {
+		return err
+	}
+	rg := float32(globalHeight * subjR)
+	if r.shapeH > 0 {
+		rg = r.shapeH + emaNew*(rg-r.shapeH)
+	}
+	r.shapeH = rg
+	// The old shading is fitted on the local normals only: at the scale
+	// of the whole subject, luminance differences are mostly albedo
+	// (dark trousers, a light shirt), which a fit on the coarse dome
+	// would take for light and remove.
 	if err := step("normals", ops.NormalsFromMatte(r.nSmooth, r.distSmooth, nil, rad, 0)); err != nil {
 		return err
 	}
-	return step("normals", ops.NormalsFromMatte(r.nDetail, r.distSmooth, r.detail, rad, detailStrength))
+	// nDetail's height adds the relief: mixH = c*detail + (1-c)*globalH
+	// with c = detailStrength/(detailStrength+rg), scaled back by their sum.
+	c := detailStrength / (detailStrength + rg)
+	if err := step("normals", ops.Fill(r.mixW, []float32{c})); err != nil {
+		return err
+	}
+	if err := step("normals", ops.Composite(r.mixH, r.detail, r.globalH, r.mixW)); err != nil {
+		return err
+	}
+	return step("normals", ops.NormalsFromMatte(r.nDetail, r.distSmooth, r.mixH, rad, detailStrength+rg))
+}
+
+// exposure returns the factor on the subject's light that follows the
+// scene: the new background's mean luminance over the old background's
+// (the source outside the matte, smoothed in time), so that the subject
+// keeps the relation to its surroundings that the source had: a night
+// stays a night and a bright beach is not dim. Between 1/16 and maxGain;
+// 1 in fill mode or when too little of the old background is visible.
+func (r *Renderer) exposure(mask kernels.Image) float64 {
+	if r.fill || mask == nil || !(r.bgNewLum > 0) {
+		return 1
+	}
+	all, err1 := r.ops.MaskedStats(r.luma, nil)
+	sub, err2 := r.ops.MaskedStats(r.luma, mask)
+	if err1 == nil && err2 == nil {
+		if bw := all.Weight - sub.Weight; bw >= 0.05*all.Weight {
+			old := (all.Mean[0]*all.Weight - sub.Mean[0]*sub.Weight) / bw
+			if old > 1e-4 && !math.IsInf(old, 0) {
+				if r.bgOldLum > 0 {
+					old = r.bgOldLum + emaNew*(old-r.bgOldLum)
+				}
+				r.bgOldLum = old
+			}
+		}
+	}
+	if !(r.bgOldLum > 0) {
+		return 1
+	}
+	return math.Max(1.0/16, math.Min(maxGain, r.bgNewLum/r.bgOldLum))
+}
+
+// compositeLook is the fused composite's foreground estimates and shadow.
+func (r *Renderer) compositeLook() kernels.CompositeLook {
+	look := kernels.CompositeLook{FgLow: r.look.fm, BgOldLow: r.look.bm}
+	if r.look.haveShadow {
+		look.ShadowLow = r.look.shadow
+	}
+	return look
 }
 
 func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
@@ -825,11 +1024,12 @@ func (r *Renderer) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.freeLook()
 	for _, img := range []*kernels.Image{
 		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
 		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,
 		&r.relitQ, &r.alphaQ, &r.harmQ, &r.ratioQ, &r.onesQ, &r.harmGain,
-		&r.ones1, &r.ones3, &r.alphaBlur,
+		&r.ones1, &r.ones3, &r.alphaBlur, &r.alphaE, &r.alphaEB, &r.globalH, &r.mixH, &r.mixW,
 	} {
 		if *img != nil {
 			r.dev.Free(*img)

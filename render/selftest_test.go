@@ -58,3 +58,7 @@ func (b *brokenDev) Name() string     { return "broken" }
 func (b *brokenDev) GainCompositeDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow kernels.Image, wrap, maxValue float32) error {
 	return b.CPU.GainCompositeDownload(dst, src, alpha, bg, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 }
+
+func (b *brokenDev) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow kernels.Image, look kernels.CompositeLook, wrap, maxValue float32) error {
+	return b.CPU.GainCompositeLookDownload(dst, src, alpha, bg, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+}

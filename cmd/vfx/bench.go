@@ -21,10 +21,13 @@ import (
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"want a subcommand: fixture, ffmpeg or matte"}
+		return usageError{"want a subcommand: fixture, ffmpeg, matte or look"}
 	}
 	if args[0] == "matte" {
 		return benchMatte(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "look" {
+		return benchLook(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/codec"
+)
+
+// benchLook renders the look bench's fixed prompts on real subjects
+// (DAVIS-2016 train, first frames with their masks) and prints the
+// issue-15 measures as medians over subjects.
+func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench look", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataset := fs.String("dataset", "../shared/datasets/davis2016-train", "davis2016-train folder (source.mp4 and masks/ per sequence)")
+	subjects := fs.String("subjects", "", "comma-separated sequence names (default: "+strings.Join(bench.LookSubjects, ",")+")")
+	sheet := fs.String("sheet", "", "write a contact sheet PNG here (rows: subjects; columns: source, then each prompt)")
+	frames := fs.Int("frames", 12, "frames per subject of the flicker check (below 2 skips it)")
+	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	seed := fs.Uint("seed", 1, "render seed")
+	perSubject := fs.Bool("per-subject", false, "also print every measure per subject")
+	if err := fs.Parse(args); err != nil {
+		return usageError{}
+	}
+	codec.Quiet()
+	opt := bench.LookOptions{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed)}
+	if *frames < 2 {
+		opt.VideoFrames = -1
+	}
+	if *subjects != "" {
+		opt.Subjects = strings.Split(*subjects, ",")
+	}
+	rep, err := bench.RunLook(ctx, opt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep)
+	if *perSubject {
+		fmt.Fprint(stdout, rep.PerSubject())
+	}
+	if *sheet != "" {
+		fmt.Fprintf(stdout, "contact sheet: %s\n", *sheet)
+	}
+	return nil
+}
