@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
-	"github.com/vfxrender/vfx/worker"
 )
 
 // runBilling settles the reservation of every finished generation job
@@ -66,7 +66,7 @@ func (s *Server) settle(ctx context.Context, ev queue.Event) error {
 	if rec.Status != queue.StatusCompleted {
 		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
 	}
-	jr, err := worker.DecodeJobRequest(rec.Request)
+	jr, err := job.DecodeJobRequest(rec.Request)
 	if err != nil {
 		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
 	}
@@ -81,7 +81,7 @@ func (s *Server) settle(ctx context.Context, ev queue.Event) error {
 // renderFrames counts the frames of a completed video job's render, or
 // returns fallback when it cannot be probed.
 func (s *Server) renderFrames(ctx context.Context, rec queue.Record, fallback int) int {
-	key, ok := rec.Outputs[worker.OutputRender]
+	key, ok := rec.Outputs[job.OutputRender]
 	if !ok {
 		return fallback
 	}

@@ -19,8 +19,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
-	"github.com/vfxrender/vfx/worker"
 )
 
 // JobIDPrefix starts every generation job id.
@@ -251,7 +251,7 @@ func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, b
 }
 
 // create reserves the job's estimated cost, records it and submits it.
-func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr worker.JobRequest, g genRequest, frames int) (Job, error) {
+func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr job.JobRequest, g genRequest, frames int) (Job, error) {
 	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
 	if err := s.acc.Reserve(ctx, p.Account, jobID, cost, p.Key.Kind == account.KindPersonal); err != nil {
 		return Job{}, accountError(err)
@@ -407,29 +407,29 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	if rec.Status == queue.StatusCompleted {
 		progress = 100
 	}
-	job := Job{ID: rec.ID, Status: string(rec.Status), Progress: &progress, Seed: rec.Seed,
+	v := Job{ID: rec.ID, Status: string(rec.Status), Progress: &progress, Seed: rec.Seed,
 		CreatedAt: timeString(rec.CreatedAt), ModifiedAt: timeString(rec.ModifiedAt)}
-	if jr, err := worker.DecodeJobRequest(rec.Request); err == nil {
+	if jr, err := job.DecodeJobRequest(rec.Request); err == nil {
 		if jr.GenerationType != "" {
-			job.GenerationType = &jr.GenerationType
+			v.GenerationType = &jr.GenerationType
 		}
 		if jr.AlphaMode != "" {
-			job.AlphaMode = &jr.AlphaMode
+			v.AlphaMode = &jr.AlphaMode
 		}
-		job.Prompt = jr.Prompt
+		v.Prompt = jr.Prompt
 	}
-	job.Frames = rec.Frames
-	if job.Frames == 0 && m != nil {
-		job.Frames = m.EstFrames
+	v.Frames = rec.Frames
+	if v.Frames == 0 && m != nil {
+		v.Frames = m.EstFrames
 	}
 	if rec.CompletedAt != nil {
 		c := timeString(*rec.CompletedAt)
-		job.CompletedAt = &c
+		v.CompletedAt = &c
 	}
 	switch rec.Status {
 	case queue.StatusCompleted:
-		job.Output = map[string]string{}
-		for _, name := range []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha} {
+		v.Output = map[string]string{}
+		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
 			key, ok := rec.Outputs[name]
 			if !ok {
 				continue
@@ -438,21 +438,21 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 			if err != nil {
 				return Job{}, fmt.Errorf("api: sign %s of %s: %w", name, rec.ID, err)
 			}
-			job.Output[name] = u
+			v.Output[name] = u
 		}
 	case queue.StatusFailed:
-		job.Error = rec.Error
-		if job.Error == "" {
-			job.Error = "INTERNAL_ERROR: the job failed"
+		v.Error = rec.Error
+		if v.Error == "" {
+			v.Error = "INTERNAL_ERROR: the job failed"
 		}
 	}
 	if m != nil && m.CallbackURL != "" {
-		job.Webhook = m.Webhook
-		if job.Webhook == nil {
-			job.Webhook = &webhookState{Status: WebhookPending}
+		v.Webhook = m.Webhook
+		if v.Webhook == nil {
+			v.Webhook = &webhookState{Status: WebhookPending}
 		}
 	}
-	return job, nil
+	return v, nil
 }
 
 // listPage is the body of GET /v1/vfx/generations.

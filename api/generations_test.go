@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/account"
-	"github.com/vfxrender/vfx/worker"
+	"github.com/vfxrender/vfx/job"
 )
 
 func TestAuth(t *testing.T) {
@@ -550,7 +550,7 @@ func TestSelectMatteChecks(t *testing.T) {
 		{e.upload(key, "half.png", pngBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
-		_, err := e.srv.checkMedia(ctx, worker.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
+		_, err := e.srv.checkMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
 			AlphaURI: tc.alpha, AlphaKeyframeIndex: tc.index})
 		var ae *apiError
 		if tc.code == "" {

@@ -13,8 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/media"
 	"github.com/vfxrender/vfx/store"
-	"github.com/vfxrender/vfx/worker"
 )
 
 // mediaError turns an input error into a 400 with its code, and object
@@ -25,9 +26,9 @@ func mediaError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ie *worker.InputError
-	if errors.As(worker.AsInputError(what, err), &ie) {
-		return badRequest(ie.Code, "%v", ie.Err)
+	var ie *job.InputError
+	if errors.As(media.AsInputError(what, err), &ie) {
+		return badRequest(string(ie.Code), "%v", ie.Err)
 	}
 	if storeUnreachable(err) {
 		e := newError(http.StatusServiceUnavailable, CodeUnavailable,
@@ -77,11 +78,11 @@ func (s *Server) input(ctx context.Context, what, uri string) (*codec.Input, err
 	}}, nil
 }
 
-// checkMedia runs the content checks of worker.CheckMedia on the inputs
+// checkMedia runs the content checks of media.Check on the inputs
 // that are at hand and returns the source's frame count (0 when the source
 // is not at hand).
-func (s *Server) checkMedia(ctx context.Context, jr worker.JobRequest) (int, error) {
-	req := worker.Request{GenerationType: jr.GenerationType, AlphaMode: jr.AlphaMode, AlphaKeyframeIndex: jr.AlphaKeyframeIndex}
+func (s *Server) checkMedia(ctx context.Context, jr job.JobRequest) (int, error) {
+	req := media.Inputs{GenerationType: jr.GenerationType, AlphaMode: jr.AlphaMode, AlphaKeyframeIndex: jr.AlphaKeyframeIndex}
 	var err error
 	if req.Source, err = s.input(ctx, "source", jr.SourceURI); err != nil {
 		return 0, err
@@ -92,7 +93,7 @@ func (s *Server) checkMedia(ctx context.Context, jr worker.JobRequest) (int, err
 	if req.Reference, err = s.input(ctx, "reference_image", jr.ReferenceImageURI); err != nil {
 		return 0, err
 	}
-	m, err := worker.CheckMedia(ctx, &req, codec.DefaultLimits())
+	m, err := media.Check(ctx, req, codec.DefaultLimits())
 	if err != nil {
 		return 0, mediaError("media", err)
 	}
@@ -105,7 +106,7 @@ func (s *Server) checkMedia(ctx context.Context, jr worker.JobRequest) (int, err
 // replaces its URI by the object's vfx:// reference, so that the queue
 // record stays small whatever the input. The returned cleanup deletes what
 // was stored; the caller runs it when the job is not created.
-func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *worker.JobRequest) (func(), error) {
+func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *job.JobRequest) (func(), error) {
 	var keys []string
 	cleanup := func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

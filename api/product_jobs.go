@@ -18,9 +18,8 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
-	"github.com/vfxrender/vfx/worker"
 )
 
 // ProductJobIDPrefix starts every product job id.
@@ -341,7 +340,7 @@ var (
 
 // plan is a validated product job before it is created.
 type plan struct {
-	req     worker.ProductRequest
+	req     job.ProductRequest
 	meta    productMeta
 	credits int64
 	exact   bool // credits is the price (false: an upper bound)
@@ -369,9 +368,9 @@ func (s *Server) prepare(ctx context.Context, oc orgCtx, p *productDef, m *model
 		return plan{}, cleanup, err
 	}
 	switch p.Product {
-	case worker.ProductVFX:
+	case job.ProductVFX:
 		return s.prepareVFX(ctx, inputs, teamOwner(oc.Org.ID, oc.TeamID), jobID)
-	case worker.ProductFinish:
+	case job.ProductFinish:
 		pl, err := s.prepareFinish(ctx, oc, inputs)
 		return pl, cleanup, err
 	}
@@ -416,22 +415,22 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		return plan{}, invalidInput("inputs: %v", err)
 	}
 	if in.Mode == "" {
-		in.Mode = worker.ModeStandard
+		in.Mode = job.ModeStandard
 	}
 	if in.MaxResolution == 0 {
-		in.MaxResolution = worker.DefaultMaxResolution
+		in.MaxResolution = job.DefaultMaxResolution
 	}
 	if err := checkPromptChars(in.Prompt); err != nil {
 		return plan{}, invalidInput("inputs.%v", err)
 	}
-	mode, err := matte.ParseMode(in.AlphaMode)
+	mode, err := job.ParseAlphaMode(in.AlphaMode)
 	if err == nil {
 		err = mode.Supported()
 	}
 	if err != nil {
 		return plan{}, invalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
 	}
-	jr := worker.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
+	jr := job.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
 		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution, Foreground: in.Outputs.Foreground}
 	if mode.NeedsMatte() {
 		jr.AlphaURI = in.Alpha
@@ -474,14 +473,14 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		if info.Kind == codec.KindVideo {
 			jr.GenerationType = "video"
 		}
-		if mode == matte.Select && jr.GenerationType == "video" {
+		if mode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = in.AlphaKeyframeIndex
 		}
 		if frames, err = s.checkMedia(ctx, jr); err != nil {
 			return plan{}, err
 		}
 		video, exact = jr.GenerationType == "video", true
-	} else if mode == matte.Select {
+	} else if mode == job.AlphaSelect {
 		jr.AlphaKeyframeIndex = in.AlphaKeyframeIndex
 	}
 	credits := vfxCredits(video, frames, in.MaxResolution, in.Mode)
@@ -493,7 +492,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		rate = 1
 	}
 	item := estimateItem{Item: fmt.Sprintf("vfx %s %dp", in.Mode, in.MaxResolution), Units: units, Rate: rate, Credits: credits}
-	if in.Mode == worker.ModeFast {
+	if in.Mode == job.ModeFast {
 		item.Note = "fast mode: half price, rounded up"
 	}
 	if !exact {
@@ -501,7 +500,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	}
 	return plan{
 		uploads: uploads,
-		req:     worker.ProductRequest{Product: worker.ProductVFX, ModelID: worker.ModelVFX2, Mode: in.Mode, Generation: &jr},
+		req:     job.ProductRequest{Product: job.ProductVFX, ModelID: job.ModelVFX2, Mode: in.Mode, Generation: &jr},
 		meta:    productMeta{Mode: in.Mode, MaxResolution: in.MaxResolution},
 		credits: credits, exact: exact, video: video, frames: frames, items: []estimateItem{item},
 	}, nil
@@ -541,18 +540,18 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 			"parent job %s belongs to another key owner or team of this organization", rec.ID)
 	}
 	switch {
-	case pm.Product == worker.ProductFinish:
+	case pm.Product == job.ProductFinish:
 		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
-	case pm.Product != worker.ProductVFX:
+	case pm.Product != job.ProductVFX:
 		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
-	case pm.Mode == worker.ModeFast:
+	case pm.Mode == job.ModeFast:
 		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
 	}
 	pv, err := s.productView(ctx, rec, &pm)
 	if err != nil {
 		return plan{}, err
 	}
-	render := rec.Outputs[worker.OutputRender]
+	render := rec.Outputs[job.OutputRender]
 	if pv.Status != ProductSuccess || render == "" {
 		return plan{}, newProductErr(http.StatusConflict, CodeParentNotSuccessful, "parent job %s is %s; only success-ful jobs can be finished", rec.ID, pv.Status)
 	}
@@ -563,12 +562,12 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 	if !video {
 		units = ImageCreditUnits
 	}
-	if in.TargetResolution == worker.FinishRes2160 {
+	if in.TargetResolution == job.FinishRes2160 {
 		rate = 3
 	}
 	return plan{
-		req: worker.ProductRequest{Product: worker.ProductFinish, ModelID: worker.ModelVFX2,
-			Finish: &worker.FinishRequest{ParentJobID: rec.ID, ParentRender: render, ParentVideo: video, TargetResolution: in.TargetResolution}},
+		req: job.ProductRequest{Product: job.ProductFinish, ModelID: job.ModelVFX2,
+			Finish: &job.FinishRequest{ParentJobID: rec.ID, ParentRender: render, ParentVideo: video, TargetResolution: in.TargetResolution}},
 		meta:    productMeta{ParentJobID: rec.ID, TargetResolution: in.TargetResolution},
 		credits: credits, exact: true, video: video, frames: frames,
 		items: []estimateItem{{Item: fmt.Sprintf("vfx_finish %d", in.TargetResolution), Units: units, Rate: rate, Credits: credits}},
@@ -884,8 +883,8 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 
 // cost is the credits a completed product job costs, from its render.
 func productCost(rec queue.Record, m *productMeta) int64 {
-	video := strings.HasSuffix(rec.Outputs[worker.OutputRender], ".mp4")
-	if m.Product == worker.ProductFinish {
+	video := strings.HasSuffix(rec.Outputs[job.OutputRender], ".mp4")
+	if m.Product == job.ProductFinish {
 		return finishCredits(video, rec.Frames, m.TargetResolution)
 	}
 	return vfxCredits(video, rec.Frames, m.MaxResolution, m.Mode)
@@ -909,13 +908,13 @@ func (s *Server) settleProduct(ctx context.Context, rec queue.Record, m *product
 // productView renders a product job, settling its credits first when it
 // has finished.
 func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMeta) (ProductJob, error) {
-	job := ProductJob{ID: rec.ID, Product: m.Product, ModelID: m.ModelID, OrganizationID: m.OrgID, BillingUnit: "credits",
+	v := ProductJob{ID: rec.ID, Product: m.Product, ModelID: m.ModelID, OrganizationID: m.OrgID, BillingUnit: "credits",
 		CreatedAt: timeString(rec.CreatedAt)}
 	if m.TeamID != "" {
-		job.TeamID = &m.TeamID
+		v.TeamID = &m.TeamID
 	}
 	progress := float64(rec.Progress)
-	job.Progress = &progress
+	v.Progress = &progress
 	entry, err := s.settleProduct(ctx, rec, m)
 	if err != nil {
 		return ProductJob{}, fmt.Errorf("api: credits of %s: %w", rec.ID, err)
@@ -923,18 +922,18 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 	final := entry.State != account.LedgerReserved
 	if final {
 		charged, refunded := entry.Charged, entry.Refunded()
-		job.CreditsCharged, job.Refunded = &charged, &refunded
+		v.CreditsCharged, v.Refunded = &charged, &refunded
 	}
 	switch rec.Status {
 	case queue.StatusInQueue:
-		job.Status = ProductQueued
+		v.Status = ProductQueued
 	case queue.StatusProcessing:
-		job.Status = ProductRunning
+		v.Status = ProductRunning
 	case queue.StatusFailed:
-		job.Status = ProductFailed
+		v.Status = ProductFailed
 		code, msg := errorCode(rec.Error), rec.Error
 		if strings.HasPrefix(rec.Error, cancelledPrefix) {
-			job.Status = ProductCancelled
+			v.Status = ProductCancelled
 			code = cancelledPrefix
 		}
 		if code == "" {
@@ -943,19 +942,19 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		if msg == "" {
 			msg = "the job failed"
 		}
-		job.Error = &productJobError{Code: code, Message: msg}
+		v.Error = &productJobError{Code: code, Message: msg}
 	case queue.StatusCompleted:
 		if entry.State == account.LedgerCreditRequired {
-			job.Status = ProductCreditRequired
-			job.Error = &productJobError{Code: "CREDIT_REQUIRED", Message: fmt.Sprintf(
+			v.Status = ProductCreditRequired
+			v.Error = &productJobError{Code: "CREDIT_REQUIRED", Message: fmt.Sprintf(
 				"the job cost %d credits, over its reservation of %d (max_credits or balance); outputs are withheld and nothing was charged", entry.Cost, entry.Reserved)}
 			break
 		}
-		job.Status = ProductSuccess
+		v.Status = ProductSuccess
 		progress = 100
-		job.Outputs = map[string]string{}
-		names := []string{worker.OutputRender, worker.OutputSource, worker.OutputAlpha, worker.OutputForeground}
-		if m.Product == worker.ProductFinish {
+		v.Outputs = map[string]string{}
+		names := []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground}
+		if m.Product == job.ProductFinish {
 			names = names[:1]
 		}
 		for _, name := range names {
@@ -967,10 +966,10 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 			if err != nil {
 				return ProductJob{}, fmt.Errorf("api: sign %s of %s: %w", name, rec.ID, err)
 			}
-			job.Outputs[name] = u
+			v.Outputs[name] = u
 		}
 	}
-	return job, nil
+	return v, nil
 }
 
 // errorCode returns the code at the start of a record error

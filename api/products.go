@@ -13,7 +13,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/vfxrender/vfx/worker"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Product catalogue: products, their models, input schemas and credit
@@ -90,12 +90,12 @@ const finishSchema = `{
 // catalogue returns the products with compiled schemas.
 func catalogue() ([]*productDef, error) {
 	ps := []*productDef{
-		{Product: worker.ProductVFX, Name: "VFX", Description: "Relights and composites an image or video from a prompt, a reference image and an alpha matte.",
-			models: []modelDef{{ModelID: worker.ModelVFX2, Description: "vfx 2.0 render pipeline", InputSchema: json.RawMessage(vfxSchema),
+		{Product: job.ProductVFX, Name: "VFX", Description: "Relights and composites an image or video from a prompt, a reference image and an alpha matte.",
+			models: []modelDef{{ModelID: job.ModelVFX2, Description: "vfx 2.0 render pipeline", InputSchema: json.RawMessage(vfxSchema),
 				Pricing: pricing{Unit: "credits", Rates: map[string]int{"standard_720_per_frame": 1, "standard_1080_per_frame": 2, "image_frame_units": ImageCreditUnits},
 					Description: "frames x rate (an image counts 8 frames); fast mode costs half, rounded up; at least 1 credit"}}}},
-		{Product: worker.ProductFinish, Name: "VFX Finish", Description: "Upscales a finished standard vfx job to 1080 or 2160 (shorter side) with an edge-aware Lanczos kernel and sharpening; audio passes through.",
-			models: []modelDef{{ModelID: worker.ModelVFX2, Description: "vfx 2.0 finish upscaler", InputSchema: json.RawMessage(finishSchema),
+		{Product: job.ProductFinish, Name: "VFX Finish", Description: "Upscales a finished standard vfx job to 1080 or 2160 (shorter side) with an edge-aware Lanczos kernel and sharpening; audio passes through.",
+			models: []modelDef{{ModelID: job.ModelVFX2, Description: "vfx 2.0 finish upscaler", InputSchema: json.RawMessage(finishSchema),
 				Pricing: pricing{Unit: "credits", Rates: map[string]int{"1080_per_frame": 1, "2160_per_frame": 3, "image_frame_units": ImageCreditUnits},
 					Description: "parent frames x rate (an image counts 8 frames); at least 1 credit"}}}},
 	}
@@ -204,7 +204,7 @@ func vfxCredits(video bool, frames, maxRes int, mode string) int64 {
 		rate = 1
 	}
 	c := units * rate
-	if mode == worker.ModeFast {
+	if mode == job.ModeFast {
 		c = (c + 1) / 2
 	}
 	return max(c, 1)
@@ -217,7 +217,7 @@ func finishCredits(video bool, frames, target int) int64 {
 		units = int64(max(frames, 1))
 	}
 	rate := int64(1)
-	if target == worker.FinishRes2160 {
+	if target == job.FinishRes2160 {
 		rate = 3
 	}
 	return max(units*rate, 1)

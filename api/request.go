@@ -17,9 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/store"
-	"github.com/vfxrender/vfx/worker"
 )
 
 // MaxSeed is the largest seed (2^32-1).
@@ -227,8 +226,8 @@ func str(p *string) string {
 
 // validate checks the field rules of SPEC.md and SPEC-NOTES.md (not the
 // media) and returns the normalised job request without a seed.
-func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest, error) {
-	var jr worker.JobRequest
+func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
+	var jr job.JobRequest
 	jr.GenerationType = str(g.GenerationType)
 	switch jr.GenerationType {
 	case "image", "video":
@@ -241,7 +240,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 	if jr.AlphaMode == "" {
 		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
 	}
-	mode, err := matte.ParseMode(jr.AlphaMode)
+	mode, err := job.ParseAlphaMode(jr.AlphaMode)
 	if err != nil {
 		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", truncate(jr.AlphaMode, 40))
 	}
@@ -269,10 +268,10 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 	if err := checkPromptChars(jr.Prompt); err != nil {
 		return jr, badRequest(CodeInvalidPrompt, "%v", err)
 	}
-	if n := utf8.RuneCountInString(jr.Prompt); n > worker.MaxPromptChars {
-		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, worker.MaxPromptChars)
+	if n := utf8.RuneCountInString(jr.Prompt); n > job.MaxPromptChars {
+		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, job.MaxPromptChars)
 	}
-	jr.MaxResolution = worker.DefaultMaxResolution
+	jr.MaxResolution = job.DefaultMaxResolution
 	if g.MaxResolution != nil {
 		if *g.MaxResolution != 720 && *g.MaxResolution != 1080 {
 			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %d: want 720 or 1080", *g.MaxResolution)
@@ -286,7 +285,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
 			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", *g.AlphaKeyframeIndex)
 		}
-		if mode == matte.Select && jr.GenerationType == "video" {
+		if mode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
 		}
 	}
@@ -294,6 +293,12 @@ func (s *Server) validate(ctx context.Context, g genRequest) (worker.JobRequest,
 		if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
 			return jr, badRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
 		}
+	}
+	// The contract's own rules (job.Validate). The checks above cover them
+	// with the API's field names; this keeps the API from accepting a job
+	// that the worker would refuse.
+	if err := job.Validate(jr); err != nil {
+		return jr, mediaError("request", err)
 	}
 	for _, u := range []struct{ name, uri string }{
 		{"source_uri", jr.SourceURI}, {"alpha_uri", jr.AlphaURI}, {"reference_image_uri", jr.ReferenceImageURI},

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/store"
@@ -27,16 +27,6 @@ import (
 // DefaultProgressInterval is the least time between two progress updates
 // of a job record.
 const DefaultProgressInterval = time.Second
-
-// Output names: the keys of queue.Record.Outputs.
-const (
-	OutputRender = "render"
-	OutputSource = "source"
-	OutputAlpha  = "alpha"
-	// OutputForeground is the premultiplied subject with its alpha
-	// (product vfx with inputs.outputs.foreground).
-	OutputForeground = "foreground"
-)
 
 // settleTimeout bounds the record and queue calls made to settle a job
 // after its handler context may have ended.
@@ -106,7 +96,7 @@ func (dm *Daemon) resolver() *store.Resolver {
 // settles the delivery from the result:
 //
 //   - the job completed (or had already finished): nil, and Run acks it;
-//   - bad input (an *InputError, or an input URI that can never be
+//   - bad input (an *job.InputError, or an input URI that can never be
 //     fetched): Handle fails the job itself (dead-letter copy, record
 //     failed with an error string that starts with the SPEC-NOTES code,
 //     message terminated), publishes the finished event and returns the
@@ -169,7 +159,7 @@ func (dm *Daemon) Handle(ctx context.Context, d *queue.Delivery) error {
 
 // permanent reports whether err can never go away on retry.
 func permanent(err error) bool {
-	var ie *InputError
+	var ie *job.InputError
 	return errors.As(err, &ie) || errors.Is(err, queue.ErrPermanent)
 }
 
@@ -184,7 +174,7 @@ func (dm *Daemon) fail(ctx context.Context, d *queue.Delivery, log *zap.Logger, 
 		log.Error("could not fail the job; it comes back after AckWait", zap.NamedError("reason", cause), zap.Error(err))
 		return perm
 	}
-	log.Warn("job failed", zap.String("code", Code(cause)), zap.NamedError("reason", cause))
+	log.Warn("job failed", zap.String("code", string(job.CodeOf(cause))), zap.NamedError("reason", cause))
 	dm.Metrics.outcome(OutcomeFailed)
 	rec, _, err := dm.Queue.Get(sctx, d.JobID)
 	if err == nil && rec.Status.Terminal() {
@@ -244,7 +234,7 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 	var out jobOutput
 	switch rec.Kind {
 	case queue.KindGeneration:
-		jr, err := DecodeJobRequest(rec.Request)
+		jr, err := job.DecodeJobRequest(rec.Request)
 		if err != nil {
 			return err
 		}
@@ -272,8 +262,8 @@ type jobOutput struct {
 }
 
 // generate renders a generation request and uploads its outputs under
-// prefix. mode ModeFast renders at 2/3 of the size and upscales the render.
-func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest, dir, prefix, mode string, log *zap.Logger) (jobOutput, error) {
+// prefix. mode job.ModeFast renders at 2/3 of the size and upscales the render.
+func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobRequest, dir, prefix, mode string, log *zap.Logger) (jobOutput, error) {
 	if jr.GenerationType != "" {
 		if err := precheck(jr); err != nil {
 			return jobOutput{}, err
@@ -284,7 +274,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest
 		return jobOutput{}, err
 	}
 	var stdW, stdH int
-	if jr.GenerationType == "" || mode == ModeFast {
+	if jr.GenerationType == "" || mode == job.ModeFast {
 		// The source's kind decides the generation type of a product job
 		// whose source was not at hand at submission.
 		info, err := codec.Probe(ctx, *req.Source, dm.Pipeline.limits())
@@ -303,10 +293,10 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest
 		}
 		maxRes := req.MaxResolution
 		if maxRes == 0 {
-			maxRes = DefaultMaxResolution
+			maxRes = job.DefaultMaxResolution
 		}
 		stdW, stdH = render.OutputSize(info.DisplayWidth, info.DisplayHeight, maxRes, jr.GenerationType == "video")
-		if mode == ModeFast {
+		if mode == job.ModeFast {
 			req.RenderShortSide = FastShortSide(min(stdW, stdH))
 		}
 	}
@@ -319,7 +309,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr JobRequest
 	if err != nil {
 		return jobOutput{}, err
 	}
-	if mode == ModeFast && (res.Width != stdW || res.Height != stdH) {
+	if mode == job.ModeFast && (res.Width != stdW || res.Height != stdH) {
 		up := filepath.Join(dir, "out", "upscaled"+filepath.Ext(res.Render))
 		if _, err := Upscale(ctx, p.Device, codec.FileInput(res.Render), up, UpscaleOptions{Width: stdW, Height: stdH,
 			Preset: dm.Preset, CRF: dm.CRF}); err != nil {
@@ -383,34 +373,11 @@ func (dm *Daemon) complete(ctx context.Context, d *queue.Delivery, out jobOutput
 
 // precheck rejects a request whose fields are wrong before anything is
 // fetched.
-func precheck(jr JobRequest) error {
-	placeholder := &codec.Input{Path: "-"}
-	r := Request{
-		GenerationType:     jr.GenerationType,
-		AlphaMode:          jr.AlphaMode,
-		AlphaKeyframeIndex: jr.AlphaKeyframeIndex,
-		Prompt:             jr.Prompt,
-		MaxResolution:      jr.MaxResolution,
-	}
-	if jr.SourceURI != "" {
-		r.Source = placeholder
-	}
-	if jr.AlphaURI != "" {
-		r.Alpha = placeholder
-	}
-	if jr.ReferenceImageURI != "" {
-		r.Reference = placeholder
-	}
-	if err := Validate(&r); err != nil {
-		return err
-	}
-	mode, _ := matte.ParseMode(jr.AlphaMode)
-	return classify("alpha_mode", mode.Supported())
-}
+func precheck(jr job.JobRequest) error { return job.Validate(jr) }
 
 // fetch resolves the request's input URIs and spools each one once into
 // dir (the pipeline opens an input several times: probe, decode, audio).
-func (dm *Daemon) fetch(ctx context.Context, jr JobRequest, dir string) (Request, error) {
+func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (Request, error) {
 	req := Request{
 		GenerationType:     jr.GenerationType,
 		AlphaMode:          jr.AlphaMode,
@@ -424,7 +391,7 @@ func (dm *Daemon) fetch(ctx context.Context, jr JobRequest, dir string) (Request
 	if req.CRF == 0 {
 		req.CRF = DefaultCRF
 	}
-	mode, _ := matte.ParseMode(jr.AlphaMode)
+	mode, _ := job.ParseAlphaMode(jr.AlphaMode)
 	inputs := []struct {
 		what, uri string
 		dst       **codec.Input
@@ -467,7 +434,7 @@ func (dm *Daemon) spool(ctx context.Context, what, uri, dir string) (string, err
 		return "", fmt.Errorf("worker: spool %s: %w", what, err)
 	}
 	if n > store.MaxUploadBytes {
-		return "", &InputError{Code: "SOURCE_TOO_LARGE", Err: fmt.Errorf("%s: over %d bytes", what, store.MaxUploadBytes)}
+		return "", &job.InputError{Code: job.CodeSourceTooLarge, Err: fmt.Errorf("%s: over %d bytes", what, store.MaxUploadBytes)}
 	}
 	return path, nil
 }
@@ -483,7 +450,7 @@ func inputExt(name string) string {
 	return ""
 }
 
-// fetchError turns a resolver error into an *InputError when fetching can
+// fetchError turns a resolver error into an *job.InputError when fetching can
 // never succeed, with the SPEC-NOTES code (the store sentinels through
 // codeTable, the one mapping):
 //
@@ -498,11 +465,11 @@ func inputExt(name string) string {
 // (those still start with SOURCE_UNREACHABLE, so the final error of a job
 // that exhausts its attempts says what went wrong).
 func fetchError(what string, err error) error {
-	wrap := func(code string) error {
-		return &InputError{Code: code, Err: fmt.Errorf("%s: %w", what, err)}
+	wrap := func(code job.Code) error {
+		return &job.InputError{Code: code, Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	var se *store.StatusError
-	var ie *InputError
+	var ie *job.InputError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("worker: fetch %s: %w", what, err)
@@ -511,7 +478,7 @@ func fetchError(what string, err error) error {
 	case errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500 &&
 		se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooEarly &&
 		se.StatusCode != http.StatusTooManyRequests:
-		return wrap("SOURCE_UNREACHABLE")
+		return wrap(job.CodeSourceUnreachable)
 	case errors.Is(err, store.ErrUnreachable):
 		return fmt.Errorf("SOURCE_UNREACHABLE: %s: %w", what, err)
 	}
@@ -539,9 +506,9 @@ func outputKeys(prefix string, video bool) map[string]string {
 		ext = "mp4"
 	}
 	return map[string]string{
-		OutputRender: prefix + "/render." + ext,
-		OutputSource: prefix + "/source." + ext,
-		OutputAlpha:  prefix + "/alpha." + ext,
+		job.OutputRender: prefix + "/render." + ext,
+		job.OutputSource: prefix + "/source." + ext,
+		job.OutputAlpha:  prefix + "/alpha." + ext,
 	}
 }
 
@@ -553,16 +520,16 @@ func (dm *Daemon) upload(ctx context.Context, prefix string, video bool, res Res
 	if video {
 		ct = "video/mp4"
 	}
-	files := map[string]string{OutputRender: res.Render, OutputSource: res.Source, OutputAlpha: res.Alpha}
+	files := map[string]string{job.OutputRender: res.Render, job.OutputSource: res.Source, job.OutputAlpha: res.Alpha}
 	if res.Foreground != "" {
-		files[OutputForeground] = res.Foreground
-		keys[OutputForeground] = prefix + "/" + foregroundName(video)
+		files[job.OutputForeground] = res.Foreground
+		keys[job.OutputForeground] = prefix + "/" + foregroundName(video)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for name, path := range files {
 		key := keys[name]
 		ct := ct
-		if name == OutputForeground && video {
+		if name == job.OutputForeground && video {
 			ct = "video/quicktime"
 		}
 		g.Go(func() error {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -19,15 +20,15 @@ import (
 // renders smaller and upscales), vfx_finish upscales its parent's render.
 // Outputs go under product-jobs/<id>/.
 func (dm *Daemon) product(ctx context.Context, d *queue.Delivery, rec queue.Record, dir string, log *zap.Logger) (jobOutput, error) {
-	pr, err := DecodeProductRequest(rec.Request)
+	pr, err := job.DecodeProductRequest(rec.Request)
 	if err != nil {
 		return jobOutput{}, err
 	}
 	prefix := "product-jobs/" + d.JobID
 	switch pr.Product {
-	case ProductVFX:
+	case job.ProductVFX:
 		return dm.generate(ctx, d, *pr.Generation, dir, prefix, pr.Mode, log)
-	case ProductFinish:
+	case job.ProductFinish:
 		return dm.finish(ctx, d, *pr.Finish, dir, prefix, log)
 	}
 	return jobOutput{}, inputErr("INVALID_INPUT", "unknown product %q", pr.Product)
@@ -35,7 +36,7 @@ func (dm *Daemon) product(ctx context.Context, d *queue.Delivery, rec queue.Reco
 
 // finish upscales the parent's render to the target resolution; the
 // output is the render only.
-func (dm *Daemon) finish(ctx context.Context, d *queue.Delivery, fr FinishRequest, dir, prefix string, log *zap.Logger) (jobOutput, error) {
+func (dm *Daemon) finish(ctx context.Context, d *queue.Delivery, fr job.FinishRequest, dir, prefix string, log *zap.Logger) (jobOutput, error) {
 	ext := ".png"
 	if fr.ParentVideo {
 		ext = ".mp4"
@@ -71,15 +72,15 @@ func (dm *Daemon) finish(ctx context.Context, d *queue.Delivery, fr FinishReques
 	if _, err := dm.Store.Put(ctx, key, f, st.Size(), ct); err != nil {
 		return jobOutput{}, fmt.Errorf("worker: upload render: %w", err)
 	}
-	return jobOutput{keys: map[string]string{OutputRender: key}, frames: res.Frames}, nil
+	return jobOutput{keys: map[string]string{job.OutputRender: key}, frames: res.Frames}, nil
 }
 
 // download copies an object of the store into path. A missing object is
-// an *InputError (the parent's outputs are gone).
+// an *job.InputError (the parent's outputs are gone).
 func (dm *Daemon) download(ctx context.Context, key, path string) error {
 	rc, _, err := dm.Store.Open(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return &InputError{Code: "SOURCE_UNREACHABLE", Err: fmt.Errorf("parent render %s: %w", key, err)}
+		return &job.InputError{Code: job.CodeSourceUnreachable, Err: fmt.Errorf("parent render %s: %w", key, err)}
 	}
 	if err != nil {
 		return fmt.Errorf("worker: fetch parent render: %w", err)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -102,7 +103,7 @@ func (e *qenv) submit(t *testing.T, id string, jr any) {
 		t.Fatal(err)
 	}
 	var seed uint32
-	if r, ok := jr.(JobRequest); ok {
+	if r, ok := jr.(job.JobRequest); ok {
 		seed = r.Seed
 	}
 	_, created, err := e.q.Submit(tctx(t, 10*time.Second), queue.Record{ID: id, Kind: queue.KindGeneration, Owner: "acct_test", Request: raw, Seed: seed})
@@ -252,34 +253,6 @@ func runDaemon(t *testing.T, e *qenv, st store.Store, res *store.Resolver) *Daem
 	return dm
 }
 
-func TestDecodeJobRequest(t *testing.T) {
-	raw := `{"generation_type":"video","source_uri":"vfx://uploads/upload_abcdefgh/a.mp4","alpha_mode":"custom",
-		"alpha_uri":"vfx://uploads/upload_abcdefgh/m.mp4","alpha_keyframe_index":3,"reference_image_uri":"https://x.test/r.png",
-		"prompt":"dusk","seed":4294967295,"max_resolution":720,"callback_url":"https://ignored.test"}`
-	got, err := DecodeJobRequest([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := JobRequest{GenerationType: "video", SourceURI: "vfx://uploads/upload_abcdefgh/a.mp4", AlphaMode: "custom",
-		AlphaURI: "vfx://uploads/upload_abcdefgh/m.mp4", AlphaKeyframeIndex: 3, ReferenceImageURI: "https://x.test/r.png",
-		Prompt: "dusk", Seed: 4294967295, MaxResolution: 720}
-	if got != want {
-		t.Fatalf("got %+v\nwant %+v", got, want)
-	}
-	back, _ := json.Marshal(got)
-	for _, name := range []string{"generation_type", "source_uri", "alpha_mode", "alpha_uri", "alpha_keyframe_index", "reference_image_uri", "prompt", "seed", "max_resolution"} {
-		if !strings.Contains(string(back), `"`+name+`":`) {
-			t.Errorf("encoded request lacks %q: %s", name, back)
-		}
-	}
-	for _, bad := range []string{``, `null`, `{`, `{"seed":-1}`, `{"seed":4294967296}`, `{"generation_type":5}`} {
-		_, err := DecodeJobRequest([]byte(bad))
-		if Code(err) != "INVALID_INPUT" {
-			t.Errorf("%q: %v, want INVALID_INPUT", bad, err)
-		}
-	}
-}
-
 // TestFetchErrorClassification: which resolver errors are permanent (and
 // with which code) and which are retried.
 func TestFetchErrorClassification(t *testing.T) {
@@ -355,8 +328,8 @@ func TestDaemonErrorClassification(t *testing.T) {
 	textURI := putFile(t, st, text, "notes.png")
 	notPNG := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("GIF89a, not a png"))
 	huge := "data:image/png;base64," + strings.Repeat("A", 4096)
-	img := func(src string) JobRequest {
-		return JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "soft light", Seed: 1}
+	img := func(src string) job.JobRequest {
+		return job.JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "soft light", Seed: 1}
 	}
 	cases := []struct {
 		id   string
@@ -371,12 +344,12 @@ func TestDaemonErrorClassification(t *testing.T) {
 		{"http-404", img(srv.URL + "/gone.png"), "SOURCE_UNREACHABLE"},
 		{"too-large", img(huge), "SOURCE_TOO_LARGE"},
 		{"bad-json", map[string]any{"generation_type": 5}, "INVALID_INPUT"},
-		{"bad-type", JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, "INVALID_GENERATION_TYPE"},
-		{"no-style", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, "MISSING_STYLE_INPUT"},
-		{"no-alpha", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, "MISSING_ALPHA"},
-		{"select", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_FILE_FORMAT"},
-		{"bad-mode", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "magic", Prompt: "x"}, "INVALID_ALPHA_MODE"},
-		{"resolution", JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, "INVALID_MAX_RESOLUTION"},
+		{"bad-type", job.JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, "INVALID_GENERATION_TYPE"},
+		{"no-style", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, "MISSING_STYLE_INPUT"},
+		{"no-alpha", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, "MISSING_ALPHA"},
+		{"select", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_FILE_FORMAT"},
+		{"bad-mode", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "magic", Prompt: "x"}, "INVALID_ALPHA_MODE"},
+		{"resolution", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, "INVALID_MAX_RESOLUTION"},
 	}
 	for _, c := range cases {
 		e.submit(t, c.id, c.req)
@@ -434,9 +407,9 @@ func TestDaemonCompletesInProcess(t *testing.T) {
 	still := putFile(t, st, fx.Still, "still.png")
 	runDaemon(t, e, st, nil)
 
-	e.submit(t, "vid", JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
+	e.submit(t, "vid", job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
 		ReferenceImageURI: "data:image/png;base64," + base64.StdEncoding.EncodeToString(ref), Prompt: "rim light", Seed: 9, MaxResolution: 720})
-	e.submit(t, "img", JobRequest{GenerationType: "image", SourceURI: still, AlphaMode: "fill", AlphaURI: "ignored://for-fill", Prompt: "noon", Seed: 2})
+	e.submit(t, "img", job.JobRequest{GenerationType: "image", SourceURI: still, AlphaMode: "fill", AlphaURI: "ignored://for-fill", Prompt: "noon", Seed: 2})
 
 	for _, c := range []struct {
 		id, ext, ct string
@@ -446,7 +419,7 @@ func TestDaemonCompletesInProcess(t *testing.T) {
 		if rec.Status != queue.StatusCompleted || rec.Progress != 100 || rec.Worker != "inproc" || rec.Attempt != 1 || rec.CompletedAt == nil {
 			t.Fatalf("%s: record %+v", c.id, rec)
 		}
-		for _, name := range []string{OutputRender, OutputSource, OutputAlpha} {
+		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
 			key := "jobs/" + c.id + "/" + name + "." + c.ext
 			if rec.Outputs[name] != key {
 				t.Errorf("%s: output %s = %q, want %q", c.id, name, rec.Outputs[name], key)

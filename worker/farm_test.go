@@ -23,6 +23,7 @@ import (
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/internal/proctest"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/store/storetest"
@@ -176,7 +177,7 @@ func (f *farm) longJob(t *testing.T, id string) {
 	t.Helper()
 	src := f.upload(t, f.long.Source, "long.mp4")
 	mat := f.upload(t, f.long.Matte, "long_matte.mp4")
-	f.submit(t, id, JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
+	f.submit(t, id, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
 		Prompt: "warm key light from the left, blue rim", Seed: 11, MaxResolution: 720})
 }
 
@@ -201,7 +202,7 @@ func (f *farm) waitRendering(t *testing.T, id, name string) queue.Record {
 func (f *farm) checkOutputs(t *testing.T, rec queue.Record, ext, ct string, frames int) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{OutputRender, OutputSource, OutputAlpha} {
+	for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
 		key := "jobs/" + rec.ID + "/" + name + "." + ext
 		if rec.Outputs[name] != key {
 			t.Errorf("output %s = %q, want %q", name, rec.Outputs[name], key)
@@ -256,9 +257,9 @@ func TestFarmPublishComplete(t *testing.T) {
 	ref := f.upload(t, fx.Reference, "reference.png")
 
 	w := f.startWorker(t, "w-complete", "--concurrency", "2")
-	f.submit(t, "job-video", JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
+	f.submit(t, "job-video", job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "custom", AlphaURI: mat,
 		ReferenceImageURI: ref, Prompt: "golden hour", Seed: 3, MaxResolution: 720})
-	f.submit(t, "job-image", JobRequest{GenerationType: "image", SourceURI: still, AlphaMode: "custom", AlphaURI: stillMatte,
+	f.submit(t, "job-image", job.JobRequest{GenerationType: "image", SourceURI: still, AlphaMode: "custom", AlphaURI: stillMatte,
 		Prompt: "studio, soft key light", Seed: 4})
 
 	for _, c := range []struct {
@@ -355,7 +356,7 @@ func TestFarmBadInput(t *testing.T) {
 	}
 	src := f.upload(t, text, "photo.png")
 	w := f.startWorker(t, "w-bad")
-	f.submit(t, "job-bad", JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "noon", Seed: 1})
+	f.submit(t, "job-bad", job.JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "noon", Seed: 1})
 
 	rec := f.waitTerminal(t, "job-bad", farmTimeout)
 	if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, "INVALID_FILE_FORMAT: source: ") {
@@ -420,7 +421,7 @@ func TestFarmSIGTERMDrainFinishes(t *testing.T) {
 	// A second job queued now must stay queued: the draining worker pulls
 	// nothing more.
 	fx := fixture(t, 64, 48, 4)
-	f.submit(t, "job-after", JobRequest{GenerationType: "video", SourceURI: f.upload(t, fx.Source, "a.mp4"), AlphaMode: "fill", Prompt: "x", Seed: 1})
+	f.submit(t, "job-after", job.JobRequest{GenerationType: "video", SourceURI: f.upload(t, fx.Source, "a.mp4"), AlphaMode: "fill", Prompt: "x", Seed: 1})
 	w.Signal(t, syscall.SIGTERM)
 	if code := w.Wait(t, farmTimeout); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
@@ -481,7 +482,7 @@ func TestFarmSubmitTwice(t *testing.T) {
 	t.Parallel()
 	f := newFarm(t)
 	fx := fixture(t, 64, 48, 24)
-	jr := JobRequest{GenerationType: "video", SourceURI: f.upload(t, fx.Source, "clip.mp4"), AlphaMode: "fill", Prompt: "dusk", Seed: 8}
+	jr := job.JobRequest{GenerationType: "video", SourceURI: f.upload(t, fx.Source, "clip.mp4"), AlphaMode: "fill", Prompt: "dusk", Seed: 8}
 	raw, _ := json.Marshal(jr)
 	rec := queue.Record{ID: "job-twice", Kind: queue.KindGeneration, Owner: "acct_test", Request: raw, Seed: jr.Seed}
 	for i, wantCreated := range []bool{true, false} {

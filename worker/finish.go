@@ -74,7 +74,7 @@ func upscaleSize(w, h, short int, even bool) (int, int) {
 // (kernels UpscaleEdge with FinishEdge, then SharpenDownload with
 // FinishSharpen, both in linear light) and encodes outPath: an H.264 MP4
 // with the input's frame count, timestamps and audio (copied, not
-// re-encoded), or a PNG for an image. Input problems are *InputError.
+// re-encoded), or a PNG for an image. Input problems are *job.InputError.
 func Upscale(ctx context.Context, dev kernels.Device, in codec.Input, outPath string, o UpscaleOptions) (UpscaleResult, error) {
 	lim := o.Limits
 	if lim == (codec.Limits{}) {

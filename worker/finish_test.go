@@ -10,6 +10,7 @@ import (
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 )
 
@@ -101,7 +102,7 @@ func TestUpscaleImageAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Upscale(context.Background(), kernels.NewCPU(1), codec.FileInput(junk), filepath.Join(t.TempDir(), "o.mp4"), UpscaleOptions{ShortSide: 1080})
-	var ie *InputError
+	var ie *job.InputError
 	if !errors.As(err, &ie) || ie.Code != "INVALID_FILE_FORMAT" {
 		t.Fatalf("junk input: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/infer"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/matte"
 )
@@ -297,7 +298,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 		idx := req.AlphaKeyframeIndex
 		if idx >= n {
 			return nil, classify("alpha_keyframe_index", fmt.Errorf("%w: alpha_keyframe_index %d, the source decodes to %d frames (valid 0..%d)",
-				matte.ErrKeyframeIndex, idx, n, n-1))
+				job.ErrKeyframeIndex, idx, n, n-1))
 		}
 		keyLow, err := decodeGray(ctx, *req.Alpha, lim, fw, fh)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 )
 
 // meanJ is the mean IoU (both thresholded at 128) of two Gray8 sequences.
@@ -168,7 +169,7 @@ func TestRunWithoutModel(t *testing.T) {
 			req.Alpha = in(filepath.Join(filepath.Dir(src), "masks", "00000.png"))
 		}
 		_, err := newPipeline().Run(context.Background(), req, t.TempDir())
-		var ie *InputError
+		var ie *job.InputError
 		if !errors.As(err, &ie) || ie.Code != "MODEL_UNAVAILABLE" {
 			t.Errorf("%s without a model: err = %v, want MODEL_UNAVAILABLE", mode, err)
 		}

@@ -12,23 +12,22 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/matte"
+	"github.com/vfxrender/vfx/media"
 	"github.com/vfxrender/vfx/render"
 )
 
 // Request limits and defaults (SPEC.md, SPEC-NOTES.md).
 const (
-	MaxPromptChars       = 2000
-	DefaultMaxResolution = 1080
-	DefaultPreset        = "medium"
-	DefaultCRF           = 18
+	DefaultPreset = "medium"
+	DefaultCRF    = 18
 	// DefaultX264Params shortens x264's rate-control lookahead from the
 	// medium preset's 40 frames to 20: it halves the encoder's frame queue
 	// (about 200 MiB at 1080p) for a bitrate change within about 1% at the
@@ -37,9 +36,6 @@ const (
 	// alphaCRF keeps the matte output near-lossless (mattes are flat and
 	// compress well even so).
 	alphaCRF = 6
-	// ReferenceMaxPixels caps a reference image (it is only cover-fitted,
-	// so a large photo is fine; this bounds decode memory).
-	ReferenceMaxPixels = 40_000_000
 )
 
 // Request is one job's inputs, already normalised by the caller.
@@ -128,40 +124,32 @@ const (
 	heapFixed    = 24 << 20
 )
 
-// Validate checks the request's fields (not its media) and returns an
-// *InputError naming the first problem.
+// Validate checks the request's fields (not its media) and returns a
+// *job.InputError naming the first problem: job.Validate's rules, plus
+// the encoder settings.
 func Validate(req *Request) error {
-	switch req.GenerationType {
-	case "image", "video":
-	default:
-		return inputErr("INVALID_GENERATION_TYPE", "generation_type %q: want image or video", req.GenerationType)
+	jr := job.JobRequest{
+		GenerationType:     req.GenerationType,
+		AlphaMode:          req.AlphaMode,
+		AlphaKeyframeIndex: req.AlphaKeyframeIndex,
+		Prompt:             req.Prompt,
+		MaxResolution:      req.MaxResolution,
 	}
-	if req.Source == nil {
-		return inputErr("MISSING_SOURCE", "source is required")
+	// job.Validate only asks whether an input is given.
+	if req.Source != nil {
+		jr.SourceURI = "-"
 	}
-	mode, err := matte.ParseMode(req.AlphaMode)
-	if err != nil {
-		return classify("alpha_mode", err)
+	if req.Alpha != nil {
+		jr.AlphaURI = "-"
 	}
-	if mode.NeedsMatte() && req.Alpha == nil {
-		return classify("alpha", fmt.Errorf("%w: alpha_mode %s needs an alpha matte", matte.ErrMissingMatte, mode))
+	if req.Reference != nil {
+		jr.ReferenceImageURI = "-"
 	}
-	if req.Prompt == "" && req.Reference == nil {
-		return inputErr("MISSING_STYLE_INPUT", "at least one of prompt or reference image is required")
-	}
-	if n := utf8.RuneCountInString(req.Prompt); n > MaxPromptChars {
-		return inputErr("PROMPT_TOO_LONG", "prompt has %d characters, limit %d", n, MaxPromptChars)
-	}
-	switch req.MaxResolution {
-	case 0, 720, 1080:
-	default:
-		return inputErr("INVALID_MAX_RESOLUTION", "max_resolution %d: want 720 or 1080", req.MaxResolution)
-	}
-	if req.AlphaKeyframeIndex < 0 {
-		return inputErr("INVALID_KEYFRAME_INDEX", "alpha_keyframe_index %d: minimum 0", req.AlphaKeyframeIndex)
+	if err := job.Validate(jr); err != nil {
+		return err
 	}
 	if req.CRF < -1 || req.CRF > 51 {
-		return inputErr("INVALID_INPUT", "crf %d: want 0..51", req.CRF)
+		return inputErr(job.CodeInvalidInput, "crf %d: want 0..51", req.CRF)
 	}
 	return nil
 }
@@ -177,7 +165,7 @@ func (p *Pipeline) limits() codec.Limits {
 // source and alpha files (.mp4 for video, .png for images). Outputs appear
 // only when the whole job succeeded: they are written to a temporary
 // folder inside outDir and renamed at the end. Input problems are returned
-// as *InputError with an API code; other errors are internal. Run stops at
+// as *job.InputError with an API code; other errors are internal. Run stops at
 // the next frame when ctx is cancelled.
 func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result, error) {
 	start := time.Now()
@@ -194,15 +182,16 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	video := req.GenerationType == "video"
 	lim := p.limits()
 
-	media, err := CheckMedia(ctx, &req, lim)
+	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
+		AlphaKeyframeIndex: req.AlphaKeyframeIndex, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim)
 	if err != nil {
 		return Result{}, err
 	}
-	srcInfo, mInfo := media.Source, media.Alpha
+	srcInfo, mInfo := md.Source, md.Alpha
 
 	maxRes := req.MaxResolution
 	if maxRes == 0 {
-		maxRes = DefaultMaxResolution
+		maxRes = job.DefaultMaxResolution
 	}
 	if req.RenderShortSide > 0 {
 		maxRes = min(maxRes, max(req.RenderShortSide, 2))
@@ -211,7 +200,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 
 	var ref *frame.HostFrame
 	if req.Reference != nil {
-		ref, err = decodeReference(ctx, *req.Reference, media.Reference, referenceLimits(lim), outW, outH)
+		ref, err = decodeReference(ctx, *req.Reference, md.Reference, media.ReferenceLimits(lim), outW, outH)
 		if err != nil {
 			return Result{}, err
 		}
@@ -220,9 +209,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	if p.OnPlan != nil {
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
 		if mode == matte.Auto || mode == matte.Select && video {
-			heap += lowBytes(media.Frames(), outW, outH)
+			heap += lowBytes(md.Frames(), outW, outH)
 		}
-		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: media.Frames(), HeapBytes: heap})
+		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
 	}
 	if outDir == "" {
 		outDir = "."
@@ -321,24 +310,6 @@ func passThrough(i codec.Info, w, h int, pixFmts ...string) bool {
 		}
 	}
 	return false
-}
-
-func kindWant(video bool) string {
-	if video {
-		return "an MP4 or MOV video (H.264 or HEVC)"
-	}
-	return "a PNG, JPEG or WebP image"
-}
-
-func kindOf(i codec.Info) string {
-	if i.Kind == codec.KindVideo {
-		return "video"
-	}
-	return "image"
-}
-
-func geometry(i codec.Info) matte.Geometry {
-	return matte.Geometry{Video: i.Kind == codec.KindVideo, Width: i.DisplayWidth, Height: i.DisplayHeight, Frames: i.Frames}
 }
 
 // decodeReference decodes the reference image (already probed: info) as
@@ -519,7 +490,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 					}
 					if mDec != nil {
 						if err := mDec.Next(gctx, &frame.HostFrame{}); err == nil {
-							return classify("alpha", fmt.Errorf("%w: the matte has more frames than the source's %d", matte.ErrFrameCountMismatch, i))
+							return classify("alpha", fmt.Errorf("%w: the matte has more frames than the source's %d", job.ErrFrameCountMismatch, i))
 						}
 					}
 					return nil
@@ -533,7 +504,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 			if mDec != nil {
 				if err := mDec.Next(gctx, a); err != nil {
 					if errors.Is(err, io.EOF) {
-						return classify("alpha", fmt.Errorf("%w: the matte ends after %d frames", matte.ErrFrameCountMismatch, i))
+						return classify("alpha", fmt.Errorf("%w: the matte ends after %d frames", job.ErrFrameCountMismatch, i))
 					}
 					return classify("alpha", err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/internal/modeltest"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 )
 
@@ -297,7 +298,7 @@ func TestRunErrors(t *testing.T) {
 	os.WriteFile(text, []byte("this is not an image, whatever its name says\n"), 0o644)
 	wide := writePNG(t, filepath.Join(dir, "wide.png"), 410, 100)
 	huge := writePNG(t, filepath.Join(dir, "huge.png"), 2000, 1400)
-	long := strings.Repeat("é", MaxPromptChars+1)
+	long := strings.Repeat("é", job.MaxPromptChars+1)
 
 	base := func() Request {
 		return Request{GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "sunset", CRF: -1}
@@ -346,8 +347,8 @@ func TestRunErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if Code(err) != c.code || !strings.Contains(err.Error(), c.msg) {
-				t.Fatalf("err = %v (code %q), want code %s mentioning %q", err, Code(err), c.code, c.msg)
+			if string(job.CodeOf(err)) != c.code || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v (code %q), want code %s mentioning %q", err, string(job.CodeOf(err)), c.code, c.msg)
 			}
 			if entries, _ := os.ReadDir(out); len(entries) != 0 {
 				t.Fatalf("a failed job left %d entries in the output folder", len(entries))

@@ -1,4 +1,4 @@
-package worker
+package job
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 // JobRequest is a generation request as the API stores it in a job
 // record (queue.Record.Request), normalised: defaults filled in, the seed
-// chosen. The JSON names are those of SPEC.md's generation request.
+// chosen. The JSON names are those of the generation request.
 type JobRequest struct {
 	// GenerationType is "image" or "video".
 	GenerationType string `json:"generation_type"`
@@ -41,15 +41,15 @@ type JobRequest struct {
 // rules are checked later, by Validate, when the request is run.
 func DecodeJobRequest(raw []byte) (JobRequest, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return JobRequest{}, inputErr("INVALID_INPUT", "request: the job record has no request")
+		return JobRequest{}, Errorf(CodeInvalidInput, "request: the job record has no request")
 	}
 	var r JobRequest
 	if err := json.Unmarshal(raw, &r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return JobRequest{}, inputErr("INVALID_INPUT", "request: field %s: want %s, got %s", te.Field, te.Type, te.Value)
+			return JobRequest{}, Errorf(CodeInvalidInput, "request: field %s: want %s, got %s", te.Field, te.Type, te.Value)
 		}
-		return JobRequest{}, inputErr("INVALID_INPUT", "request: %v", err)
+		return JobRequest{}, Errorf(CodeInvalidInput, "request: %v", err)
 	}
 	return r, nil
 }

@@ -1,4 +1,4 @@
-package worker
+package job
 
 import (
 	"bytes"
@@ -10,9 +10,14 @@ const (
 	ProductVFX    = "vfx"
 	ProductFinish = "vfx_finish"
 	ModelVFX2     = "vfx-2.0"
+)
+
+// Product modes of product vfx (inputs.mode). Not to be confused with the
+// alpha modes (AlphaMode).
+const (
 	// ModeStandard renders at the requested resolution.
 	ModeStandard = "standard"
-	// ModeFast renders at FastScale of the requested resolution and
+	// ModeFast renders at a smaller size (the worker's FastShortSide) and
 	// upscales the render with the finish upscaler.
 	ModeFast = "fast"
 )
@@ -55,19 +60,29 @@ type FinishRequest struct {
 func DecodeProductRequest(raw []byte) (ProductRequest, error) {
 	var r ProductRequest
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return r, inputErr("INVALID_INPUT", "request: the job record has no request")
+		return r, Errorf(CodeInvalidInput, "request: the job record has no request")
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return r, inputErr("INVALID_INPUT", "product request: %v", err)
+		return r, Errorf(CodeInvalidInput, "product request: %v", err)
 	}
 	switch {
 	case r.Product == ProductVFX && r.Generation != nil:
 	case r.Product == ProductFinish && r.Finish != nil:
 		if r.Finish.TargetResolution != FinishRes1080 && r.Finish.TargetResolution != FinishRes2160 {
-			return r, inputErr("INVALID_INPUT", "target_resolution %d: want 1080 or 2160", r.Finish.TargetResolution)
+			return r, Errorf(CodeInvalidInput, "target_resolution %d: want 1080 or 2160", r.Finish.TargetResolution)
 		}
 	default:
-		return r, inputErr("INVALID_INPUT", "product request: product %q without its inputs", r.Product)
+		return r, Errorf(CodeInvalidInput, "product request: product %q without its inputs", r.Product)
 	}
 	return r, nil
 }
+
+// Output names: the keys of queue.Record.Outputs.
+const (
+	OutputRender = "render"
+	OutputSource = "source"
+	OutputAlpha  = "alpha"
+	// OutputForeground is the premultiplied subject with its alpha
+	// (product vfx with inputs.outputs.foreground).
+	OutputForeground = "foreground"
+)

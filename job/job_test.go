@@ -1,0 +1,154 @@
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecodeJobRequest(t *testing.T) {
+	raw := `{"generation_type":"video","source_uri":"vfx://uploads/upload_abcdefgh/a.mp4","alpha_mode":"custom",
+		"alpha_uri":"vfx://uploads/upload_abcdefgh/m.mp4","alpha_keyframe_index":3,"reference_image_uri":"https://x.test/r.png",
+		"prompt":"dusk","seed":4294967295,"max_resolution":720,"callback_url":"https://ignored.test"}`
+	got, err := DecodeJobRequest([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JobRequest{GenerationType: "video", SourceURI: "vfx://uploads/upload_abcdefgh/a.mp4", AlphaMode: "custom",
+		AlphaURI: "vfx://uploads/upload_abcdefgh/m.mp4", AlphaKeyframeIndex: 3, ReferenceImageURI: "https://x.test/r.png",
+		Prompt: "dusk", Seed: 4294967295, MaxResolution: 720}
+	if got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	back, _ := json.Marshal(got)
+	for _, name := range []string{"generation_type", "source_uri", "alpha_mode", "alpha_uri", "alpha_keyframe_index", "reference_image_uri", "prompt", "seed", "max_resolution"} {
+		if !strings.Contains(string(back), `"`+name+`":`) {
+			t.Errorf("encoded request lacks %q: %s", name, back)
+		}
+	}
+	for _, bad := range []string{``, `null`, `{`, `{"seed":-1}`, `{"seed":4294967296}`, `{"generation_type":5}`} {
+		_, err := DecodeJobRequest([]byte(bad))
+		if CodeOf(err) != CodeInvalidInput {
+			t.Errorf("%q: %v, want INVALID_INPUT", bad, err)
+		}
+	}
+}
+
+func TestDecodeProductRequest(t *testing.T) {
+	ok := []string{
+		`{"product":"vfx","model_id":"vfx-2.0","generation":{"generation_type":"image"}}`,
+		`{"product":"vfx_finish","model_id":"vfx-2.0","finish":{"parent_job_id":"dap_x","target_resolution":2160}}`,
+	}
+	for _, raw := range ok {
+		if _, err := DecodeProductRequest([]byte(raw)); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	bad := []string{``, `{`, `{"product":"vfx"}`, `{"product":"vfx_finish","finish":{"target_resolution":720}}`, `{"product":"x","generation":{}}`}
+	for _, raw := range bad {
+		if _, err := DecodeProductRequest([]byte(raw)); CodeOf(err) != CodeInvalidInput {
+			t.Errorf("%q: %v, want INVALID_INPUT", raw, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	base := func() JobRequest {
+		return JobRequest{GenerationType: "video", SourceURI: "vfx://uploads/u/a.mp4", AlphaMode: "custom", AlphaURI: "vfx://uploads/u/m.mp4", Prompt: "dusk"}
+	}
+	if err := Validate(base()); err != nil {
+		t.Fatalf("valid request: %v", err)
+	}
+	cases := []struct {
+		name string
+		mod  func(*JobRequest)
+		code Code
+		msg  string
+	}{
+		{"generation type", func(r *JobRequest) { r.GenerationType = "gif" }, CodeInvalidGenerationType, "gif"},
+		{"source", func(r *JobRequest) { r.SourceURI = "" }, CodeMissingSource, "source"},
+		{"alpha mode", func(r *JobRequest) { r.AlphaMode = "magic" }, CodeInvalidAlphaMode, `alpha_mode: matte: invalid alpha mode "magic"`},
+		{"alpha", func(r *JobRequest) { r.AlphaURI = "" }, CodeMissingAlpha, "alpha_mode custom needs an alpha matte"},
+		{"style", func(r *JobRequest) { r.Prompt = "" }, CodeMissingStyleInput, "prompt"},
+		{"prompt", func(r *JobRequest) { r.Prompt = strings.Repeat("é", MaxPromptChars+1) }, CodePromptTooLong, "2001 characters"},
+		{"resolution", func(r *JobRequest) { r.MaxResolution = 480 }, CodeInvalidMaxResolution, "480"},
+		{"keyframe", func(r *JobRequest) { r.AlphaKeyframeIndex = -1 }, CodeInvalidKeyframeIndex, "-1"},
+	}
+	for _, c := range cases {
+		r := base()
+		c.mod(&r)
+		err := Validate(r)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Code != c.code || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want %s mentioning %q", c.name, err, c.code, c.msg)
+		}
+	}
+	// A prompt of 2000 multi-byte characters is within the limit; fill
+	// needs no matte; a reference alone is a style input.
+	r := base()
+	r.Prompt = strings.Repeat("é", MaxPromptChars)
+	r.AlphaMode, r.AlphaURI = "fill", ""
+	if err := Validate(r); err != nil {
+		t.Errorf("edge request: %v", err)
+	}
+	r.Prompt, r.ReferenceImageURI = "", "https://x.test/r.png"
+	if err := Validate(r); err != nil {
+		t.Errorf("reference only: %v", err)
+	}
+}
+
+func TestAlphaModes(t *testing.T) {
+	for _, s := range []string{"auto", "fill", "custom", "select"} {
+		m, err := ParseAlphaMode(s)
+		if err != nil || string(m) != s || m.Supported() != nil {
+			t.Errorf("ParseAlphaMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseAlphaMode("Fill"); !errors.Is(err, ErrInvalidAlphaMode) {
+		t.Errorf("Fill: %v", err)
+	}
+	if !AlphaCustom.NeedsMatte() || !AlphaSelect.NeedsMatte() || AlphaFill.NeedsMatte() || AlphaAuto.NeedsMatte() {
+		t.Error("NeedsMatte wrong")
+	}
+}
+
+func TestMatteRules(t *testing.T) {
+	vid := Geometry{Video: true, Width: 1920, Height: 1080, Frames: 48}
+	img := Geometry{Width: 1920, Height: 1080, Frames: 1}
+	cases := []struct {
+		err  error
+		want error
+		code Code
+	}{
+		{CheckCustom(vid, vid), nil, ""},
+		{CheckCustom(vid, img), ErrKindMismatch, CodeAlphaTypeMismatch},
+		{CheckCustom(vid, Geometry{Video: true, Width: 1280, Height: 720, Frames: 48}), ErrSizeMismatch, CodeAlphaTypeMismatch},
+		{CheckCustom(vid, Geometry{Video: true, Width: 1920, Height: 1080, Frames: 47}), ErrFrameCountMismatch, CodeAlphaTypeMismatch},
+		{CheckKeyframe(vid, Geometry{Width: 960, Height: 540, Frames: 1}, 47), nil, ""},
+		{CheckKeyframe(vid, img, 48), ErrKeyframeIndex, CodeInvalidKeyframeIndex},
+		{CheckKeyframe(vid, vid, 0), ErrMustBeImage, CodeAlphaMustBeImage},
+		{CheckKeyframe(vid, Geometry{Width: 100, Height: 100, Frames: 1}, 0), ErrSizeMismatch, CodeAlphaTypeMismatch},
+		{CheckKeyframe(img, img, 5), nil, ""},
+		{CheckKeyframeFormat("png", "gray"), nil, ""},
+		{CheckKeyframeFormat("png", "rgb24"), ErrKeyframeFormat, CodeAlphaTypeMismatch},
+		{CheckKeyframeFormat("webp", "gray"), ErrKeyframeFormat, CodeAlphaTypeMismatch},
+	}
+	for i, c := range cases {
+		if !errors.Is(c.err, c.want) || (c.want == nil) != (c.err == nil) {
+			t.Errorf("case %d: %v, want %v", i, c.err, c.want)
+		}
+		if got := CodeOf(AsInputError("alpha", c.err)); got != c.code {
+			t.Errorf("case %d: code %q, want %q", i, got, c.code)
+		}
+	}
+	// Other errors stay as they are; an InputError keeps its code.
+	other := errors.New("disk full")
+	if AsInputError("x", other) != other {
+		t.Error("AsInputError changed an unrelated error")
+	}
+	ie := Errorf(CodeSourceTooLarge, "big")
+	if AsInputError("x", ie) != ie || ie.Error() != "SOURCE_TOO_LARGE: big" {
+		t.Errorf("InputError: %v", ie)
+	}
+}
