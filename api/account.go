@@ -186,11 +186,11 @@ func adminErr(err error, what string) error {
 		if what == "key" {
 			code = CodeKeyNotFound
 		}
-		return newError(http.StatusNotFound, code, "%s not found", what)
+		return newError(code, "%s not found", what)
 	case errors.Is(err, account.ErrInvalid):
 		return badRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	case errors.Is(err, account.ErrExists):
-		return newError(http.StatusConflict, CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return newError(CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	}
 	return fmt.Errorf("api: %s: %w", what, err)
 }

@@ -75,10 +75,7 @@ func (s *Server) withCharge(r *http.Request) (*http.Request, func()) {
 
 // busy is the 503 of a full body budget.
 func busy() error {
-	e := newError(http.StatusServiceUnavailable, CodeUnavailable,
-		"the server is reading too many large request bodies at once; nothing was created, retry shortly")
-	e.Header = http.Header{"Retry-After": {"2"}}
-	return e
+	return unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
 }
 
 // readBody reads the whole request body once, under the size cap and the
@@ -93,7 +90,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := func() error {
-		return newError(http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
+		return newError(CodeRequestTooLarge,
 			"request body over %d bytes (inline data: URIs are limited to 50 MB)", limit)
 	}
 	takeMore := func(n int64) bool {
@@ -107,10 +104,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	body := http.MaxBytesReader(w, io.NopCloser(guarded), limit)
 	readErr := func(err error) error {
 		if errors.Is(err, errSlowBody) {
-			return newError(http.StatusRequestTimeout, CodeRequestTimeout,
+			return newError(CodeRequestTimeout,
 				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.cfg.MinBodyRate, s.cfg.MinBodyGrace, BodyTimeout)
 		}
-		return newError(http.StatusBadRequest, CodeInvalidInput, "reading the request body: %v", err)
+		return newError(CodeInvalidInput, "reading the request body: %v", err)
 	}
 	if n := r.ContentLength; n >= 0 {
 		if n > limit {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Error codes of the generation API (SPEC-NOTES.md) and of the admin API.
@@ -58,24 +60,120 @@ const (
 	CodeAccountExists           = "ACCOUNT_EXISTS"
 )
 
-// apiError is an error answered with the envelope
-// {"error":{"code","message"}} and an HTTP status.
+// codeStatus is the one table from an error code to its HTTP status, for
+// both shapes. (The product API's 422 INVALID_INPUT is the one exception:
+// see invalidInput.)
+var codeStatus = map[string]int{
+	CodeInvalidAPIKey:           http.StatusUnauthorized,
+	CodeUnauthorized:            http.StatusUnauthorized,
+	CodeJobNotFound:             http.StatusNotFound,
+	CodeNotFound:                http.StatusNotFound,
+	CodeAccountNotFound:         http.StatusNotFound,
+	CodeKeyNotFound:             http.StatusNotFound,
+	CodeOrgNotFound:             http.StatusNotFound,
+	CodeTeamNotFound:            http.StatusNotFound,
+	CodeProductNotFound:         http.StatusNotFound,
+	CodeModelNotFound:           http.StatusNotFound,
+	CodeParentNotFound:          http.StatusNotFound,
+	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	CodeRateLimitExceeded:       http.StatusTooManyRequests,
+	CodeConcurrentLimitExceeded: http.StatusTooManyRequests,
+	CodeHardLimitExceeded:       http.StatusPaymentRequired,
+	CodeInsufficientBalance:     http.StatusPaymentRequired,
+	CodeBudgetExceeded:          http.StatusPaymentRequired,
+	CodeIdempotencyConflict:     http.StatusConflict,
+	CodeAccountExists:           http.StatusConflict,
+	CodeParentNotSuccessful:     http.StatusConflict,
+	CodeAccountKeyRequired:      http.StatusForbidden,
+	CodeOrgKeyRequired:          http.StatusForbidden,
+	CodeProductNotEnabled:       http.StatusForbidden,
+	CodeTeamForbidden:           http.StatusForbidden,
+	CodeModelConsentRequired:    http.StatusForbidden,
+	CodeParentNotOwned:          http.StatusForbidden,
+	CodeParentNotProductJob:     http.StatusUnprocessableEntity,
+	CodeParentFastMode:          http.StatusUnprocessableEntity,
+	CodeParentIsFinish:          http.StatusUnprocessableEntity,
+	CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeRequestTimeout:          http.StatusRequestTimeout,
+	CodeInternal:                http.StatusInternalServerError,
+	CodeUnavailable:             http.StatusServiceUnavailable,
+	// Request rules.
+	CodeInvalidInput:           http.StatusBadRequest,
+	CodeInvalidGenerationType:  http.StatusBadRequest,
+	CodeInvalidAlphaMode:       http.StatusBadRequest,
+	CodeInvalidMaxResolution:   http.StatusBadRequest,
+	CodeMissingStyleInput:      http.StatusBadRequest,
+	CodeMissingSource:          http.StatusBadRequest,
+	CodeMissingAlpha:           http.StatusBadRequest,
+	CodePromptTooLong:          http.StatusBadRequest,
+	CodeInvalidPrompt:          http.StatusBadRequest,
+	CodeInvalidSeed:            http.StatusBadRequest,
+	CodeInvalidKeyframeIndex:   http.StatusBadRequest,
+	CodeInvalidIdempotencyKey:  http.StatusBadRequest,
+	CodeInvalidURI:             http.StatusBadRequest,
+	CodeSourceUnreachable:      http.StatusBadRequest,
+	CodeInvalidFileFormat:      http.StatusBadRequest,
+	CodeAlphaTypeMismatch:      http.StatusBadRequest,
+	CodeAlphaMustBeImage:       http.StatusBadRequest,
+	CodeSourceTooLarge:         http.StatusBadRequest,
+	CodeVideoTooManyFrames:     http.StatusBadRequest,
+	CodeExtremeAspectRatio:     http.StatusBadRequest,
+	CodeInvalidCallbackURL:     http.StatusBadRequest,
+	CodeInvalidFilename:        http.StatusBadRequest,
+	CodeUnsupportedBillingUnit: http.StatusBadRequest,
+	// Codes of a rejected job input that the API never answers itself
+	// (the worker fails the job with them).
+	string(job.CodeModelUnavailable): http.StatusBadRequest,
+}
+
+// statusOf returns code's HTTP status; a code missing from codeStatus is
+// a bug, answered as 500 (TestCodeStatus keeps the table whole).
+func statusOf(code string) int {
+	if st, ok := codeStatus[code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
+}
+
+// apiError is an error answered with a code, in the envelope shape
+// {"error":{"code","message"}} on generation, account and operator routes
+// and in the detail shape {"detail":{"error_code","message",
+// "unknown_fields","missing_fields"}} on product routes (see writeError).
 type apiError struct {
+	// Status is the HTTP status: codeStatus's, set by newError.
 	Status  int
 	Code    string
 	Message string
+	// Unknown and Missing list field names (detail shape only).
+	Unknown, Missing []string
 	// Header holds extra response headers (Retry-After, X-RateLimit-*).
 	Header http.Header
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
-func newError(status int, code, format string, args ...any) *apiError {
-	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+// newError is an error with code, its status from codeStatus.
+func newError(code, format string, args ...any) *apiError {
+	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// badRequest is newError for the codes of a request rule (all 400s).
 func badRequest(code, format string, args ...any) *apiError {
-	return newError(http.StatusBadRequest, code, format, args...)
+	return newError(code, format, args...)
+}
+
+// inputError answers a *job.InputError (a rule of the job contract or
+// of its media) as a 400 with its code.
+func inputError(ie *job.InputError) *apiError {
+	return badRequest(string(ie.Code), "%v", ie.Err)
+}
+
+// unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
+// created, the same request can be sent again.
+func unavailable(retryAfter int, format string, args ...any) *apiError {
+	e := newError(CodeUnavailable, format, args...)
+	e.Header = http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
+	return e
 }
 
 // envelope is the error body of SPEC.md's first shape.
@@ -124,28 +222,57 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// writeError answers err: an *apiError or *detailError as it says, anything
-// else as a 500 whose message hides the cause (the cause is logged).
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// shape is the form of an error body: the generation API's envelope or
+// the product API's detail.
+type shape int
+
+const (
+	envelopeShape shape = iota
+	detailShape
+)
+
+// writeError answers err in shape: an *apiError as it says; a
+// *detailError (a FastAPI-style 422 array) as it is in the envelope shape
+// and as 422 INVALID_INPUT in the detail shape; NATS unreachable for a
+// moment as 503 SERVICE_UNAVAILABLE with Retry-After; anything else as a
+// 500 whose message hides the cause (the cause is logged).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, sh shape) {
 	var ae *apiError
 	var de *detailError
 	switch {
 	case errors.As(err, &de):
-		writeJSON(w, http.StatusUnprocessableEntity, de)
-	case errors.As(err, &ae):
-		for k, vs := range ae.Header {
-			w.Header()[k] = vs
+		if sh == envelopeShape {
+			writeJSON(w, http.StatusUnprocessableEntity, de)
+			return
 		}
-		writeJSON(w, ae.Status, envelope{Error: envelopeBody{Code: ae.Code, Message: ae.Message}})
+		msgs := make([]string, 0, len(de.Detail))
+		for _, d := range de.Detail {
+			msgs = append(msgs, fmt.Sprintf("%v: %s", d.Loc, d.Msg))
+		}
+		ae = invalidInput("%s", strings.Join(msgs, "; "))
+	case errors.As(err, &ae):
 	case natsUnavailable(err):
 		s.log.Warn("request failed: NATS unreachable", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, envelope{Error: envelopeBody{Code: CodeUnavailable,
-			Message: "the job system is unreachable for a moment (NATS restarting); resend the request, with the same idempotency_key if it had one"}})
+		ae = unavailable(1, "the job system is unreachable for a moment (NATS restarting); resend the request, with the same idempotency_key if it had one")
 	default:
 		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, envelope{Error: envelopeBody{Code: CodeInternal, Message: "internal error"}})
+		ae = newError(CodeInternal, "internal error")
 	}
+	for k, vs := range ae.Header {
+		w.Header()[k] = vs
+	}
+	if sh == envelopeShape {
+		writeJSON(w, ae.Status, envelope{Error: envelopeBody{Code: ae.Code, Message: ae.Message}})
+		return
+	}
+	body := productDetailBody{ErrorCode: ae.Code, Message: ae.Message, UnknownFields: ae.Unknown, MissingFields: ae.Missing}
+	if body.UnknownFields == nil {
+		body.UnknownFields = []string{}
+	}
+	if body.MissingFields == nil {
+		body.MissingFields = []string{}
+	}
+	writeJSON(w, ae.Status, productDetail{Detail: body})
 }
 
 // natsUnavailable reports an error of NATS being unreachable or without
@@ -185,7 +312,7 @@ func accountError(err error) error {
 	hasLE := errors.As(err, &le)
 	switch {
 	case errors.Is(err, account.ErrConcurrencyLimit):
-		e := newError(http.StatusTooManyRequests, CodeConcurrentLimitExceeded, "too many generations in flight")
+		e := newError(CodeConcurrentLimitExceeded, "too many generations in flight")
 		limit, inflight := 0, 0
 		if hasLE {
 			limit, inflight = le.MaxInFlight, le.InFlight
@@ -196,18 +323,18 @@ func accountError(err error) error {
 		return e
 	case errors.Is(err, account.ErrHardLimit):
 		if hasLE {
-			return newError(http.StatusPaymentRequired, CodeHardLimitExceeded,
+			return newError(CodeHardLimitExceeded,
 				"spending limit exceeded: current period usage $%.2f (plus $%.2f reserved by jobs in flight) and this job's estimated cost $%.2f would exceed the spending limit of $%.2f",
 				le.Usage, le.Reserved, le.Cost, le.Limit)
 		}
-		return newError(http.StatusPaymentRequired, CodeHardLimitExceeded, "spending limit exceeded: %v", err)
+		return newError(CodeHardLimitExceeded, "spending limit exceeded: %v", err)
 	case errors.Is(err, account.ErrInsufficientBalance):
 		if hasLE {
-			return newError(http.StatusPaymentRequired, CodeInsufficientBalance,
+			return newError(CodeInsufficientBalance,
 				"prepaid balance $%.2f does not cover this job's estimated cost $%.2f plus $%.2f reserved by jobs in flight",
 				le.Limit, le.Cost, le.Reserved)
 		}
-		return newError(http.StatusPaymentRequired, CodeInsufficientBalance, "prepaid balance is below the job's estimated cost")
+		return newError(CodeInsufficientBalance, "prepaid balance is below the job's estimated cost")
 	}
 	return err
 }

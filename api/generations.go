@@ -227,7 +227,7 @@ func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, b
 			return Job{}, false, fmt.Errorf("api: idempotency key: %w", err)
 		}
 		if ie.BodyHash != hash {
-			return Job{}, false, newError(http.StatusConflict, CodeIdempotencyConflict,
+			return Job{}, false, newError(CodeIdempotencyConflict,
 				"idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job", ie.JobID)
 		}
 		rec, _, err := s.q.Get(ctx, ie.JobID)
@@ -239,7 +239,7 @@ func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, b
 			return Job{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
 		}
 		if time.Now().After(deadline) {
-			return Job{}, false, newError(http.StatusServiceUnavailable, CodeUnavailable,
+			return Job{}, false, newError(CodeUnavailable,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		select {
@@ -287,8 +287,7 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 			}
 			cancel()
 		}
-		return release(newError(http.StatusServiceUnavailable, CodeUnavailable,
-			"the job could not be queued (the job system is unreachable); resend the request"))
+		return release(unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.viewWith(ctx, rec, &m)
 }
@@ -356,7 +355,7 @@ func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request) error {
 // owned returns the caller's job, or 404 JOB_NOT_FOUND for a job that does
 // not exist or is someone else's.
 func (s *Server) owned(ctx context.Context, id string) (queue.Record, error) {
-	notFound := newError(http.StatusNotFound, CodeJobNotFound, "job %q not found", truncate(id, 80))
+	notFound := newError(CodeJobNotFound, "job %q not found", truncate(id, 80))
 	if !strings.HasPrefix(id, JobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, notFound
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -28,13 +27,10 @@ func mediaError(what string, err error) error {
 	}
 	var ie *job.InputError
 	if errors.As(media.AsInputError(what, err), &ie) {
-		return badRequest(string(ie.Code), "%v", ie.Err)
+		return inputError(ie)
 	}
 	if storeUnreachable(err) {
-		e := newError(http.StatusServiceUnavailable, CodeUnavailable,
-			"object storage is unreachable, the %s could not be checked; nothing was created, retry shortly", what)
-		e.Header = http.Header{"Retry-After": {"2"}}
-		return e
+		return unavailable(2, "object storage is unreachable, the %s could not be checked; nothing was created, retry shortly", what)
 	}
 	return fmt.Errorf("api: check %s: %w", what, err)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -38,23 +39,35 @@ func TestMediaErrorStoreDown(t *testing.T) {
 // TestNATSUnavailableIs503: a request that fails because NATS has no
 // responder (a restart; the drill saw Reserve fail so) answers 503
 // SERVICE_UNAVAILABLE with Retry-After, not 500; other errors stay 500.
+// Both shapes answer alike: the generation API's envelope and the
+// product API's detail.
 func TestNATSUnavailableIs503(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	for _, c := range []struct {
-		err  error
-		code int
-	}{
-		{fmt.Errorf("account: reserve: %w", nats.ErrNoResponders), http.StatusServiceUnavailable},
-		{fmt.Errorf("queue: get: %w", nats.ErrTimeout), http.StatusServiceUnavailable},
-		{errors.New("something else"), http.StatusInternalServerError},
-	} {
-		rec := httptest.NewRecorder()
-		e.srv.writeError(rec, httptest.NewRequest("POST", "/v1/vfx/generations", nil), c.err)
-		if rec.Code != c.code {
-			t.Errorf("%v: %d, want %d", c.err, rec.Code, c.code)
-		}
-		if c.code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
-			t.Errorf("%v: no Retry-After", c.err)
+	for _, sh := range []shape{envelopeShape, detailShape} {
+		for _, c := range []struct {
+			err  error
+			code int
+			name string
+		}{
+			{fmt.Errorf("account: reserve: %w", nats.ErrNoResponders), http.StatusServiceUnavailable, CodeUnavailable},
+			{fmt.Errorf("queue: get: %w", nats.ErrTimeout), http.StatusServiceUnavailable, CodeUnavailable},
+			{errors.New("something else"), http.StatusInternalServerError, CodeInternal},
+		} {
+			rec := httptest.NewRecorder()
+			e.srv.writeError(rec, httptest.NewRequest("POST", "/v1/vfx/generations", nil), c.err, sh)
+			if rec.Code != c.code {
+				t.Errorf("shape %d, %v: %d, want %d", sh, c.err, rec.Code, c.code)
+			}
+			if c.code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+				t.Errorf("shape %d, %v: no Retry-After", sh, c.err)
+			}
+			want := `{"error":{"code":"` + c.name + `",`
+			if sh == detailShape {
+				want = `{"detail":{"error_code":"` + c.name + `",`
+			}
+			if !strings.HasPrefix(rec.Body.String(), want) {
+				t.Errorf("shape %d, %v: body %s, want it to start %s", sh, c.err, rec.Body, want)
+			}
 		}
 	}
 }

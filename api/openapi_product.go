@@ -41,7 +41,7 @@ var productErrorCodes = map[string]string{
 	CodeRequestTooLarge:        "413: request body over the cap.",
 	CodeRequestTimeout:         "408: the request body arrived slower than 32 KiB/s on average after its first 10 s, or took over 10 minutes.",
 	CodeInternal:               "500: internal error; the outcome is uncertain: resend the exact request with the same idempotency_key.",
-	CodeUnavailable:            "503 (with Retry-After): a job with the same idempotency_key is still being created, or the server is reading its limit of request body bytes at once; resend the same request.",
+	CodeUnavailable:            "503 (with Retry-After): NATS unreachable for a moment (the job could not be queued; nothing was created, the reservation is released), a job with the same idempotency_key is still being created, or the server is reading its limit of request body bytes at once; resend the same request.",
 }
 
 const productDescription = `Product API (SPEC-NOTES.md, Product API). Fields, billing, states, responses, errors and webhooks never mix with the generation API's.

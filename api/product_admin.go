@@ -17,7 +17,7 @@ func orgAdminErr(err error, what string) error {
 		if what == "team" {
 			code = CodeTeamNotFound
 		}
-		return newError(http.StatusNotFound, code, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return newError(code, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	case errors.Is(err, account.ErrInvalid):
 		return badRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	}
@@ -133,7 +133,7 @@ func (s *Server) adminSetProduct(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable([]any{"body", "enabled"}, "Field required", "missing")
 	}
 	if _, err := s.product(r.PathValue("product")); err != nil {
-		return newError(http.StatusNotFound, CodeProductNotFound, "product %q not found", truncate(r.PathValue("product"), 80))
+		return newError(CodeProductNotFound, "product %q not found", truncate(r.PathValue("product"), 80))
 	}
 	o, err := s.acc.SetProductEnabled(r.Context(), r.PathValue("id"), r.PathValue("product"), *in.Enabled)
 	if err != nil {
@@ -163,7 +163,7 @@ func (s *Server) adminSetConsent(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if !known {
-		return newError(http.StatusNotFound, CodeModelNotFound, "model %q not found", truncate(model, 80))
+		return newError(CodeModelNotFound, "model %q not found", truncate(model, 80))
 	}
 	o, err := s.acc.SetModelConsent(r.Context(), r.PathValue("id"), model, *in.Granted)
 	if err != nil {

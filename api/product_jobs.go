@@ -106,17 +106,17 @@ func (s *Server) withOrgKey(h func(w http.ResponseWriter, r *http.Request, oc or
 	return func(w http.ResponseWriter, r *http.Request) error {
 		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
 		if secret == "" {
-			return newProductErr(http.StatusUnauthorized, CodeInvalidAPIKey, "missing x-api-key header")
+			return newError(CodeInvalidAPIKey, "missing x-api-key header")
 		}
 		p, err := s.acc.Authenticate(r.Context(), secret)
 		if err != nil {
 			if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-				return newProductErr(http.StatusUnauthorized, CodeInvalidAPIKey, "invalid or revoked API key")
+				return newError(CodeInvalidAPIKey, "invalid or revoked API key")
 			}
 			return fmt.Errorf("api: authenticate: %w", err)
 		}
 		if p.Key.OrgID == "" {
-			return newProductErr(http.StatusForbidden, CodeOrgKeyRequired, "the product API needs an organization key (issued with POST /admin/v1/orgs/{id}/keys); this is an account key of kind %q", p.Key.Kind)
+			return newError(CodeOrgKeyRequired, "the product API needs an organization key (issued with POST /admin/v1/orgs/{id}/keys); this is an account key of kind %q", p.Key.Kind)
 		}
 		org, err := s.acc.GetOrg(r.Context(), p.Key.OrgID)
 		if err != nil {
@@ -126,11 +126,11 @@ func (s *Server) withOrgKey(h func(w http.ResponseWriter, r *http.Request, oc or
 		header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 		switch {
 		case p.Key.TeamID != "" && header != "" && header != p.Key.TeamID:
-			return newProductErr(http.StatusForbidden, CodeTeamForbidden, "this key belongs to team %s, not %s", p.Key.TeamID, truncate(header, 80))
+			return newError(CodeTeamForbidden, "this key belongs to team %s, not %s", p.Key.TeamID, truncate(header, 80))
 		case p.Key.TeamID == "" && header != "":
 			t, err := s.acc.GetTeam(r.Context(), header)
 			if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != org.ID) {
-				return newProductErr(http.StatusForbidden, CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
+				return newError(CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
 			}
 			if err != nil {
 				return fmt.Errorf("api: team: %w", err)
@@ -148,11 +148,11 @@ func (s *Server) product(name string) (*productDef, error) {
 			return p, nil
 		}
 	}
-	return nil, newProductErr(http.StatusNotFound, CodeProductNotFound, "product %q not found", truncate(name, 80))
+	return nil, newError(CodeProductNotFound, "product %q not found", truncate(name, 80))
 }
 
 func modelNotFound(p *productDef, id string) error {
-	return newProductErr(http.StatusNotFound, CodeModelNotFound, "model %q is not a model of product %s (models: %s)",
+	return newError(CodeModelNotFound, "model %q is not a model of product %s (models: %s)",
 		truncate(id, 80), p.Product, strings.Join(p.modelIDs(), ", "))
 }
 
@@ -160,10 +160,10 @@ func modelNotFound(p *productDef, id string) error {
 // model it has not consented to.
 func checkAccess(oc orgCtx, p *productDef, model string) error {
 	if !oc.Org.ProductEnabled(p.Product) {
-		return newProductErr(http.StatusForbidden, CodeProductNotEnabled, "product %s is not enabled for this organization", p.Product)
+		return newError(CodeProductNotEnabled, "product %s is not enabled for this organization", p.Product)
 	}
 	if !oc.Org.ModelConsent(model) {
-		return newProductErr(http.StatusForbidden, CodeModelConsentRequired, "this organization has not consented to model %s", model)
+		return newError(CodeModelConsentRequired, "this organization has not consented to model %s", model)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		switch bu {
 		case "credits":
 		case "usd":
-			return pb, newProductErr(http.StatusBadRequest, CodeUnsupportedBillingUnit, "billing_unit usd is not supported by product endpoints; omit it or use credits")
+			return pb, newError(CodeUnsupportedBillingUnit, "billing_unit usd is not supported by product endpoints; omit it or use credits")
 		default:
 			return pb, invalidInput("billing_unit %q: want credits", truncate(bu, 40))
 		}
@@ -517,10 +517,10 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 		return plan{}, invalidInput("inputs: %v", err)
 	}
 	if strings.HasPrefix(in.ParentJobID, JobIDPrefix) {
-		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentNotProductJob,
+		return plan{}, newError(CodeParentNotProductJob,
 			"parent_job_id %s is a generation API job; only vfx product jobs (dap_…) can be finished", truncate(in.ParentJobID, 80))
 	}
-	notFound := newProductErr(http.StatusNotFound, CodeParentNotFound, "parent job %s not found", truncate(in.ParentJobID, 80))
+	notFound := newError(CodeParentNotFound, "parent job %s not found", truncate(in.ParentJobID, 80))
 	rec, _, err := s.q.Get(ctx, in.ParentJobID)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalid) {
 		return plan{}, notFound
@@ -536,16 +536,16 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 		return plan{}, err
 	}
 	if pm.TeamID != oc.TeamID || pm.KeyOwner != oc.KeyOwner {
-		return plan{}, newProductErr(http.StatusForbidden, CodeParentNotOwned,
+		return plan{}, newError(CodeParentNotOwned,
 			"parent job %s belongs to another key owner or team of this organization", rec.ID)
 	}
 	switch {
 	case pm.Product == job.ProductFinish:
-		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
+		return plan{}, newError(CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
 	case pm.Product != job.ProductVFX:
-		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
+		return plan{}, newError(CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
 	case pm.Mode == job.ModeFast:
-		return plan{}, newProductErr(http.StatusUnprocessableEntity, CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
+		return plan{}, newError(CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
 	}
 	pv, err := s.productView(ctx, rec, &pm)
 	if err != nil {
@@ -553,7 +553,7 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 	}
 	render := rec.Outputs[job.OutputRender]
 	if pv.Status != ProductSuccess || render == "" {
-		return plan{}, newProductErr(http.StatusConflict, CodeParentNotSuccessful, "parent job %s is %s; only success-ful jobs can be finished", rec.ID, pv.Status)
+		return plan{}, newError(CodeParentNotSuccessful, "parent job %s is %s; only success-ful jobs can be finished", rec.ID, pv.Status)
 	}
 	video := strings.HasSuffix(render, ".mp4")
 	frames := max(rec.Frames, 1)
@@ -665,7 +665,7 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 	reserve := pl.credits
 	if pb.MaxCredits != nil {
 		if pl.exact && pl.credits > *pb.MaxCredits {
-			return newProductErr(http.StatusPaymentRequired, CodeBudgetExceeded,
+			return newError(CodeBudgetExceeded,
 				"this job costs %d credits, over its max_credits of %d", pl.credits, *pb.MaxCredits)
 		}
 		reserve = min(reserve, *pb.MaxCredits)
@@ -716,7 +716,7 @@ func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgC
 			return ProductJob{}, false, fmt.Errorf("api: idempotency key: %w", err)
 		}
 		if ie.BodyHash != hash {
-			return ProductJob{}, false, newProductErr(http.StatusConflict, CodeIdempotencyConflict,
+			return ProductJob{}, false, newError(CodeIdempotencyConflict,
 				"idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job", ie.JobID)
 		}
 		rec, _, err := s.q.Get(ctx, ie.JobID)
@@ -733,7 +733,7 @@ func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgC
 			return ProductJob{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
 		}
 		if time.Now().After(deadline) {
-			return ProductJob{}, false, newProductErr(http.StatusServiceUnavailable, CodeUnavailable,
+			return ProductJob{}, false, newError(CodeUnavailable,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		select {
@@ -753,7 +753,7 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 			if be.Scope == account.ScopeTeamBudget {
 				what = "the team's credit budget"
 			}
-			return ProductJob{}, newProductErr(http.StatusPaymentRequired, CodeBudgetExceeded,
+			return ProductJob{}, newError(CodeBudgetExceeded,
 				"%s has %d credits left; this job reserves %d", what, be.Available, be.Need)
 		}
 		return ProductJob{}, fmt.Errorf("api: reserve credits: %w", err)
@@ -781,10 +781,13 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 	if pl.req.Generation != nil {
 		seed = pl.req.Generation.Seed
 	}
-	rec, _, err := s.q.Submit(ctx, queue.Record{ID: jobID, Kind: queue.KindProduct, Owner: oc.Org.ID,
+	// The same submission as a generation's: retried while NATS fails,
+	// then abandoned (marked failed) and answered 503 with Retry-After.
+	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindProduct, Owner: oc.Org.ID,
 		Request: reqJSON, Seed: seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
-		return release(fmt.Errorf("api: submit: %w", err))
+		s.abandon(ctx, jobID, err)
+		return release(unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.productView(ctx, rec, &m)
 }
@@ -808,7 +811,7 @@ func (s *Server) getProductMeta(ctx context.Context, id string) (productMeta, er
 // team, or 404 JOB_NOT_FOUND. The product's enablement is not checked: a
 // job stays readable after its product is disabled.
 func (s *Server) ownedProduct(ctx context.Context, oc orgCtx, id string) (queue.Record, productMeta, error) {
-	notFound := newProductErr(http.StatusNotFound, CodeJobNotFound, "job %q not found", truncate(id, 80))
+	notFound := newError(CodeJobNotFound, "job %q not found", truncate(id, 80))
 	if !strings.HasPrefix(id, ProductJobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, productMeta{}, notFound
 	}

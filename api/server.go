@@ -410,7 +410,7 @@ func (s *Server) handle(method, path string, h handlerFunc) {
 		r, release := s.withCharge(r)
 		defer release()
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
+			s.writeError(w, r, err, envelopeShape)
 		}
 	})
 }
@@ -451,7 +451,7 @@ func (s *Server) buildRoutes() {
 			h.ServeHTTP(w, r)
 			return
 		}
-		s.writeError(w, r, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		s.writeError(w, r, newError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), envelopeShape)
 	})
 }
 
@@ -489,13 +489,11 @@ func (s *Server) buildMethodRoutes() {
 		product := pi.product
 		s.methods.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			msg := fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)
+			sh := envelopeShape
 			if product {
-				writeJSON(w, http.StatusMethodNotAllowed, productDetail{Detail: productDetailBody{
-					ErrorCode: CodeMethodNotAllowed, Message: msg, UnknownFields: []string{}, MissingFields: []string{}}})
-				return
+				sh = detailShape
 			}
-			writeJSON(w, http.StatusMethodNotAllowed, envelope{Error: envelopeBody{Code: CodeMethodNotAllowed, Message: msg}})
+			s.writeError(w, r, newError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
 		})
 	}
 }
@@ -521,17 +519,17 @@ func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
 		if secret == "" {
-			return newError(http.StatusUnauthorized, CodeInvalidAPIKey, "missing x-api-key header")
+			return newError(CodeInvalidAPIKey, "missing x-api-key header")
 		}
 		p, err := s.acc.Authenticate(r.Context(), secret)
 		if err != nil {
 			if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-				return newError(http.StatusUnauthorized, CodeInvalidAPIKey, "invalid or revoked API key")
+				return newError(CodeInvalidAPIKey, "invalid or revoked API key")
 			}
 			return fmt.Errorf("api: authenticate: %w", err)
 		}
 		if p.Key.OrgID != "" && !orgKeys {
-			return newError(http.StatusForbidden, CodeAccountKeyRequired,
+			return newError(CodeAccountKeyRequired,
 				"this organization key is for the product API (/v1/products, /v1/product-jobs); the generation API needs an account key")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
@@ -544,7 +542,7 @@ func (s *Server) withAdmin(h handlerFunc) handlerFunc {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if s.cfg.AdminToken == "" || !ok ||
 			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.AdminToken)) != 1 {
-			return newError(http.StatusUnauthorized, CodeUnauthorized, "missing or invalid operator token")
+			return newError(CodeUnauthorized, "missing or invalid operator token")
 		}
 		return h(w, r)
 	}
@@ -563,7 +561,7 @@ func (s *Server) limit(ctx context.Context, w http.ResponseWriter, class account
 	}
 	h := rateHeaders(d)
 	if !d.Allowed {
-		e := newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
+		e := newError(CodeRateLimitExceeded,
 			"rate limit of %d %s requests per minute exceeded; retry in %d s", d.Limit, class, retrySeconds(d.RetryAfter))
 		e.Header = h
 		return e

@@ -83,11 +83,11 @@ func (s *Server) uploadOwner(r *http.Request) (string, error) {
 	header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 	switch {
 	case team != "" && header != "" && header != team:
-		return "", newError(http.StatusForbidden, CodeTeamForbidden, "this key belongs to team %s, not %s", team, truncate(header, 80))
+		return "", newError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, truncate(header, 80))
 	case team == "" && header != "":
 		t, err := s.acc.GetTeam(r.Context(), header)
 		if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != p.Key.OrgID) {
-			return "", newError(http.StatusForbidden, CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
+			return "", newError(CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
 		}
 		if err != nil {
 			return "", fmt.Errorf("api: team: %w", err)
@@ -166,7 +166,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 
 func rateLimitedUploads(why string, retry time.Duration) error {
 	secs := max(1, int((retry+time.Second-1)/time.Second))
-	e := newError(http.StatusTooManyRequests, CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
+	e := newError(CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
 	e.Header = http.Header{"Retry-After": {fmt.Sprint(secs)}}
 	return e
 }
