@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/vfxrender/vfx/queue"
 )
 
 // TestCodeStatus: every code the OpenAPI document lists has its status in
@@ -37,5 +39,25 @@ func TestCodeStatus(t *testing.T) {
 	}
 	if st := statusOf("NO_SUCH_CODE"); st != http.StatusInternalServerError {
 		t.Errorf("unknown code: %d, want 500", st)
+	}
+}
+
+// TestRecordCode: a failed record's code is its ErrorCode; a record written
+// before that field gives it as the prefix of Error.
+func TestRecordCode(t *testing.T) {
+	for _, c := range []struct {
+		rec  queue.Record
+		want string
+	}{
+		{queue.Record{ErrorCode: "SOURCE_TOO_LARGE", Error: "SOURCE_TOO_LARGE: source: 3000000 pixels"}, "SOURCE_TOO_LARGE"},
+		{queue.Record{ErrorCode: "MODEL_UNAVAILABLE", Error: "alpha_mode auto needs the network"}, "MODEL_UNAVAILABLE"},
+		{queue.Record{Error: "INVALID_FILE_FORMAT: source: not an image"}, "INVALID_FILE_FORMAT"},
+		{queue.Record{Error: "CANCELLED: cancelled by the client"}, "CANCELLED"},
+		{queue.Record{Error: "worker: gave up after 5 delivery attempts (last error: SOURCE_UNREACHABLE: x)"}, ""},
+		{queue.Record{}, ""},
+	} {
+		if got := recordCode(c.rec); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.rec, got, c.want)
+		}
 	}
 }

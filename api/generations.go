@@ -326,6 +326,7 @@ func (s *Server) abandon(ctx context.Context, jobID string, cause error) bool {
 	_, err := s.q.Update(ctx, jobID, func(r *queue.Record) error {
 		r.Status = queue.StatusFailed
 		r.Error = CodeUnavailable + ": the job could not be queued"
+		r.ErrorCode = CodeUnavailable
 		return nil
 	})
 	s.log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),

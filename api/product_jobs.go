@@ -862,6 +862,7 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 		next, err := s.q.Update(ctx, rec.ID, func(r *queue.Record) error {
 			r.Status = queue.StatusFailed
 			r.Error = cancelledPrefix + ": cancelled by the client"
+			r.ErrorCode = cancelledPrefix
 			return nil
 		})
 		switch {
@@ -934,10 +935,9 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		v.Status = ProductRunning
 	case queue.StatusFailed:
 		v.Status = ProductFailed
-		code, msg := errorCode(rec.Error), rec.Error
-		if strings.HasPrefix(rec.Error, cancelledPrefix) {
+		code, msg := recordCode(rec), rec.Error
+		if code == cancelledPrefix {
 			v.Status = ProductCancelled
-			code = cancelledPrefix
 		}
 		if code == "" {
 			code = CodeInternal
@@ -973,6 +973,15 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		}
 	}
 	return v, nil
+}
+
+// recordCode returns a failed record's error code: its ErrorCode, or for
+// a record written before that field, the code at the start of its Error.
+func recordCode(rec queue.Record) string {
+	if rec.ErrorCode != "" {
+		return rec.ErrorCode
+	}
+	return errorCode(rec.Error)
 }
 
 // errorCode returns the code at the start of a record error

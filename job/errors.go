@@ -48,6 +48,10 @@ func (e *InputError) Error() string { return string(e.Code) + ": " + e.Err.Error
 // Unwrap returns the cause.
 func (e *InputError) Unwrap() error { return e.Err }
 
+// ErrorCode returns the code as a string: a failed job's record carries it
+// as data (queue.Coded).
+func (e *InputError) ErrorCode() string { return string(e.Code) }
+
 // Errorf returns an *InputError with code and a formatted message (%w
 // wraps as in fmt.Errorf).
 func Errorf(code Code, format string, args ...any) error {

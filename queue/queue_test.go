@@ -265,6 +265,39 @@ func TestRetry(t *testing.T) {
 	}
 }
 
+// codedError is an error with a code, as job.InputError is.
+type codedError struct{ code, msg string }
+
+func (e codedError) Error() string     { return e.code + ": " + e.msg }
+func (e codedError) ErrorCode() string { return e.code }
+
+// TestFailErrorCode: Fail records the code of a coded reason as the
+// record's ErrorCode (a field, not only the prefix of Error); a reason
+// without one leaves it empty.
+func TestFailErrorCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fastConfig())
+	e.submit(t, "gen_coded")
+	e.submit(t, "gen_plain")
+	c := e.consumer(t)
+	for range 2 {
+		d := e.next(t, c, 5*time.Second)
+		reason := error(Permanent(fmt.Errorf("worker: %w", codedError{"SOURCE_TOO_LARGE", "source: 3000000 pixels"})))
+		if d.JobID == "gen_plain" {
+			reason = Permanent(errors.New("worker: disk full"))
+		}
+		if err := d.Fail(testCtx(t, 5*time.Second), reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec := e.record(t, "gen_coded"); rec.ErrorCode != "SOURCE_TOO_LARGE" || rec.Error != "worker: SOURCE_TOO_LARGE: source: 3000000 pixels" {
+		t.Errorf("coded: error %q code %q", rec.Error, rec.ErrorCode)
+	}
+	if rec := e.record(t, "gen_plain"); rec.ErrorCode != "" || rec.Error != "worker: disk full" {
+		t.Errorf("plain: error %q code %q", rec.Error, rec.ErrorCode)
+	}
+}
+
 func TestFail(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastConfig())

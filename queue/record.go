@@ -75,8 +75,14 @@ type Record struct {
 	// Frames is the number of frames the render of a completed job has (1
 	// for an image); the product API prices a job by it.
 	Frames int `json:"frames,omitempty"`
-	// Error is the readable reason of a failed job.
+	// Error is the readable reason of a failed job. It starts with
+	// ErrorCode and ": " when there is one (the generation API shows it so).
 	Error string `json:"error,omitempty"`
+	// ErrorCode is the machine-readable code of a failed job's error (for
+	// example SOURCE_TOO_LARGE), "" when it has none (an internal failure).
+	// Records written before this field carry the code only as the prefix
+	// of Error.
+	ErrorCode string `json:"error_code,omitempty"`
 	// LastError is the error of the latest retried attempt (Delivery.Retry);
 	// it is informational and does not mean the job failed.
 	LastError  string     `json:"last_error,omitempty"`

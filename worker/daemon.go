@@ -343,7 +343,7 @@ func (dm *Daemon) complete(ctx context.Context, d *queue.Delivery, out jobOutput
 		r.Progress = 100
 		r.Outputs = out.keys
 		r.Frames = out.frames
-		r.Error = ""
+		r.Error, r.ErrorCode = "", ""
 		r.Worker = dm.Name
 		r.Attempt = d.Attempt
 		return nil

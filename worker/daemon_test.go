@@ -359,8 +359,8 @@ func TestDaemonErrorClassification(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			rec := e.waitTerminal(t, c.id, 30*time.Second)
-			if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, c.code+": ") {
-				t.Errorf("status %s error %q, want failed with %s", rec.Status, rec.Error, c.code)
+			if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, c.code+": ") || rec.ErrorCode != c.code {
+				t.Errorf("status %s error %q code %q, want failed with %s", rec.Status, rec.Error, rec.ErrorCode, c.code)
 			}
 			if rec.Attempt != 1 || rec.LastError != "" {
 				t.Errorf("attempt %d last error %q: want one attempt, no retry", rec.Attempt, rec.LastError)
