@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // Names of the key-value buckets the service creates.
@@ -546,6 +548,7 @@ const maxCASAttempts = 1000
 // seen or written.
 func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, mutate func(v *T, exists bool) (bool, error)) (T, error) {
 	var zero T
+	pause := casBackoff()
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return zero, err
@@ -583,7 +586,7 @@ func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, muta
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			return zero, err
 		}
-		if err := pause(ctx, attempt); err != nil {
+		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
 			return zero, err
 		}
 	}

@@ -51,6 +51,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // States of a reservation entry.
@@ -201,6 +203,7 @@ func (s *Service) Reserve(ctx context.Context, acct Account, jobID string, cost 
 		return err
 	}
 	key := entryKey(acct.ID, jobID)
+	pause := casBackoff()
 	for attempt := 0; attempt < transitionWaits; attempt++ {
 		now := s.cfg.Now().UTC()
 		r := reservation{Micros: toMicros(cost), At: now, State: resPending, Since: now}
@@ -225,7 +228,7 @@ func (s *Service) Reserve(ctx context.Context, acct Account, jobID string, cost 
 			}
 			continue
 		}
-		if err := pause(ctx, attempt); err != nil {
+		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
 			return wrapOp("reserve", err)
 		}
 	}
@@ -317,6 +320,7 @@ func (s *Service) admit(ctx context.Context, ar accountRecord, key string, rev u
 // no-op; an entry another call is changing is waited for.
 func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 	key := entryKey(accountID, jobID)
+	pause := casBackoff()
 	for attempt := 0; attempt < transitionWaits; attempt++ {
 		r, rev, found, err := s.getEntry(ctx, key)
 		if err != nil {
@@ -338,7 +342,7 @@ func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 			}
 			continue
 		}
-		if err := pause(ctx, attempt); err != nil {
+		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
 			return err
 		}
 	}
@@ -490,6 +494,7 @@ func (s *Service) sweep(ctx context.Context, accountID, own string) error {
 // retried only after the recount), or "".
 func (s *Service) recount(ctx context.Context, accountID, own string) error {
 	key := sumKey(accountID)
+	pause := casBackoff()
 	for try := 0; try < recountTries; try++ {
 		var cur inflightSum
 		var rev uint64
@@ -543,7 +548,7 @@ func (s *Service) recount(ctx context.Context, accountID, own string) error {
 		if err == nil || (!errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists)) {
 			return err
 		}
-		if err := pause(ctx, try); err != nil {
+		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
 			return err
 		}
 	}

@@ -1,11 +1,11 @@
 package account
 
 import (
-	"context"
 	crand "crypto/rand"
 	"encoding/base64"
-	mrand "math/rand/v2"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -48,15 +48,8 @@ func webhookSecret() (string, error) {
 	return "whsec_" + base64.StdEncoding.EncodeToString(b), nil
 }
 
-// pause waits a short random time after a lost compare-and-set race.
-func pause(ctx context.Context, attempt int) error {
-	maxWait := time.Duration(min(attempt+1, 20)) * time.Millisecond
-	t := time.NewTimer(mrand.N(maxWait) + 100*time.Microsecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+// casBackoff is the pause after a lost compare-and-set race, or while
+// another call moves an entry on: full jitter, up to 1 ms growing to 20 ms.
+func casBackoff() retry.Backoff {
+	return retry.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond, Jitter: true}
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -27,7 +28,7 @@ func (s *Server) runBilling(ctx context.Context, ec *queue.EventConsumer) {
 				return
 			}
 			log.Warn("pull event", zap.Error(err))
-			if !sleepCtx(ctx, time.Second) {
+			if retry.Sleep(ctx, time.Second) != nil {
 				return
 			}
 			continue

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -242,10 +243,8 @@ func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, b
 			return Job{}, false, newError(CodeUnavailable,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
-		select {
-		case <-ctx.Done():
-			return Job{}, false, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return Job{}, false, err
 		}
 	}
 }
@@ -297,21 +296,23 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 // publish lost or unconfirmed) without queueing the job twice.
 func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
 	deadline := time.Now().Add(s.cfg.SubmitRetryFor)
-	pause := 100 * time.Millisecond
-	for {
-		out, _, err := s.q.Submit(ctx, rec)
-		if err == nil || errors.Is(err, queue.ErrInvalid) || ctx.Err() != nil || time.Now().After(deadline) {
-			if err != nil {
-				return queue.Record{}, fmt.Errorf("api: submit: %w", err)
+	var out queue.Record
+	err := retry.Call(ctx, retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
+		func(err error) bool {
+			if errors.Is(err, queue.ErrInvalid) || time.Now().After(deadline) {
+				return false
 			}
-			return out, nil
-		}
-		s.log.Warn("queue job; retrying", zap.String("job_id", rec.ID), zap.Error(err))
-		if !sleepCtx(ctx, pause) {
-			return queue.Record{}, fmt.Errorf("api: submit: %w", err)
-		}
-		pause = min(2*pause, time.Second)
+			s.log.Warn("queue job; retrying", zap.String("job_id", rec.ID), zap.Error(err))
+			return true
+		},
+		func(ctx context.Context) (err error) {
+			out, _, err = s.q.Submit(ctx, rec)
+			return err
+		})
+	if err != nil {
+		return queue.Record{}, fmt.Errorf("api: submit: %w", err)
 	}
+	return out, nil
 }
 
 // abandon marks failed, best effort, a job whose submission gave up, so

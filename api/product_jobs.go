@@ -18,6 +18,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -736,10 +737,8 @@ func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgC
 			return ProductJob{}, false, newError(CodeUnavailable,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
-		select {
-		case <-ctx.Done():
-			return ProductJob{}, false, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return ProductJob{}, false, err
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/queue"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) runLedgerReconciler(ctx context.Context) {
 				zap.Int("voided", rep.Voided), zap.Int("expired", rep.Expired), zap.Int("cleaned", rep.Cleaned),
 				zap.Int("orphans", rep.Orphans))
 		}
-		if !sleepCtx(ctx, s.cfg.LedgerReconcileEvery) {
+		if retry.Sleep(ctx, s.cfg.LedgerReconcileEvery) != nil {
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -299,7 +300,7 @@ func (s *Server) runUploadSweeper(ctx context.Context) {
 		if n > 0 {
 			log.Info("unused uploads deleted", zap.Int("uploads", n))
 		}
-		if !sleepCtx(ctx, s.cfg.UploadSweepEvery) {
+		if retry.Sleep(ctx, s.cfg.UploadSweepEvery) != nil {
 			return
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -92,7 +93,7 @@ func (s *Server) runWebhooks(ctx context.Context, ec *queue.EventConsumer) {
 				return
 			}
 			log.Warn("pull event", zap.Error(err))
-			if !sleepCtx(ctx, time.Second) {
+			if retry.Sleep(ctx, time.Second) != nil {
 				return
 			}
 			continue
@@ -201,17 +202,6 @@ func (s *Server) post(ctx context.Context, url, id, secret string, body []byte) 
 		return fmt.Errorf("callback answered HTTP %d", resp.StatusCode)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // record counts a delivery attempt: delivered on success, failed once

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // ErrSettled is returned by Done, Retry, Fail and Release when the delivery
@@ -294,22 +296,16 @@ func (d *Delivery) Done(ctx context.Context) error {
 	if !d.settle() {
 		return fmt.Errorf("queue: done %s: %w", d.JobID, ErrSettled)
 	}
-	pause := 50 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, ackTryTimeout)
-		err := d.msg.DoubleAck(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if !transientNATS(err) || ctx.Err() != nil {
-			return fmt.Errorf("queue: done %s: %w", d.JobID, err)
-		}
-		if serr := sleepCtx(ctx, pause); serr != nil {
-			return fmt.Errorf("queue: done %s: %w", d.JobID, err)
-		}
-		pause = min(2*pause, time.Second)
+	err := retry.Call(ctx, retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}, transientNATS,
+		func(ctx context.Context) error {
+			actx, cancel := context.WithTimeout(ctx, ackTryTimeout)
+			defer cancel()
+			return d.msg.DoubleAck(actx)
+		})
+	if err != nil {
+		return fmt.Errorf("queue: done %s: %w", d.JobID, err)
 	}
+	return nil
 }
 
 // ackTryTimeout bounds one acknowledgement round trip in Done.

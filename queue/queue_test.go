@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 func TestConnect(t *testing.T) {
@@ -515,7 +517,7 @@ func TestRunSlots(t *testing.T) {
 				return err
 			}
 			// Pretend to work a little, so that slots overlap.
-			if err := sleepCtx(ctx, 30*time.Millisecond); err != nil {
+			if err := retry.Sleep(ctx, 30*time.Millisecond); err != nil {
 				return err
 			}
 			// Work ahead of the record: the pull loop must still wait for a

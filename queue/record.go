@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // Sentinel errors callers branch on. Every error returned by this package
@@ -225,9 +226,10 @@ func (q *Queue) get(ctx context.Context, id string) (Record, []byte, uint64, err
 // terminal. When fn changes nothing, nothing is written. An error from fn
 // aborts the update and is returned wrapped.
 func (q *Queue) Update(ctx context.Context, id string, fn func(*Record) error) (Record, error) {
+	pause := casBackoff()
 	for attempt := 0; attempt < q.cfg.UpdateRetries; attempt++ {
 		if attempt > 0 {
-			if err := sleepCtx(ctx, casBackoff(attempt)); err != nil {
+			if err := retry.Sleep(ctx, pause.Pause()); err != nil {
 				return Record{}, fmt.Errorf("queue: update %s: %w", id, err)
 			}
 		}
@@ -294,21 +296,8 @@ func sameJSON(a, b Record) (bool, error) {
 	return bytes.Equal(ja, jb), nil
 }
 
-// casBackoff is a full-jitter exponential pause before CAS retry n (n ≥ 1):
-// up to 2 ms, 4 ms, … capped at 100 ms.
-func casBackoff(n int) time.Duration {
-	ceil := min(time.Millisecond<<min(n, 7), 100*time.Millisecond)
-	return time.Duration(rand.Int64N(int64(ceil))) + 100*time.Microsecond
-}
-
-// sleepCtx pauses for d or until ctx ends (then it returns ctx's error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// casBackoff is the pause before each retry of a compare-and-swap: full
+// jitter, up to 2 ms, 4 ms, … capped at 100 ms.
+func casBackoff() retry.Backoff {
+	return retry.Backoff{Initial: 2 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: true}
 }

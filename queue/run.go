@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // ErrPermanent marks a handler error that retrying cannot fix (bad input):
@@ -87,7 +89,7 @@ func (c *Consumer) Run(ctx context.Context, cfg RunConfig, handler Handler) erro
 	)
 	slots := make(chan struct{}, cfg.Slots)
 	var runErr error
-	backoff := time.Duration(0)
+	backoff := retry.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 
 pull:
 	for {
@@ -106,14 +108,14 @@ pull:
 				runErr = fmt.Errorf("queue: run: %w", err)
 				break pull
 			}
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			log.Warn("pull failed", zap.Error(err), zap.Duration("retry_in", backoff))
-			if sleepCtx(ctx, backoff) != nil {
+			pause := backoff.Pause()
+			log.Warn("pull failed", zap.Error(err), zap.Duration("retry_in", pause))
+			if retry.Sleep(ctx, pause) != nil {
 				break pull
 			}
 			continue
 		}
-		backoff = 0
+		backoff.Reset()
 		if ctx.Err() != nil {
 			// Pulled while shutting down: give it straight back.
 			if err := d.Release(hctx); err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // SweepStats is what one sweeper pass saw and did.
@@ -90,7 +92,7 @@ func (s *Sweeper) Run(ctx context.Context, report func(SweepStats)) error {
 	every := s.q.cfg.SweepInterval
 	for {
 		jitter := time.Duration(rand.Int64N(int64(every/10) + 1))
-		if sleepCtx(ctx, every+jitter) != nil {
+		if retry.Sleep(ctx, every+jitter) != nil {
 			return nil
 		}
 		st, err := s.Pass(ctx)

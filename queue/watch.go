@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // maxDeliveriesAdvisory is the part of the server's
@@ -53,7 +55,7 @@ func (q *Queue) WatchMaxDeliveries(ctx context.Context, logger *zap.Logger) erro
 		}
 		return fmt.Errorf("queue: watch max deliveries: %w", err)
 	}
-	backoff := time.Duration(0)
+	backoff := retry.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		msg, err := pullOne(ctx, cons, q.cfg.PollWait)
 		if err != nil {
@@ -63,14 +65,14 @@ func (q *Queue) WatchMaxDeliveries(ctx context.Context, logger *zap.Logger) erro
 			if errors.Is(err, nats.ErrConnectionClosed) {
 				return fmt.Errorf("queue: watch max deliveries: %w", err)
 			}
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			log.Warn("advisory pull failed", zap.Error(err), zap.Duration("retry_in", backoff))
-			if sleepCtx(ctx, backoff) != nil {
+			pause := backoff.Pause()
+			log.Warn("advisory pull failed", zap.Error(err), zap.Duration("retry_in", pause))
+			if retry.Sleep(ctx, pause) != nil {
 				return nil
 			}
 			continue
 		}
-		backoff = 0
+		backoff.Reset()
 		if err := q.handleMaxDeliveries(ctx, msg, log); err != nil {
 			log.Error("max-deliveries advisory not handled; retrying later", zap.Error(err))
 			if err := msg.NakWithDelay(time.Second); err != nil {

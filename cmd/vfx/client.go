@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // Client-side defaults of the HTTP commands (`vfx submit`, `vfx jobs`,
@@ -48,22 +50,7 @@ func newAPIClient(base, key, adminToken string) *apiClient {
 		// No overall timeout: uploads and downloads may be large. Calls
 		// are bounded by their contexts.
 		hc:    &http.Client{Transport: http.DefaultTransport},
-		sleep: sleepCtx,
-	}
-}
-
-// sleepCtx waits d, or returns ctx's error when it ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+		sleep: retry.Sleep,
 	}
 }
 
@@ -195,7 +182,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, in any, opt c
 			return 0, nil, nil, fmt.Errorf("encode request: %w", err)
 		}
 	}
-	backoff := 500 * time.Millisecond
+	backoff := retry.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second}
 	var lastErr error
 	for attempt := 1; attempt <= maxCallAttempts; attempt++ {
 		status, h, body, err := c.once(ctx, method, path, payload, opt.admin)
@@ -207,7 +194,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, in any, opt c
 			break
 		}
 		var ae *apiError
-		wait := backoff
+		wait := backoff.Pause()
 		switch {
 		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
 			if ae.RetryAfter > 0 {
@@ -221,7 +208,6 @@ func (c *apiClient) call(ctx context.Context, method, path string, in any, opt c
 		if err := c.sleep(ctx, min(wait, maxRetryWait)); err != nil {
 			return 0, nil, nil, errors.Join(lastErr, err)
 		}
-		backoff = min(backoff*2, 8*time.Second)
 	}
 	return 0, nil, nil, lastErr
 }

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/store"
@@ -444,25 +445,19 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 // retryStartup calls fn until it succeeds, ctx ends (nil is returned; the
 // caller checks ctx) or it fails for a reason retrying cannot fix.
 func retryStartup(ctx context.Context, log *zap.Logger, what string, fn func() error) error {
-	backoff := 500 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil || ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, queue.ErrInvalid) {
-			return err
-		}
-		log.Warn(what+" failed; retrying", zap.Error(err), zap.Duration("retry_in", backoff))
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 10*time.Second)
+	err := retry.Call(ctx, retry.Backoff{Initial: 500 * time.Millisecond, Max: 10 * time.Second},
+		func(err error) bool {
+			if errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, queue.ErrInvalid) {
+				return false
+			}
+			log.Warn(what+" failed; retrying", zap.Error(err))
+			return true
+		},
+		func(context.Context) error { return fn() })
+	if ce := (*retry.ContextError)(nil); errors.As(err, &ce) {
+		return nil
 	}
+	return err
 }
 
 // openStore opens the configured object storage.
