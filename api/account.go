@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -239,7 +240,7 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		in.Kind = string(account.KindPersonal)
 	}
 	if in.Kind != string(account.KindPersonal) && in.Kind != string(account.KindOrganization) {
-		return badRequest(CodeInvalidInput, "kind %q: want personal or organization", truncate(in.Kind, 40))
+		return badRequest(CodeInvalidInput, "kind %q: want personal or organization", trunc.String(in.Kind, 40))
 	}
 	k, secret, err := s.acc.CreateKey(r.Context(), r.PathValue("id"), account.Kind(in.Kind))
 	if err != nil {

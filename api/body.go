@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // DefaultMaxInflightBodyBytes is the default of Config.MaxInflightBodyBytes:
@@ -261,7 +263,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 			return nil, err
 		}
 		if seen[key] {
-			return nil, unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", truncate(key, 80)), "json_invalid")
+			return nil, unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", trunc.String(key, 80)), "json_invalid")
 		}
 		seen[key] = true
 		w.ws()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -357,7 +358,7 @@ func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request) error {
 // owned returns the caller's job, or 404 JOB_NOT_FOUND for a job that does
 // not exist or is someone else's.
 func (s *Server) owned(ctx context.Context, id string) (queue.Record, error) {
-	notFound := newError(CodeJobNotFound, "job %q not found", truncate(id, 80))
+	notFound := newError(CodeJobNotFound, "job %q not found", trunc.String(id, 80))
 	if !strings.HasPrefix(id, JobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, notFound
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -112,7 +113,7 @@ func TestValidationRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
 			if r.status != 400 || r.code() != tc.code {
-				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, truncate(string(r.body), 300))
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
 		})
 	}
@@ -199,7 +200,7 @@ func TestContentChecks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
 			if r.status != 400 || r.code() != tc.code {
-				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, truncate(string(r.body), 300))
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
 		})
 	}
@@ -221,14 +222,14 @@ func TestBodyCap(t *testing.T) {
 		strings.Repeat("A", int(DefaultMaxBodyBytes)) + `"}`
 	r := e.do("POST", "/v1/vfx/generations", key, body)
 	if r.status != http.StatusRequestEntityTooLarge || r.code() != CodeRequestTooLarge {
-		t.Fatalf("%d %s", r.status, truncate(string(r.body), 200))
+		t.Fatalf("%d %s", r.status, trunc.String(string(r.body), 200))
 	}
 	// A data: URI over 50 MB but under the body cap.
 	body = `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
 		strings.Repeat("A", 68_000_000) + `"}`
 	r = e.do("POST", "/v1/vfx/generations", key, body)
 	if r.status != 400 || r.code() != CodeSourceTooLarge {
-		t.Fatalf("%d %s", r.status, truncate(string(r.body), 200))
+		t.Fatalf("%d %s", r.status, trunc.String(string(r.body), 200))
 	}
 }
 

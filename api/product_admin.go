@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // orgAdminErr maps account errors of the organisation operator routes.
@@ -133,7 +134,7 @@ func (s *Server) adminSetProduct(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable([]any{"body", "enabled"}, "Field required", "missing")
 	}
 	if _, err := s.product(r.PathValue("product")); err != nil {
-		return newError(CodeProductNotFound, "product %q not found", truncate(r.PathValue("product"), 80))
+		return newError(CodeProductNotFound, "product %q not found", trunc.String(r.PathValue("product"), 80))
 	}
 	o, err := s.acc.SetProductEnabled(r.Context(), r.PathValue("id"), r.PathValue("product"), *in.Enabled)
 	if err != nil {
@@ -163,7 +164,7 @@ func (s *Server) adminSetConsent(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if !known {
-		return newError(CodeModelNotFound, "model %q not found", truncate(model, 80))
+		return newError(CodeModelNotFound, "model %q not found", trunc.String(model, 80))
 	}
 	o, err := s.acc.SetModelConsent(r.Context(), r.PathValue("id"), model, *in.Granted)
 	if err != nil {

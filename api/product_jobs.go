@@ -19,6 +19,7 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -127,11 +128,11 @@ func (s *Server) withOrgKey(h func(w http.ResponseWriter, r *http.Request, oc or
 		header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 		switch {
 		case p.Key.TeamID != "" && header != "" && header != p.Key.TeamID:
-			return newError(CodeTeamForbidden, "this key belongs to team %s, not %s", p.Key.TeamID, truncate(header, 80))
+			return newError(CodeTeamForbidden, "this key belongs to team %s, not %s", p.Key.TeamID, trunc.String(header, 80))
 		case p.Key.TeamID == "" && header != "":
 			t, err := s.acc.GetTeam(r.Context(), header)
 			if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != org.ID) {
-				return newError(CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
+				return newError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
 			}
 			if err != nil {
 				return fmt.Errorf("api: team: %w", err)
@@ -149,12 +150,12 @@ func (s *Server) product(name string) (*productDef, error) {
 			return p, nil
 		}
 	}
-	return nil, newError(CodeProductNotFound, "product %q not found", truncate(name, 80))
+	return nil, newError(CodeProductNotFound, "product %q not found", trunc.String(name, 80))
 }
 
 func modelNotFound(p *productDef, id string) error {
 	return newError(CodeModelNotFound, "model %q is not a model of product %s (models: %s)",
-		truncate(id, 80), p.Product, strings.Join(p.modelIDs(), ", "))
+		trunc.String(id, 80), p.Product, strings.Join(p.modelIDs(), ", "))
 }
 
 // checkAccess refuses a product the organisation has not enabled or a
@@ -253,7 +254,7 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		case "usd":
 			return pb, newError(CodeUnsupportedBillingUnit, "billing_unit usd is not supported by product endpoints; omit it or use credits")
 		default:
-			return pb, invalidInput("billing_unit %q: want credits", truncate(bu, 40))
+			return pb, invalidInput("billing_unit %q: want credits", trunc.String(bu, 40))
 		}
 	}
 	if pb.ModelID, _, err = str("model_id"); err != nil {
@@ -519,9 +520,9 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 	}
 	if strings.HasPrefix(in.ParentJobID, JobIDPrefix) {
 		return plan{}, newError(CodeParentNotProductJob,
-			"parent_job_id %s is a generation API job; only vfx product jobs (dap_…) can be finished", truncate(in.ParentJobID, 80))
+			"parent_job_id %s is a generation API job; only vfx product jobs (dap_…) can be finished", trunc.String(in.ParentJobID, 80))
 	}
-	notFound := newError(CodeParentNotFound, "parent job %s not found", truncate(in.ParentJobID, 80))
+	notFound := newError(CodeParentNotFound, "parent job %s not found", trunc.String(in.ParentJobID, 80))
 	rec, _, err := s.q.Get(ctx, in.ParentJobID)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalid) {
 		return plan{}, notFound
@@ -810,7 +811,7 @@ func (s *Server) getProductMeta(ctx context.Context, id string) (productMeta, er
 // team, or 404 JOB_NOT_FOUND. The product's enablement is not checked: a
 // job stays readable after its product is disabled.
 func (s *Server) ownedProduct(ctx context.Context, oc orgCtx, id string) (queue.Record, productMeta, error) {
-	notFound := newError(CodeJobNotFound, "job %q not found", truncate(id, 80))
+	notFound := newError(CodeJobNotFound, "job %q not found", trunc.String(id, 80))
 	if !strings.HasPrefix(id, ProductJobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, productMeta{}, notFound
 	}

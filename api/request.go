@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/store"
 )
@@ -234,7 +235,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	case "":
 		return jr, badRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
 	default:
-		return jr, badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", truncate(jr.GenerationType, 40))
+		return jr, badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
 	}
 	jr.AlphaMode = str(g.AlphaMode)
 	if jr.AlphaMode == "" {
@@ -242,7 +243,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	}
 	mode, err := job.ParseAlphaMode(jr.AlphaMode)
 	if err != nil {
-		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", truncate(jr.AlphaMode, 40))
+		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
 	}
 	if err := mode.Supported(); err != nil {
 		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %s: %v", mode, err)
@@ -353,14 +354,14 @@ func (s *Server) checkHost(ctx context.Context, host string) error {
 	defer cancel()
 	addrs, err := s.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return fmt.Errorf("host %q does not resolve", truncate(host, 80))
+		return fmt.Errorf("host %q does not resolve", trunc.String(host, 80))
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("host %q has no address", truncate(host, 80))
+		return fmt.Errorf("host %q has no address", trunc.String(host, 80))
 	}
 	for _, a := range addrs {
 		if err := s.guard.CheckIP(a.Unmap()); err != nil {
-			return fmt.Errorf("host %q: %w", truncate(host, 80), err)
+			return fmt.Errorf("host %q: %w", trunc.String(host, 80), err)
 		}
 	}
 	return nil
@@ -393,16 +394,6 @@ func (s *Server) checkCallbackURL(ctx context.Context, raw string) error {
 		}
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // checkPromptChars refuses control characters in a prompt: C0 controls

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -84,11 +85,11 @@ func (s *Server) uploadOwner(r *http.Request) (string, error) {
 	header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 	switch {
 	case team != "" && header != "" && header != team:
-		return "", newError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, truncate(header, 80))
+		return "", newError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, trunc.String(header, 80))
 	case team == "" && header != "":
 		t, err := s.acc.GetTeam(r.Context(), header)
 		if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != p.Key.OrgID) {
-			return "", newError(CodeTeamForbidden, "team %s is not a team of this organization", truncate(header, 80))
+			return "", newError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
 		}
 		if err != nil {
 			return "", fmt.Errorf("api: team: %w", err)

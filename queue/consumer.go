@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // ErrSettled is returned by Done, Retry, Fail and Release when the delivery
@@ -376,7 +377,7 @@ func (d *Delivery) Fail(ctx context.Context, reason error) error {
 	if err != nil && !errors.Is(err, ErrTerminal) && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("queue: fail %s: %w", d.JobID, err)
 	}
-	if err := d.msg.TermWithReason(truncate(text, 256)); err != nil {
+	if err := d.msg.TermWithReason(trunc.String(text, 256)); err != nil {
 		return fmt.Errorf("queue: fail %s: terminate: %w", d.JobID, err)
 	}
 	return nil
@@ -419,13 +420,6 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 // DeadLetter is the JSON body of a message in VFX_DLQ (subject
 // vfx.dlq.jobs). Headers repeat JobID, Attempts, Reason and StreamSeq as
 // Vfx-Job-Id, Vfx-Attempt, Vfx-Reason and Vfx-Stream-Seq.
@@ -455,7 +449,7 @@ func (q *Queue) deadLetter(ctx context.Context, dl DeadLetter) error {
 	msg := &nats.Msg{Subject: SubjectDLQJobs, Data: body, Header: nats.Header{}}
 	msg.Header.Set(HeaderJobID, dl.JobID)
 	msg.Header.Set(HeaderAttempt, strconv.Itoa(dl.Attempts))
-	msg.Header.Set(HeaderReason, truncate(strings.Map(headerRune, dl.Reason), 1024))
+	msg.Header.Set(HeaderReason, trunc.String(strings.Map(headerRune, dl.Reason), 1024))
 	msg.Header.Set(HeaderStreamSeq, strconv.FormatUint(dl.StreamSeq, 10))
 	msgID := fmt.Sprintf("%s:%d", dl.JobID, dl.StreamSeq)
 	if _, err := q.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(StreamDLQ)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vfxrender/vfx/internal/retry"
 )
@@ -297,6 +298,30 @@ func TestFailErrorCode(t *testing.T) {
 	}
 	if rec := e.record(t, "gen_plain"); rec.ErrorCode != "" || rec.Error != "worker: disk full" {
 		t.Errorf("plain: error %q code %q", rec.Error, rec.ErrorCode)
+	}
+}
+
+// TestFailLongReason: a long reason of multi-byte characters is cut for
+// the dead letter's header without splitting a character.
+func TestFailLongReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fastConfig())
+	e.submit(t, "gen_long")
+	d := e.next(t, e.consumer(t), 5*time.Second)
+	reason := "x" + strings.Repeat("é", 1000)
+	if err := d.Fail(testCtx(t, 5*time.Second), Permanent(errors.New(reason))); err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.record(t, "gen_long"); rec.Error != reason {
+		t.Errorf("record error cut: %d bytes", len(rec.Error))
+	}
+	dl := e.dlq(t)
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+	h := dl[0].Header.Get(HeaderReason)
+	if !utf8.ValidString(h) || len(h) > 1024+len("…") || !strings.HasSuffix(h, "é…") {
+		t.Errorf("reason header: %d bytes, valid UTF-8 %v, ends %q", len(h), utf8.ValidString(h), h[max(0, len(h)-8):])
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // Sentinel errors. Test for them with errors.Is; the returned errors wrap
@@ -114,7 +116,7 @@ type Store interface {
 // ErrInvalidKey.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("store: key %q: %s: %w", truncate(key, 80), why, ErrInvalidKey)
+		return fmt.Errorf("store: key %q: %s: %w", trunc.String(key, 80), why, ErrInvalidKey)
 	}
 	switch {
 	case key == "":
@@ -166,14 +168,6 @@ func normContentType(contentType string) (string, error) {
 		}
 	}
 	return ct, nil
-}
-
-// truncate shortens s for error messages.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // ctxReader makes reads fail once ctx is done.

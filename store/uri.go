@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // URIKind says which form an input URI has.
@@ -149,7 +151,7 @@ func redactURL(u *url.URL) string {
 	}
 	c.Fragment, c.RawFragment = "", ""
 	s := c.String()
-	return truncate(s, 200)
+	return trunc.String(s, 200)
 }
 
 // UploadKey returns the store key of an upload: "uploads/{id}/{filename}".
@@ -171,12 +173,12 @@ func NewUploadID() string {
 func ValidateUploadID(id string) error {
 	rest, ok := strings.CutPrefix(id, UploadIDPrefix)
 	if !ok || len(rest) < minUploadIDChars || len(rest) > maxUploadIDChars {
-		return fmt.Errorf("store: upload id %q: %w", truncate(id, 80), ErrInvalidURI)
+		return fmt.Errorf("store: upload id %q: %w", trunc.String(id, 80), ErrInvalidURI)
 	}
 	for i := 0; i < len(rest); i++ {
 		c := rest[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return fmt.Errorf("store: upload id %q: %w", truncate(id, 80), ErrInvalidURI)
+			return fmt.Errorf("store: upload id %q: %w", trunc.String(id, 80), ErrInvalidURI)
 		}
 	}
 	return nil
@@ -189,7 +191,7 @@ func ValidateUploadID(id string) error {
 // non-empty stem. The error wraps ErrInvalidURI.
 func ValidateUploadFilename(name string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("store: filename %q: %s: %w", truncate(name, 80), why, ErrInvalidURI)
+		return fmt.Errorf("store: filename %q: %s: %w", trunc.String(name, 80), why, ErrInvalidURI)
 	}
 	if !utf8.ValidString(name) {
 		return bad("not valid utf-8")
@@ -227,7 +229,7 @@ func ParseURI(s string) (URI, error) {
 func parseURI(s string, allowHTTP bool, maxData int64) (URI, error) {
 	scheme, rest, ok := strings.Cut(s, ":")
 	if !ok {
-		return URI{}, fmt.Errorf("store: uri %q: no scheme: %w", truncate(s, 80), ErrInvalidURI)
+		return URI{}, fmt.Errorf("store: uri %q: no scheme: %w", trunc.String(s, 80), ErrInvalidURI)
 	}
 	switch strings.ToLower(scheme) {
 	case UploadScheme:
@@ -236,13 +238,13 @@ func parseURI(s string, allowHTTP bool, maxData int64) (URI, error) {
 		return parseHTTP(s)
 	case "http":
 		if !allowHTTP {
-			return URI{}, fmt.Errorf("store: uri %q: http:// is not allowed, use https://: %w", truncate(s, 80), ErrInvalidURI)
+			return URI{}, fmt.Errorf("store: uri %q: http:// is not allowed, use https://: %w", trunc.String(s, 80), ErrInvalidURI)
 		}
 		return parseHTTP(s)
 	case "data":
 		return parseData(rest, maxData)
 	}
-	return URI{}, fmt.Errorf("store: uri %q: scheme %q not accepted: %w", truncate(s, 80), truncate(scheme, 20), ErrInvalidURI)
+	return URI{}, fmt.Errorf("store: uri %q: scheme %q not accepted: %w", trunc.String(s, 80), trunc.String(scheme, 20), ErrInvalidURI)
 }
 
 func parseUpload(s, rest string) (URI, error) {
@@ -253,11 +255,11 @@ func parseUpload(s, rest string) (URI, error) {
 	}
 	p, ok := strings.CutPrefix(rest, "//"+UploadKeyPrefix)
 	if !ok {
-		return URI{}, fmt.Errorf("store: uri %q: want vfx://uploads/{id}/{filename}: %w", truncate(s, 80), ErrInvalidURI)
+		return URI{}, fmt.Errorf("store: uri %q: want vfx://uploads/{id}/{filename}: %w", trunc.String(s, 80), ErrInvalidURI)
 	}
 	id, name, ok := strings.Cut(p, "/")
 	if !ok {
-		return URI{}, fmt.Errorf("store: uri %q: want vfx://uploads/{id}/{filename}: %w", truncate(s, 80), ErrInvalidURI)
+		return URI{}, fmt.Errorf("store: uri %q: want vfx://uploads/{id}/{filename}: %w", trunc.String(s, 80), ErrInvalidURI)
 	}
 	if err := ValidateUploadID(id); err != nil {
 		return URI{}, err
@@ -267,7 +269,7 @@ func parseUpload(s, rest string) (URI, error) {
 	}
 	u := URI{Kind: KindUpload, UploadID: id, Filename: name}
 	if err := ValidateKey(u.Key()); err != nil {
-		return URI{}, fmt.Errorf("store: uri %q: %w: %w", truncate(s, 80), ErrInvalidURI, err)
+		return URI{}, fmt.Errorf("store: uri %q: %w: %w", trunc.String(s, 80), ErrInvalidURI, err)
 	}
 	return u, nil
 }
@@ -288,7 +290,7 @@ func JobInputURI(space, jobID, filename string) string {
 
 // parseJobInput parses "{space}/{job id}/inputs/{filename}".
 func parseJobInput(s, key string) (URI, error) {
-	bad := fmt.Errorf("store: uri %q: want vfx://{jobs|product-jobs}/{id}/inputs/{filename}: %w", truncate(s, 80), ErrInvalidURI)
+	bad := fmt.Errorf("store: uri %q: want vfx://{jobs|product-jobs}/{id}/inputs/{filename}: %w", trunc.String(s, 80), ErrInvalidURI)
 	parts := strings.Split(key, "/")
 	if len(parts) != 4 || parts[2] != "inputs" || len(parts[1]) < 1 || len(parts[1]) > maxUploadIDChars+8 {
 		return URI{}, bad
@@ -303,7 +305,7 @@ func parseJobInput(s, key string) (URI, error) {
 		return URI{}, err
 	}
 	if err := ValidateKey(key); err != nil {
-		return URI{}, fmt.Errorf("store: uri %q: %w: %w", truncate(s, 80), ErrInvalidURI, err)
+		return URI{}, fmt.Errorf("store: uri %q: %w: %w", trunc.String(s, 80), ErrInvalidURI, err)
 	}
 	return URI{Kind: KindJobInput, Filename: parts[3], key: key}, nil
 }
@@ -362,7 +364,7 @@ func parseData(rest string, maxData int64) (URI, error) {
 		return URI{}, fmt.Errorf("store: data uri: only ;base64 payloads are accepted: %w", ErrInvalidURI)
 	}
 	if !DataMIMEAllowed(mt) {
-		return URI{}, fmt.Errorf("store: data uri: mime type %q not accepted: %w", truncate(mt, 60), ErrInvalidURI)
+		return URI{}, fmt.Errorf("store: data uri: mime type %q not accepted: %w", trunc.String(mt, 60), ErrInvalidURI)
 	}
 	if int64(len(payload)) > maxEncodedLen(maxData) {
 		return URI{}, fmt.Errorf("store: data uri: %d base64 chars encode more than %d bytes: %w", len(payload), maxData, ErrTooLarge)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // Client-side defaults of the HTTP commands (`vfx submit`, `vfx jobs`,
@@ -74,11 +75,7 @@ func (e *apiError) Error() string {
 
 // oneLine folds s onto one line and caps its length.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
+	return trunc.String(strings.Join(strings.Fields(s), " "), 500)
 }
 
 // parseAPIError reads an error answer: the envelope, a FastAPI-style
