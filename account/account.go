@@ -22,7 +22,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // Names of the key-value buckets the service creates.
@@ -408,7 +408,7 @@ func (s *Service) UpdateAccount(ctx context.Context, id string, p AccountPatch) 
 	if !validID(id) {
 		return Account{}, fmt.Errorf("%w: account %q", ErrNotFound, id)
 	}
-	r, err := casJSON(ctx, s.accounts, id, func(r *accountRecord, exists bool) (bool, error) {
+	r, err := kvcas.JSON(ctx, s.accounts, id, func(r *accountRecord, exists bool) (bool, error) {
 		if !exists {
 			return false, fmt.Errorf("%w: account %q", ErrNotFound, id)
 		}
@@ -536,61 +536,6 @@ func (s *Service) EnsureDevAccount(ctx context.Context, email string) (acct Acco
 		return a, "", false, err
 	}
 	return a, secret, true, nil
-}
-
-// maxCASAttempts bounds every compare-and-set loop.
-const maxCASAttempts = 1000
-
-// casJSON runs a read-modify-write loop on one JSON value: mutate gets a
-// fresh decode of the current value (zero value and exists=false when the
-// key is absent) and says whether to write it back. A write that loses a
-// race is retried with a short random pause. It returns the value as last
-// seen or written.
-func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, mutate func(v *T, exists bool) (bool, error)) (T, error) {
-	var zero T
-	pause := casBackoff()
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		var v T
-		var rev uint64
-		exists := false
-		e, err := kv.Get(ctx, key)
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(e.Value(), &v); err != nil {
-				return zero, fmt.Errorf("decode %s: %w", key, err)
-			}
-			rev, exists = e.Revision(), true
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		default:
-			return zero, err
-		}
-		write, err := mutate(&v, exists)
-		if err != nil || !write {
-			return v, err
-		}
-		data, err := json.Marshal(v)
-		if err != nil {
-			return zero, err
-		}
-		if exists {
-			_, err = kv.Update(ctx, key, data, rev)
-		} else {
-			_, err = kv.Create(ctx, key, data)
-		}
-		if err == nil {
-			return v, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return zero, err
-		}
-		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
-			return zero, err
-		}
-	}
-	return zero, fmt.Errorf("%s: gave up after %d conflicting writes", key, maxCASAttempts)
 }
 
 // wrapOp prefixes infrastructure errors with the operation; errors that

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // Meter ids of the generation API.
@@ -197,7 +199,7 @@ func usageKey(accountID string, periodStart time.Time) string {
 // readUsage returns the usage of the period starting at start (zero when
 // nothing was charged).
 func (s *Service) readUsage(ctx context.Context, accountID string, start time.Time) (periodUsage, error) {
-	return casJSON(ctx, s.usage, usageKey(accountID, start), func(*periodUsage, bool) (bool, error) { return false, nil })
+	return kvcas.JSON(ctx, s.usage, usageKey(accountID, start), func(*periodUsage, bool) (bool, error) { return false, nil })
 }
 
 // Settle ends a job's reservation. With charged true it first charges the
@@ -238,7 +240,7 @@ func (s *Service) Settle(ctx context.Context, accountID, jobID string, charged b
 func (s *Service) charge(ctx context.Context, accountID, jobID, meter string, units, cost float64) error {
 	ledgerKey := accountID + ".charge." + jobID
 	start, _ := s.period(s.cfg.Now())
-	c, err := casJSON(ctx, s.usage, ledgerKey, func(c *charge, exists bool) (bool, error) {
+	c, err := kvcas.JSON(ctx, s.usage, ledgerKey, func(c *charge, exists bool) (bool, error) {
 		if exists {
 			return false, nil
 		}
@@ -250,7 +252,7 @@ func (s *Service) charge(ctx context.Context, accountID, jobID, meter string, un
 	}
 	if c.State == chargePending {
 		key := accountID + ".period." + strconv.FormatInt(c.Period, 10)
-		_, err := casJSON(ctx, s.usage, key, func(u *periodUsage, _ bool) (bool, error) {
+		_, err := kvcas.JSON(ctx, s.usage, key, func(u *periodUsage, _ bool) (bool, error) {
 			if slices.Contains(u.Recent, jobID) {
 				return false, nil
 			}
@@ -270,7 +272,7 @@ func (s *Service) charge(ctx context.Context, accountID, jobID, meter string, un
 		}
 	}
 	if c.State == chargeCounted {
-		_, err := casJSON(ctx, s.accounts, accountID, func(r *accountRecord, exists bool) (bool, error) {
+		_, err := kvcas.JSON(ctx, s.accounts, accountID, func(r *accountRecord, exists bool) (bool, error) {
 			if !exists {
 				return false, fmt.Errorf("%w: account %q", ErrNotFound, accountID)
 			}
@@ -294,7 +296,7 @@ func (s *Service) charge(ctx context.Context, accountID, jobID, meter string, un
 // advance moves a ledger entry from state from to state to (no-op when it
 // is elsewhere already) and returns it.
 func (s *Service) advance(ctx context.Context, key, from, to string) (charge, error) {
-	c, err := casJSON(ctx, s.usage, key, func(c *charge, exists bool) (bool, error) {
+	c, err := kvcas.JSON(ctx, s.usage, key, func(c *charge, exists bool) (bool, error) {
 		if !exists {
 			return false, errors.New("ledger entry vanished")
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 func TestConcurrencyLimit(t *testing.T) {
@@ -314,7 +316,7 @@ func TestSettleResumes(t *testing.T) {
 	if !approx(b.CurrentPeriodUsage, 1) || !approx(b.PrepaidBalance, 9) || b.Meters[1].TotalUsage != 1 {
 		t.Errorf("resumed: %+v", b)
 	}
-	entry, _ := casJSON(ctx, s.usage, key, func(*charge, bool) (bool, error) { return false, nil })
+	entry, _ := kvcas.JSON(ctx, s.usage, key, func(*charge, bool) (bool, error) { return false, nil })
 	if entry.State != chargeDone {
 		t.Errorf("ledger state %q", entry.State)
 	}

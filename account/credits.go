@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // ErrBudgetExceeded: the organisation's credit balance, the team's budget
@@ -117,7 +119,7 @@ func (s *Service) AddCredits(ctx context.Context, orgID string, amount int64) (O
 	if _, err := s.GetOrg(ctx, orgID); err != nil {
 		return OrgCredits{}, err
 	}
-	c, err := casJSON(ctx, s.credits, "org."+orgID, func(c *orgAggregate, _ bool) (bool, error) {
+	c, err := kvcas.JSON(ctx, s.credits, "org."+orgID, func(c *orgAggregate, _ bool) (bool, error) {
 		c.OrgID = orgID
 		if c.Balance > MaxCreditBalance-amount || c.Credited > math.MaxInt64-amount {
 			return false, fmt.Errorf("%w: the balance would exceed %d credits", ErrInvalid, MaxCreditBalance)
@@ -239,7 +241,7 @@ func (s *Service) ReserveCredits(ctx context.Context, jobID, orgID, teamID strin
 		}
 	}
 	ledgerStep(ctx, "reserve:confirm")
-	entry, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
+	entry, err := kvcas.JSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		if !exists || !e.reserving() {
 			return false, fmt.Errorf("job %s: %w", jobID, errRolledBack)
 		}
@@ -313,7 +315,7 @@ func (s *Service) finish(ctx context.Context, jobID string, fn func(*LedgerEntry
 	}
 	won := false
 	ledgerStep(ctx, "finish")
-	e, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
+	e, err := kvcas.JSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		won = false
 		if !exists || e.State == LedgerVoid {
 			return false, fmt.Errorf("%w: ledger entry of job %s", ErrNotFound, jobID)

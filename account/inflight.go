@@ -52,6 +52,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/internal/retry"
 )
 
@@ -165,7 +166,7 @@ func (s *Service) purgeEntry(ctx context.Context, key string, rev uint64) error 
 }
 
 func (s *Service) readSum(ctx context.Context, accountID string) (inflightSum, error) {
-	return casJSON(ctx, s.inflight, sumKey(accountID), func(*inflightSum, bool) (bool, error) { return false, nil })
+	return kvcas.JSON(ctx, s.inflight, sumKey(accountID), func(*inflightSum, bool) (bool, error) { return false, nil })
 }
 
 // Reserve admits a job at submission. The job gets its own entry and the
@@ -203,7 +204,7 @@ func (s *Service) Reserve(ctx context.Context, acct Account, jobID string, cost 
 		return err
 	}
 	key := entryKey(acct.ID, jobID)
-	pause := casBackoff()
+	pause := kvcas.DefaultBackoff()
 	for attempt := 0; attempt < transitionWaits; attempt++ {
 		now := s.cfg.Now().UTC()
 		r := reservation{Micros: toMicros(cost), At: now, State: resPending, Since: now}
@@ -244,7 +245,7 @@ func (s *Service) admit(ctx context.Context, ar accountRecord, key string, rev u
 	for {
 		var refusal error
 		wrote := false
-		a, err := casJSON(ctx, s.inflight, sumKey(ar.ID), func(a *inflightSum, _ bool) (bool, error) {
+		a, err := kvcas.JSON(ctx, s.inflight, sumKey(ar.ID), func(a *inflightSum, _ bool) (bool, error) {
 			refusal, wrote = nil, false
 			if enforceConcurrency {
 				maxJobs := ar.RateLimits.OrDefault().Concurrency
@@ -320,7 +321,7 @@ func (s *Service) admit(ctx context.Context, ar accountRecord, key string, rev u
 // no-op; an entry another call is changing is waited for.
 func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 	key := entryKey(accountID, jobID)
-	pause := casBackoff()
+	pause := kvcas.DefaultBackoff()
 	for attempt := 0; attempt < transitionWaits; attempt++ {
 		r, rev, found, err := s.getEntry(ctx, key)
 		if err != nil {
@@ -363,7 +364,7 @@ func (s *Service) releaseHeld(ctx context.Context, accountID, key string, r rese
 		return false, err
 	}
 	actx := context.WithoutCancel(ctx)
-	_, err = casJSON(actx, s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
+	_, err = kvcas.JSON(actx, s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
 		a.Count--
 		a.Micros -= r.Micros
 		// Never below zero, even after an owner stalled past staleAfter
@@ -467,7 +468,7 @@ func (s *Service) sweep(ctx context.Context, accountID, own string) error {
 	}
 	// Entries the scan did not see were reserved after it started, so
 	// min(oldest seen, start) bounds every counted reservation time.
-	_, err = casJSON(ctx, s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
+	_, err = kvcas.JSON(ctx, s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
 		a.ScannedAt = start
 		switch {
 		case a.Count == 0:
@@ -493,66 +494,39 @@ func (s *Service) sweep(ctx context.Context, accountID, own string) error {
 // the caller knows is not counted (its aggregate step was refused, and is
 // retried only after the recount), or "".
 func (s *Service) recount(ctx context.Context, accountID, own string) error {
-	key := sumKey(accountID)
-	pause := casBackoff()
-	for try := 0; try < recountTries; try++ {
-		var cur inflightSum
-		var rev uint64
-		e, err := s.inflight.Get(ctx, key)
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(e.Value(), &cur); err != nil {
-				return fmt.Errorf("decode %s: %w", key, err)
+	_, err := kvcas.JSONWith(ctx, kvcas.Options{MaxAttempts: recountTries}, s.inflight, sumKey(accountID),
+		func(next *inflightSum, _ bool) (bool, error) {
+			entries, complete, err := s.scan(ctx, accountID)
+			if err != nil || !complete {
+				return false, err
 			}
-			rev = e.Revision()
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return err
-		}
-		entries, complete, err := s.scan(ctx, accountID)
-		if err != nil {
-			return err
-		}
-		if !complete {
-			return nil
-		}
-		now := s.cfg.Now().UTC()
-		next := inflightSum{ScannedAt: cur.ScannedAt}
-		for _, en := range entries {
-			if en.key == own {
-				continue
-			}
-			if en.r.State != resHeld {
-				if !s.stale(en.r, now) {
-					return nil // mid-change: ambiguous
+			now := s.cfg.Now().UTC()
+			*next = inflightSum{ScannedAt: next.ScannedAt}
+			for _, en := range entries {
+				if en.key == own {
+					continue
 				}
-				if err := s.purgeEntry(ctx, en.key, en.rev); err != nil {
-					return err
+				if en.r.State != resHeld {
+					if !s.stale(en.r, now) {
+						return false, nil // mid-change: ambiguous
+					}
+					if err := s.purgeEntry(ctx, en.key, en.rev); err != nil {
+						return false, err
+					}
+					continue
 				}
-				continue
+				next.Count++
+				next.Micros += en.r.Micros
+				if next.Oldest.IsZero() || en.r.At.Before(next.Oldest) {
+					next.Oldest = en.r.At
+				}
 			}
-			next.Count++
-			next.Micros += en.r.Micros
-			if next.Oldest.IsZero() || en.r.At.Before(next.Oldest) {
-				next.Oldest = en.r.At
-			}
-		}
-		data, err := json.Marshal(next)
-		if err != nil {
-			return err
-		}
-		if rev == 0 {
-			_, err = s.inflight.Create(ctx, key, data)
-		} else {
-			_, err = s.inflight.Update(ctx, key, data, rev)
-		}
-		if err == nil || (!errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists)) {
-			return err
-		}
-		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
-			return err
-		}
+			return true, nil
+		})
+	if errors.Is(err, kvcas.ErrConflict) {
+		return nil // a later sweep tries again
 	}
-	return nil
+	return err
 }
 
 // InFlight returns the number of the account's jobs reserved and not yet

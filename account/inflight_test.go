@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // checkAggregate asserts that the account's aggregate equals the sum of its
@@ -305,7 +307,7 @@ func TestReserveCrashRecovery(t *testing.T) {
 
 func addSum(t *testing.T, s *Service, accountID string, n int, micros int64) {
 	t.Helper()
-	_, err := casJSON(testCtx(t), s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
+	_, err := kvcas.JSON(testCtx(t), s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {
 		a.Count += n
 		a.Micros += micros
 		if a.Oldest.IsZero() {

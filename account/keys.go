@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // SecretPrefix starts every API key secret.
@@ -128,7 +130,7 @@ func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
 	if !validID(keyID) {
 		return fmt.Errorf("%w: key %q", ErrNotFound, keyID)
 	}
-	r, err := casJSON(ctx, s.keys, keyID, func(r *keyRecord, exists bool) (bool, error) {
+	r, err := kvcas.JSON(ctx, s.keys, keyID, func(r *keyRecord, exists bool) (bool, error) {
 		if !exists {
 			return false, fmt.Errorf("%w: key %q", ErrNotFound, keyID)
 		}

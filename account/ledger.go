@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // Crash-safe credit ledger.
@@ -233,7 +235,7 @@ func (s *Service) stepAggregate(ctx context.Context, kind aggKind, jobID, key st
 	}
 	var err error
 	if kind == aggTeam {
-		_, err = casJSON(ctx, s.credits, key, func(a *teamAggregate, _ bool) (bool, error) {
+		_, err = kvcas.JSON(ctx, s.credits, key, func(a *teamAggregate, _ bool) (bool, error) {
 			return step(&a.Pending, func(e LedgerEntry, from, to uint8) error {
 				a.TeamID = e.TeamID
 				switch {
@@ -250,7 +252,7 @@ func (s *Service) stepAggregate(ctx context.Context, kind aggKind, jobID, key st
 			})
 		})
 	} else {
-		_, err = casJSON(ctx, s.credits, key, func(a *orgAggregate, _ bool) (bool, error) {
+		_, err = kvcas.JSON(ctx, s.credits, key, func(a *orgAggregate, _ bool) (bool, error) {
 			return step(&a.Pending, func(e LedgerEntry, from, to uint8) error {
 				a.OrgID = e.OrgID
 				switch {
@@ -293,11 +295,11 @@ func (s *Service) cleanAggregate(ctx context.Context, kind aggKind, jobID, key s
 	}
 	var err error
 	if kind == aggTeam {
-		_, err = casJSON(ctx, s.credits, key, func(a *teamAggregate, exists bool) (bool, error) {
+		_, err = kvcas.JSON(ctx, s.credits, key, func(a *teamAggregate, exists bool) (bool, error) {
 			return clean(a.Pending)
 		})
 	} else {
-		_, err = casJSON(ctx, s.credits, key, func(a *orgAggregate, exists bool) (bool, error) {
+		_, err = kvcas.JSON(ctx, s.credits, key, func(a *orgAggregate, exists bool) (bool, error) {
 			return clean(a.Pending)
 		})
 	}
@@ -310,7 +312,7 @@ func (s *Service) cleanAggregate(ctx context.Context, kind aggKind, jobID, key s
 // markEntry raises the entry's markers to the stages the aggregates have
 // applied (never lowers them) and returns the entry.
 func (s *Service) markEntry(ctx context.Context, jobID string, stages map[aggKind]uint8) (LedgerEntry, error) {
-	e, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
+	e, err := kvcas.JSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		if !exists {
 			return false, errEntryGone
 		}
@@ -387,7 +389,7 @@ func (s *Service) close(ctx context.Context, e LedgerEntry) error {
 // completed meanwhile.
 func (s *Service) voidEntry(ctx context.Context, jobID string) (LedgerEntry, error) {
 	ledgerStep(ctx, "void")
-	e, err := casJSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
+	e, err := kvcas.JSON(ctx, s.credits, "job."+jobID, func(e *LedgerEntry, exists bool) (bool, error) {
 		if !exists {
 			return false, errEntryGone
 		}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // Buckets of the product API's organisations and credits.
@@ -169,7 +171,7 @@ func (s *Service) updateOrg(ctx context.Context, orgID string, fn func(*Org)) (O
 	if !validID(orgID) {
 		return Org{}, fmt.Errorf("%w: organisation %q", ErrNotFound, orgID)
 	}
-	o, err := casJSON(ctx, s.orgs, "org."+orgID, func(o *Org, exists bool) (bool, error) {
+	o, err := kvcas.JSON(ctx, s.orgs, "org."+orgID, func(o *Org, exists bool) (bool, error) {
 		if !exists {
 			return false, fmt.Errorf("%w: organisation %q", ErrNotFound, orgID)
 		}

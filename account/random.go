@@ -3,9 +3,6 @@ package account
 import (
 	crand "crypto/rand"
 	"encoding/base64"
-	"time"
-
-	"github.com/vfxrender/vfx/internal/retry"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -46,10 +43,4 @@ func webhookSecret() (string, error) {
 		return "", err
 	}
 	return "whsec_" + base64.StdEncoding.EncodeToString(b), nil
-}
-
-// casBackoff is the pause after a lost compare-and-set race, or while
-// another call moves an entry on: full jitter, up to 1 ms growing to 20 ms.
-func casBackoff() retry.Backoff {
-	return retry.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond, Jitter: true}
 }

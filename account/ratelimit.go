@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // Class is a rate-limit class; each has its own counter and limit.
@@ -89,7 +91,7 @@ func (s *Service) Allow(ctx context.Context, acct Account, class Class) (Decisio
 		return Decision{}, err
 	}
 	consumed := false
-	c, err := casJSON(ctx, s.ratelimits, key, func(c *rateCounter, _ bool) (bool, error) {
+	c, err := kvcas.JSON(ctx, s.ratelimits, key, func(c *rateCounter, _ bool) (bool, error) {
 		consumed = false
 		if c.N >= limit {
 			return false, nil
@@ -112,7 +114,7 @@ func (s *Service) Peek(ctx context.Context, acct Account, class Class) (Decision
 	if err != nil {
 		return Decision{}, err
 	}
-	c, err := casJSON(ctx, s.ratelimits, key, func(*rateCounter, bool) (bool, error) { return false, nil })
+	c, err := kvcas.JSON(ctx, s.ratelimits, key, func(*rateCounter, bool) (bool, error) { return false, nil })
 	if err != nil {
 		return Decision{}, fmt.Errorf("account: rate limit: %w", err)
 	}

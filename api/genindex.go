@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/kvcas"
 )
 
 // The per-account job index (bucket gen_index) lists an account's
@@ -96,66 +98,42 @@ func (s *Server) indexRemove(ctx context.Context, owner string, created time.Tim
 // writes the same key again.
 func (s *Server) indexInsert(ctx context.Context, acct, suffix, jobID string) error {
 	headKey := acct + ".head"
-	for attempt := 0; ; attempt++ {
-		if attempt == 100 {
-			return errors.New("api: job index: head of " + acct + " kept changing")
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var h indexHead
-		var rev uint64
-		e, err := s.index.Get(ctx, headKey)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return fmt.Errorf("api: job index head: %w", err)
-		default:
-			if err := json.Unmarshal(e.Value(), &h); err != nil {
-				return fmt.Errorf("api: job index head %s: %w", headKey, err)
-			}
-			rev = e.Revision()
-		}
+	var closed *indexHead // the head, when suffix belongs to a closed chunk
+	started := false      // the write started a new chunk
+	nh, err := kvcas.JSONWith(ctx, kvcas.Options{MaxAttempts: 100}, s.index, headKey, func(h *indexHead, _ bool) (bool, error) {
+		closed, started = nil, false
 		if h.Floor != "" && suffix >= h.Floor {
-			return s.indexInsertClosed(ctx, acct, h, suffix, jobID)
+			cur := *h
+			closed = &cur
+			return false, nil
 		}
-		nh, started := h, false
 		if h.Count >= s.chunk && h.Min != "" && suffix < h.Min {
-			nh, started = indexHead{Chunk: h.Chunk + 1, Count: 1, Floor: h.Min, Min: suffix}, true
+			*h, started = indexHead{Chunk: h.Chunk + 1, Count: 1, Floor: h.Min, Min: suffix}, true
 		} else {
-			nh.Count++
-			if nh.Min == "" || suffix < nh.Min {
-				nh.Min = suffix
+			h.Count++
+			if h.Min == "" || suffix < h.Min {
+				h.Min = suffix
 			}
 		}
-		v, _ := json.Marshal(nh)
-		if rev == 0 {
-			_, err = s.index.Create(ctx, headKey, v)
-		} else {
-			_, err = s.index.Update(ctx, headKey, v, rev)
-		}
-		if err != nil {
-			if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
-				continue // another insert moved the head
-			}
-			return fmt.Errorf("api: job index head: %w", err)
-		}
-		if started {
-			if _, err := s.index.Put(ctx, acct+".f."+strconv.Itoa(nh.Chunk), []byte(nh.Floor)); err != nil {
-				return fmt.Errorf("api: job index floor: %w", err)
-			}
-		}
-		if _, err := s.index.Put(ctx, acct+"."+chunkToken(nh.Chunk)+"."+suffix, []byte(jobID)); err != nil {
-			return fmt.Errorf("api: job index: %w", err)
-		}
-		return nil
+		return true, nil
+	})
+	switch {
+	case errors.Is(err, kvcas.ErrConflict):
+		return errors.New("api: job index: head of " + acct + " kept changing")
+	case err != nil:
+		return fmt.Errorf("api: job index head: %w", err)
+	case closed != nil:
+		return s.indexInsertClosed(ctx, acct, *closed, suffix, jobID)
 	}
-}
-
-// isWrongSequence reports a failed compare-and-set of KeyValue.Update.
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	if started {
+		if _, err := s.index.Put(ctx, acct+".f."+strconv.Itoa(nh.Chunk), []byte(nh.Floor)); err != nil {
+			return fmt.Errorf("api: job index floor: %w", err)
+		}
+	}
+	if _, err := s.index.Put(ctx, acct+"."+chunkToken(nh.Chunk)+"."+suffix, []byte(jobID)); err != nil {
+		return fmt.Errorf("api: job index: %w", err)
+	}
+	return nil
 }
 
 // indexInsertClosed places a suffix that sorts at or after the newest

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/store"
@@ -278,7 +279,7 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("api: delete upload %s: %w", ent.ID, err)
 		}
 		// Only if no job took it meanwhile (compare and delete).
-		if err := s.uploads.Delete(ctx, k, jetstream.LastRevision(e.Revision())); err != nil && !isWrongSequence(err) {
+		if err := s.uploads.Delete(ctx, k, jetstream.LastRevision(e.Revision())); err != nil && !kvcas.Conflict(err) {
 			return n, fmt.Errorf("api: upload record %s: %w", k, err)
 		}
 		n++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/internal/retry"
 )
 
@@ -226,62 +227,69 @@ func (q *Queue) get(ctx context.Context, id string) (Record, []byte, uint64, err
 // terminal. When fn changes nothing, nothing is written. An error from fn
 // aborts the update and is returned wrapped.
 func (q *Queue) Update(ctx context.Context, id string, fn func(*Record) error) (Record, error) {
-	pause := casBackoff()
-	for attempt := 0; attempt < q.cfg.UpdateRetries; attempt++ {
-		if attempt > 0 {
-			if err := retry.Sleep(ctx, pause.Pause()); err != nil {
-				return Record{}, fmt.Errorf("queue: update %s: %w", id, err)
-			}
-		}
-		cur, raw, rev, err := q.get(ctx, id)
-		if err != nil {
-			return Record{}, err
-		}
-		if cur.Status.Terminal() {
-			return cur, fmt.Errorf("queue: update %s: %w (%s)", id, ErrTerminal, cur.Status)
-		}
-		var next Record
-		if err := json.Unmarshal(raw, &next); err != nil {
-			return Record{}, fmt.Errorf("queue: update %s: decode: %w", id, err)
-		}
-		if err := fn(&next); err != nil {
-			return cur, fmt.Errorf("queue: update %s: %w", id, err)
-		}
-		next.ID, next.Kind, next.Owner, next.CreatedAt = cur.ID, cur.Kind, cur.Owner, cur.CreatedAt
-		if err := checkTransition(cur.Status, next.Status); err != nil {
-			return cur, fmt.Errorf("queue: update %s: %w", id, err)
-		}
-		next.Progress = min(max(next.Progress, 0), 100)
-		next.ModifiedAt = cur.ModifiedAt
-		unchanged, err := sameJSON(cur, next)
-		if err != nil {
-			return Record{}, fmt.Errorf("queue: update %s: encode: %w", id, err)
-		}
-		if unchanged {
-			return cur, nil
-		}
-		now := time.Now().UTC()
-		next.ModifiedAt = now
-		if next.Status == StatusProcessing && next.StartedAt == nil {
-			next.StartedAt = &now
-		}
-		if next.Status.Terminal() {
-			next.CompletedAt = &now
-		}
-		data, err := json.Marshal(next)
-		if err != nil {
-			return Record{}, fmt.Errorf("queue: update %s: encode: %w", id, err)
-		}
-		_, err = q.kv.Update(ctx, id, data, rev)
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			continue
-		}
-		if err != nil {
-			return Record{}, fmt.Errorf("queue: update %s: %w", id, err)
-		}
-		return next, nil
+	if err := validID(id); err != nil {
+		return Record{}, fmt.Errorf("queue: get %q: %w", id, err)
 	}
-	return Record{}, fmt.Errorf("queue: update %s: %w (%d attempts)", id, ErrConflict, q.cfg.UpdateRetries)
+	var cur Record   // the record as stored
+	var mutErr error // the error of the last change, if any
+	withCur := false // mutErr is returned with cur (terminal, fn, transition)
+	refuse := func(keep bool, err error) (bool, error) {
+		mutErr, withCur = err, keep
+		return false, err
+	}
+	next, err := kvcas.JSONWith(ctx, kvcas.Options{MaxAttempts: q.cfg.UpdateRetries, Backoff: casBackoff()}, q.kv, id,
+		func(next *Record, exists bool) (bool, error) {
+			if !exists {
+				return refuse(false, fmt.Errorf("queue: get %s: %w", id, ErrNotFound))
+			}
+			// cur is a deep copy: fn may change next's map and pointers.
+			cur = Record{}
+			if raw, err := json.Marshal(next); err != nil {
+				return refuse(false, fmt.Errorf("queue: update %s: encode: %w", id, err))
+			} else if err := json.Unmarshal(raw, &cur); err != nil {
+				return refuse(false, fmt.Errorf("queue: update %s: decode: %w", id, err))
+			}
+			if cur.Status.Terminal() {
+				return refuse(true, fmt.Errorf("queue: update %s: %w (%s)", id, ErrTerminal, cur.Status))
+			}
+			if err := fn(next); err != nil {
+				return refuse(true, fmt.Errorf("queue: update %s: %w", id, err))
+			}
+			next.ID, next.Kind, next.Owner, next.CreatedAt = cur.ID, cur.Kind, cur.Owner, cur.CreatedAt
+			if err := checkTransition(cur.Status, next.Status); err != nil {
+				return refuse(true, fmt.Errorf("queue: update %s: %w", id, err))
+			}
+			next.Progress = min(max(next.Progress, 0), 100)
+			next.ModifiedAt = cur.ModifiedAt
+			unchanged, err := sameJSON(cur, *next)
+			if err != nil {
+				return refuse(false, fmt.Errorf("queue: update %s: encode: %w", id, err))
+			}
+			if unchanged {
+				*next = cur
+				return false, nil
+			}
+			now := time.Now().UTC()
+			next.ModifiedAt = now
+			if next.Status == StatusProcessing && next.StartedAt == nil {
+				next.StartedAt = &now
+			}
+			if next.Status.Terminal() {
+				next.CompletedAt = &now
+			}
+			return true, nil
+		})
+	switch {
+	case err == nil:
+		return next, nil
+	case err == mutErr && withCur:
+		return cur, err
+	case err == mutErr:
+		return Record{}, err
+	case errors.Is(err, kvcas.ErrConflict):
+		return Record{}, fmt.Errorf("queue: update %s: %w (%d attempts)", id, ErrConflict, q.cfg.UpdateRetries)
+	}
+	return Record{}, fmt.Errorf("queue: update %s: %w", id, err)
 }
 
 func sameJSON(a, b Record) (bool, error) {
