@@ -71,9 +71,9 @@ type netFuser struct {
 	w, h  int
 	trust float64 // from the keyframe's IoU; <0 before it is set
 	tPos  float64 // trust in the network's positives, from the keyframe
-	// keyArea is the area of the keyframe matte; last
-	// is the object's centroid on the last frame the network ran on
-	// (ok false before), others the regions of other objects there.
+	// keyArea is the area of the keyframe matte; last is the object's
+	// centroid on the last frame the network ran on (lastOK false before),
+	// others the pixels of other objects' regions there.
 	keyArea int
 	last    [2]float64
 	lastOK  bool
@@ -336,12 +336,12 @@ func (f *netFuser) fuse(dst, prop, shape, net []float32) {
 		}
 		c := float64(cov) / float64(shapeArea)
 		tNeg = min(max((c-0.3)/0.4, 0), 1)
-		if c < 0.3 && f.rescue(sel, shape, shapeArea) {
+		if c < 0.3 && f.rescue(sel, shape) {
 			tNeg = 1 // the carried shape was wrong: the network's negatives hold
 		}
 	} else if !f.all {
 		tNeg = 0
-		if f.rescue(sel, shape, shapeArea) {
+		if f.rescue(sel, shape) {
 			tNeg = 1
 		}
 	}
@@ -395,13 +395,13 @@ func (f *netFuser) fuse(dst, prop, shape, net []float32) {
 // on the keyframe (a third to three times), within Rescue widths of it,
 // and not one of the other objects of the last network frame, becomes
 // the object's, and it reports true.
-func (f *netFuser) rescue(sel []regionKind, shape []float32, shapeArea int) bool {
+func (f *netFuser) rescue(sel []regionKind, shape []float32) bool {
 	if f.tPos <= 0 || f.keyArea == 0 {
 		return false
 	}
 	at, ok := f.last, f.lastOK
-	if shapeArea > 0 {
-		at, ok = centroid(shape, f.w), true
+	if c, in := centroid(shape, f.w); in {
+		at, ok = c, true
 	}
 	if !ok {
 		return false
@@ -445,16 +445,8 @@ func (f *netFuser) remember(m []float32, sel []regionKind) {
 	if f.all {
 		return
 	}
-	var sx, sy, k float64
-	for i, v := range m {
-		if v >= 0.5 {
-			sx += float64(i % f.w)
-			sy += float64(i / f.w)
-			k++
-		}
-	}
-	if k > 0 {
-		f.last, f.lastOK = [2]float64{sx / k, sy / k}, true
+	if c, ok := centroid(m, f.w); ok {
+		f.last, f.lastOK = c, true
 	}
 	if f.others == nil {
 		f.others = make([]bool, len(m))
@@ -464,8 +456,8 @@ func (f *netFuser) remember(m []float32, sel []regionKind) {
 	}
 }
 
-// centroid is the centroid of m >= 0.5 (w wide), which must be non-empty.
-func centroid(m []float32, w int) [2]float64 {
+// centroid is the centroid of m >= 0.5 (w wide); false when that is empty.
+func centroid(m []float32, w int) ([2]float64, bool) {
 	var sx, sy, k float64
 	for i, v := range m {
 		if v >= 0.5 {
@@ -474,7 +466,10 @@ func centroid(m []float32, w int) [2]float64 {
 			k++
 		}
 	}
-	return [2]float64{sx / k, sy / k}
+	if k == 0 {
+		return [2]float64{}, false
+	}
+	return [2]float64{sx / k, sy / k}, true
 }
 
 // snap keeps m soft within band pixels of its 0.5 contour and sets it to
