@@ -31,6 +31,10 @@ const (
 	AutoVideo MatteMode = "auto"
 	// AutoStill is auto on the clip's first frame as an image job.
 	AutoStill MatteMode = "auto-still"
+	// NetAlone is the network's own map on the frames its schedule runs
+	// on, without propagation or fusion (a diagnostic: what the pipeline
+	// adds to the network; not in "all").
+	NetAlone MatteMode = "net"
 )
 
 // AllMatteModes are the modes in report order.
@@ -44,7 +48,7 @@ func ParseMatteModes(s string) ([]MatteMode, error) {
 	var out []MatteMode
 	for _, f := range strings.Split(s, ",") {
 		ok := false
-		for _, m := range AllMatteModes {
+		for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], NetAlone) {
 			if string(m) == f {
 				out, ok = append(out, m), true
 			}
@@ -186,6 +190,24 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 			r.Mattes = [][]float32{still}
 		}
 		return r, nil
+	case NetAlone:
+		sc := &Scorer{W: c.W, H: c.H}
+		for i := 0; i < n; i++ {
+			if !cfg.Schedule.Runs(i, n, -1) {
+				continue
+			}
+			m, err := cfg.Net.Map(ctx, c.Clip, i)
+			if err != nil {
+				return r, err
+			}
+			sc.Add(m, truth[i])
+			r.NetRuns++
+			if cfg.Keep[c.Name()] {
+				r.Mattes = append(r.Mattes, m)
+			}
+		}
+		r.Scores, r.Frames = sc.Scores(), r.NetRuns
+		return r, nil
 	case AutoVideo:
 		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, matte.DefaultAutoOptions())
 		if err != nil {
@@ -317,7 +339,7 @@ func Summarise(rs []ClipResult) []RealMatteSummary {
 		}
 	}
 	var out []RealMatteSummary
-	for _, m := range AllMatteModes {
+	for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], NetAlone) {
 		s := by[m]
 		if s == nil {
 			continue

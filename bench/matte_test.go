@@ -124,6 +124,19 @@ func TestScores(t *testing.T) {
 	if r.J < 0.8 || r.Flicker < 10 {
 		t.Errorf("scores %v: want J >= 0.8 (ends left out) and flicker >= 10%%", r)
 	}
+	// An object that leaves the view, matched by the prediction, does not
+	// flicker (the old |P|/|G| measure divided by an empty truth).
+	sc = &Scorer{W: w, H: h}
+	for i := 0; i < 6; i++ {
+		m := g
+		if i >= 3 {
+			m = make([]float32, w*h)
+		}
+		sc.Add(m, m)
+	}
+	if r := sc.Scores(); r.Flicker != 0 {
+		t.Errorf("object leaving the view, followed exactly: flicker %.2f%%, want 0", r.Flicker)
+	}
 }
 
 // benchSuite runs the cases at w x h with n frames, one sub-benchmark

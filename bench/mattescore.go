@@ -10,7 +10,7 @@ import (
 type MatteScores struct {
 	J, F    float64   // mean region similarity (IoU) and boundary F-measure
 	JDecay  float64   // mean J of the first quarter minus that of the last
-	Flicker float64   // mean frame-to-frame change of |P|/|G| (percent), see FrameFlicker
+	Flicker float64   // mean frame-to-frame change of |P|-|G| over the mean |G| (percent), see Scores
 	PerJ    []float64 // J per frame (all frames)
 	PerF    []float64 // F per frame (all frames)
 }
@@ -122,10 +122,10 @@ func BoundaryF(p, g []bool, w, h int) float64 {
 
 // Scorer accumulates per-frame scores of a sequence in frame order.
 type Scorer struct {
-	W, H  int
-	perJ  []float64
-	perF  []float64
-	ratio []float64 // |P| / max(|G|, 1)
+	W, H   int
+	perJ   []float64
+	perF   []float64
+	np, ng []float64 // |P| and |G| per frame
 }
 
 // Add scores one frame: pred and truth are mattes (thresholded at 0.5).
@@ -142,12 +142,15 @@ func (s *Scorer) Add(pred, truth []float32) {
 			ng++
 		}
 	}
-	s.ratio = append(s.ratio, float64(np)/float64(max(ng, 1)))
+	s.np = append(s.np, float64(np))
+	s.ng = append(s.ng, float64(ng))
 }
 
 // Scores returns the sequence's scores. Flicker is the mean over
-// consecutive frames of the absolute change of |P|/|G| (in percent): a
-// steady over- or under-estimate scores 0, popping does not.
+// consecutive frames of the absolute change of the area error |P|-|G|,
+// in percent of the mean |G|: a steady over- or under-estimate scores 0,
+// popping does not, and frames where the object is out of view (|G| 0)
+// count like any other.
 func (s *Scorer) Scores() MatteScores {
 	n := len(s.perJ)
 	out := MatteScores{PerJ: s.perJ, PerF: s.perF}
@@ -173,10 +176,15 @@ func (s *Scorer) Scores() MatteScores {
 		out.JDecay = (a - b) / float64(q)
 	}
 	if hi-lo > 1 {
-		for i := lo + 1; i < hi; i++ {
-			out.Flicker += math.Abs(s.ratio[i] - s.ratio[i-1])
+		mean := 0.0
+		for i := lo; i < hi; i++ {
+			mean += s.ng[i]
 		}
-		out.Flicker = 100 * out.Flicker / float64(hi-lo-1)
+		mean /= float64(hi - lo)
+		for i := lo + 1; i < hi; i++ {
+			out.Flicker += math.Abs((s.np[i] - s.ng[i]) - (s.np[i-1] - s.ng[i-1]))
+		}
+		out.Flicker = 100 * out.Flicker / float64(hi-lo-1) / math.Max(mean, 1)
 	}
 	return out
 }

@@ -36,6 +36,38 @@ type Card struct {
 	// Mean and Scale normalise 8-bit RGB values v: (v - Mean) / Scale.
 	Mean  [3]float32 `json:"mean"`
 	Scale [3]float32 `json:"scale"`
+	// Scalable says the graph's only fixed sizes are its input's and the
+	// constant targets of its Resize nodes (see ScaleGraph), so that it
+	// can run at another square size: Card.At.
+	Scalable bool `json:"scalable,omitempty"`
+	// Native is the square size the file was exported for, when the card
+	// runs it at another (Width x Height); 0 when they are the same.
+	Native int `json:"native,omitempty"`
+}
+
+// At returns the card for running the model at size x size: the same
+// file, with its graph rescaled at load (ErrScale unless the card is
+// Scalable and square; sizes must keep every upsampling target whole, which
+// multiples of 32 do for IS-Net).
+func (c Card) At(size int) (Card, error) {
+	native := c.Width
+	if c.Native != 0 {
+		native = c.Native
+	}
+	switch {
+	case size == native:
+		c.Width, c.Height, c.Native = size, size, 0
+		return c, c.Validate()
+	case !c.Scalable:
+		return Card{}, fmt.Errorf("%w: %s is not marked scalable (runs at %dx%d only)", ErrScale, c.Name, c.Width, c.Height)
+	case c.Width != c.Height:
+		return Card{}, fmt.Errorf("%w: %s has a %dx%d input, not square", ErrScale, c.Name, c.Width, c.Height)
+	case size < 64 || size > native || size%32 != 0:
+		return Card{}, fmt.Errorf("%w: %s: size %d, want a multiple of 32 in 64..%d", ErrScale, c.Name, size, native)
+	}
+	c.Width, c.Height, c.Native = size, size, native
+	c.Name = fmt.Sprintf("%s@%d", c.Name, size)
+	return c, c.Validate()
 }
 
 // ISNetIMGLY is the default card: IS-Net (Qin et al., "Highly Accurate
@@ -58,6 +90,9 @@ func ISNetIMGLY() Card {
 		Height:  1024,
 		Mean:    [3]float32{128, 128, 128},
 		Scale:   [3]float32{256, 256, 256},
+		// Its decoder upsamples to constant sizes (checked by ScaleGraph
+		// at load, and by TestScaledModel against the full-size output).
+		Scalable: true,
 	}
 }
 

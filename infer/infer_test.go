@@ -11,7 +11,7 @@ import (
 
 // installed is the model directory of `make models`, or a skip that says
 // why it is missing (a failure under VFX_REQUIRE_MODELS=1, as in make test).
-func installed(t *testing.T) string {
+func installed(t testing.TB) string {
 	t.Helper()
 	dir := DefaultDir()
 	_, errL := os.Stat(filepath.Join(dir, LibraryFile))

@@ -15,11 +15,21 @@ type diskClip struct {
 	w, h  int
 	n     int
 	speed float64 // pixels a frame
+	// jump moves the disk this many more pixels from frame jumpAt on (0:
+	// no jump), further than flow can follow.
+	jump   float64
+	jumpAt int
 }
 
 func (c diskClip) Len() int { return c.n }
 
-func (c diskClip) centre(i int) (float64, float64) { return 20 + c.speed*float64(i), 32 }
+func (c diskClip) centre(i int) (float64, float64) {
+	x := 20 + c.speed*float64(i)
+	if c.jump != 0 && i >= c.jumpAt {
+		x += c.jump
+	}
+	return x, 32
+}
 
 func (c diskClip) truth(i int) []float32 {
 	cx, cy := c.centre(i)
@@ -229,5 +239,45 @@ func TestAutoNeedsNetwork(t *testing.T) {
 	}
 	if n != c.n {
 		t.Errorf("%d mattes, want %d", n, c.n)
+	}
+}
+
+// TestSelectRescuesLostObject: the disk jumps further than flow can
+// follow; the network, which saw it on the keyframe, finds it again on its
+// next frame, and the selection goes with it, never to the decoy. Every
+// frame is emitted once.
+func TestSelectRescuesLostObject(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	c := diskClip{dev: dev, w: 200, h: 64, n: 10, speed: 2, jump: 40, jumpAt: 5}
+	key, _ := dev.NewImage(c.w, c.h, 1)
+	defer dev.Free(key)
+	if err := dev.WritePixels(key, c.truth(0)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	net := diskNet{c: c, sees: true, every: 2, key: 0}
+	err := Propagate(context.Background(), dev, c, net, 0, key, DefaultSelectOptions(), func(i int, m kernels.Image) error {
+		seen[i]++
+		v, err := dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		// Frame 5 lies between the jump and the network's next frame: its
+		// matte is half the carried shape, half the rescued one.
+		if j := iou(v, c.truth(i)); i != 5 && j < 0.8 {
+			t.Errorf("frame %d: IoU %.3f < 0.8", i, j)
+		}
+		if v[32*c.w+170] >= 0.5 {
+			t.Errorf("frame %d: the decoy was selected", i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < c.n; i++ {
+		if seen[i] != 1 {
+			t.Errorf("frame %d emitted %d times, want 1", i, seen[i])
+		}
 	}
 }

@@ -353,7 +353,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if err != nil {
 			return err
 		}
-		nf.trust = 0
+		nf.trust, nf.tPos = 0, 0
 		if ok {
 			nf.setTrust(nbuf, kp)
 			// A keyframe that picks everything but an object the network
@@ -364,7 +364,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				for i, v := range kp {
 					inv[i] = 1 - v
 				}
-				trust := nf.trust
+				trust, tPos, area := nf.trust, nf.tPos, nf.keyArea
 				nf.setTrust(nbuf, inv)
 				if nf.trust > trust {
 					if err := dev.WritePixels(invKey, inv); err != nil {
@@ -372,7 +372,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 					}
 					key, inverted = invKey, true
 				} else {
-					nf.trust = trust
+					nf.trust, nf.tPos, nf.keyArea = trust, tPos, area
 				}
 			}
 		}
@@ -382,29 +382,37 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		// floor matches his clothes), are left out.
 		p.shapeOnly = true
 	}
-	// withNet fuses frame i's network map, when there is one, into m.
-	withNet := func(i int, m kernels.Image) error {
+	// withNet fuses frame i's network map, when there is one, into m and
+	// reports whether the network ran on frame i.
+	withNet := func(i int, m kernels.Image) (bool, error) {
 		if nf == nil {
-			return nil
+			return false, nil
 		}
 		ok, err := net.Objectness(ctx, i, nbuf)
 		if err != nil || !ok {
-			return err
+			return false, err
 		}
 		prop, err := dev.ReadPixels(m)
 		if err != nil {
-			return err
+			return false, err
 		}
 		shape, err := dev.ReadPixels(p.warped)
 		if err != nil {
-			return err
+			return false, err
 		}
 		nf.fuse(out, prop, shape, nbuf)
-		return dev.WritePixels(m, out)
+		return true, dev.WritePixels(m, out)
 	}
 	if err := emitted(index, key); err != nil {
 		return err
 	}
+	// Between two frames the network ran on, a matte carried forwards
+	// from the first drifts the further it gets; each such frame is held
+	// until the second is fused and then blended with that matte carried
+	// back (along the flows the forward steps already measured), so that
+	// no frame is more than half a gap from a network frame.
+	gap := &gapFill{p: p}
+	defer gap.free()
 	for _, dir := range []int{1, -1} {
 		prevM := key
 		prevP := keyP
@@ -425,11 +433,11 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				prevP.free(dev)
 			}
 			prevP = curP
-			if err := withNet(i, curM); err != nil {
-				prevP.free(dev)
-				return err
+			ran, err := withNet(i, curM)
+			if err == nil {
+				err = gap.add(i, curM, ran, nf != nil, emitted)
 			}
-			if err := emitted(i, curM); err != nil {
+			if err != nil {
 				prevP.free(dev)
 				return err
 			}
@@ -439,6 +447,154 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if prevP != keyP {
 			prevP.free(dev)
 		}
+		if err := gap.flush(emitted); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// gapFill holds the frames between two network frames of one sweep (see
+// propagate): each held frame's forward matte and the flow from it to the
+// next frame of the sweep.
+type gapFill struct {
+	p    *propagator
+	held []heldFrame
+	pool []kernels.Image // spare 1- and 2-channel images, reused
+	back kernels.Image
+}
+
+type heldFrame struct {
+	i    int
+	m    kernels.Image // the matte carried forwards (1 channel)
+	flow kernels.Image // this frame's pixels to the next frame (2 channels); nil until that step
+}
+
+func (g *gapFill) get(c int) (kernels.Image, error) {
+	for k, im := range g.pool {
+		if im.Channels() == c {
+			g.pool = append(g.pool[:k], g.pool[k+1:]...)
+			return im, nil
+		}
+	}
+	return g.p.dev.NewImage(g.p.w, g.p.h, c)
+}
+
+func (g *gapFill) put(ims ...kernels.Image) {
+	for _, im := range ims {
+		if im != nil {
+			g.pool = append(g.pool, im)
+		}
+	}
+}
+
+func (g *gapFill) free() {
+	g.put(g.back)
+	g.back = nil
+	for _, h := range g.held {
+		g.put(h.m, h.flow)
+	}
+	g.held = nil
+	for _, im := range g.pool {
+		g.p.dev.Free(im)
+	}
+	g.pool = nil
+}
+
+// add takes frame i's matte m right after its step (p.bwd is the flow from
+// the previous frame of the sweep to frame i). Without a network every
+// frame is emitted at once; a frame the network ran on closes the gap.
+func (g *gapFill) add(i int, m kernels.Image, ran, withNet bool, emit func(int, kernels.Image) error) error {
+	if !withNet {
+		return emit(i, m)
+	}
+	ops := g.p.ops
+	if k := len(g.held); k > 0 {
+		f, err := g.get(2)
+		if err != nil {
+			return err
+		}
+		g.held[k-1].flow = f
+		if err := ops.Copy(f, g.p.bwd); err != nil {
+			return err
+		}
+	}
+	if !ran {
+		c, err := g.get(1)
+		if err != nil {
+			return err
+		}
+		g.held = append(g.held, heldFrame{i: i, m: c})
+		return ops.Copy(c, m)
+	}
+	if err := g.close(m, emit); err != nil {
+		return err
+	}
+	return emit(i, m)
+}
+
+// close carries the fused matte m of the frame that ends the gap back
+// through the held frames, blends each with its forward matte by its
+// distance to the two ends, and emits them.
+func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) error {
+	k := len(g.held)
+	if k == 0 {
+		return nil
+	}
+	p, ops := g.p, g.p.ops
+	if g.back == nil {
+		var err error
+		if g.back, err = g.get(1); err != nil {
+			return err
+		}
+	}
+	back := make([][]float32, k)
+	from := m
+	for j := k - 1; j >= 0; j-- {
+		if err := ops.Warp(p.warped, from, g.held[j].flow, 1); err != nil {
+			return err
+		}
+		if err := ops.MatteFuse(g.back, p.raw, p.warped, nil, nil, nil, nil, nil, nil, kernels.FuseParams{Prior: p.o.Hysteresis}); err != nil {
+			return err
+		}
+		var err error
+		if back[j], err = p.dev.ReadPixels(g.back); err != nil {
+			return err
+		}
+		from = g.back
+	}
+	for j, h := range g.held {
+		fw, err := p.dev.ReadPixels(h.m)
+		if err != nil {
+			return err
+		}
+		t := float32(j+1) / float32(k+1) // share of the later end
+		for x := range fw {
+			fw[x] = (1-t)*fw[x] + t*back[j][x]
+		}
+		if err := p.dev.WritePixels(h.m, fw); err != nil {
+			return err
+		}
+		if err := emit(h.i, h.m); err != nil {
+			return err
+		}
+	}
+	for _, h := range g.held {
+		g.put(h.m, h.flow)
+	}
+	g.held = g.held[:0]
+	return nil
+}
+
+// flush emits the frames still held at the end of a sweep as they were
+// carried forwards.
+func (g *gapFill) flush(emit func(int, kernels.Image) error) error {
+	for _, h := range g.held {
+		if err := emit(h.i, h.m); err != nil {
+			return err
+		}
+		g.put(h.m, h.flow)
+	}
+	g.held = g.held[:0]
 	return nil
 }

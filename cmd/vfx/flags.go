@@ -64,7 +64,7 @@ var commandHelp = map[string]cmdHelp{
 	},
 	"bench matte": {
 		synopsis: "vfx bench matte [flags]",
-		example:  `vfx bench matte --frames davis/JPEGImages/480p/bear --masks davis/Annotations/480p/bear`,
+		example:  `vfx bench matte --dataset ../shared/datasets/davis2016-train --clips bear,soccerball --cache out/netcache --sheet out/matte-sheet.png`,
 	},
 	"selftest": {
 		synopsis: "vfx selftest [flags]",

@@ -16,7 +16,7 @@ import (
 // worker, serve and bench matte.
 type modelOpts struct {
 	dir, card, provider *string
-	threads             *int
+	threads, size       *int
 }
 
 func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
@@ -25,10 +25,12 @@ func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
 		card:     fs.String("model-card", e.str("VFX_MODEL_CARD", ""), "JSON model card of another segmentation model (default: the built-in IS-Net card) [VFX_MODEL_CARD]"),
 		provider: fs.String("model-provider", e.str("VFX_MODEL_PROVIDER", "cpu"), "ONNX Runtime execution provider: cpu, or cuda (needs ONNX Runtime's CUDA provider, CUDA 12 and cuDNN 9; not verified yet) [VFX_MODEL_PROVIDER]"),
 		threads:  fs.Int("model-threads", 0, "ONNX Runtime threads (0 = all cores)"),
+		size:     fs.Int("model-size", e.int("VFX_MODEL_SIZE", 0), "run the network at this square input size (a multiple of 32 up to the card's; 0 = the schedule's default for the provider) [VFX_MODEL_SIZE]"),
 	}
 }
 
-// schedule is the network's schedule: every frame on CUDA, every 4th on CPU.
+// schedule is the network's schedule: matte.DefaultGPUSchedule with the
+// CUDA provider, else matte.DefaultCPUSchedule.
 func (m *modelOpts) schedule() matte.Schedule {
 	if *m.provider == string(infer.CUDA) {
 		return matte.DefaultGPUSchedule
@@ -42,6 +44,18 @@ func (m *modelOpts) load(ctx context.Context) (*infer.Model, infer.Card, func(),
 	if *m.card != "" {
 		var err error
 		if card, err = infer.ReadCard(*m.card); err != nil {
+			return nil, card, nil, err
+		}
+	}
+	// An explicit size must work; the schedule's default applies to
+	// scalable models only, never above their own size.
+	size := *m.size
+	if s := m.schedule().Size; size == 0 && card.Scalable && s > 0 && s < card.Width {
+		size = s
+	}
+	if size != 0 {
+		var err error
+		if card, err = card.At(size); err != nil {
 			return nil, card, nil, err
 		}
 	}
