@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin
 FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
 	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq
-TEST_TIMEOUT ?= 12m
+TEST_TIMEOUT ?= 20m
 
 .PHONY: all deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet clean
 
