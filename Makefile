@@ -188,6 +188,7 @@ bench-matte-synthetic: deps
 
 ## ---- Container images built and run with buildah (issue 17) ----
 .PHONY: images image-test
+# IMAGES_CACHE: out/images (.dockerignore lets out/images/models into the build context).
 IMAGES_CACHE := out/images
 IMAGES_ENV = IMAGE=$(IMAGE) IMAGE_GPU=$(IMAGE_GPU) IMAGE_TAG=$(IMAGE_TAG) IMAGES_CACHE=$(IMAGES_CACHE)
 IMAGE_LDFLAGS = -s -w -X main.version=$(IMAGE_TAG)
@@ -196,10 +197,13 @@ IMAGE_LDFLAGS = -s -w -X main.version=$(IMAGE_TAG)
 ## :latest (the manifests' tag), from deploy/docker/Dockerfile[.gpu] without a Docker engine or a registry:
 ## buildah (vfs storage, chroot isolation; as root) on a Debian bookworm base made once with debootstrap from
 ## the mirror in this machine's apt configuration, with vfx and vfx-cuda built on this host
-## (BINARY_FROM=prebuilt). Installs buildah, debootstrap and podman when missing (scripts/images.sh).
-images: deps cuda-deps
+## (BINARY_FROM=prebuilt), and ONNX Runtime, the IS-Net weights and their licence texts from `make models`
+## copied to $(IMAGES_CACHE)/models and bundled as /opt/vfx/models (VFX_MODEL_DIR in the images).
+## Installs buildah, debootstrap and podman when missing (scripts/images.sh).
+images: deps cuda-deps models
 	bash scripts/images.sh tools
 	$(IMAGES_ENV) bash scripts/images.sh base
+	$(IMAGES_ENV) bash scripts/images.sh models "$(MODEL_DIR)"
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx ./cmd/vfx
 	CGO_ENABLED=1 $(GO) build -tags cuda -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx-cuda ./cmd/vfx
 	$(IMAGES_ENV) bash scripts/images.sh build cpu $(IMAGES_CACHE)/vfx

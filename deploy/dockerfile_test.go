@@ -210,6 +210,16 @@ func TestDockerfiles(t *testing.T) {
 			if i := slices.Index(copiedTo, "/usr/local/bin/vfx"); i >= 0 && i < len(copiedFrom) {
 				checkWrapper(t, copiedFrom[i], copiedTo)
 			}
+			// The segmentation model: MODELS_DIR lands in /opt/vfx/models,
+			// which the runtime stage names in VFX_MODEL_DIR (workers and
+			// vfx serve refuse to start without the model), and the folder
+			// make images bundles is let into the context.
+			if !slices.Contains(copiedTo, "/opt/vfx/models/") || !regexp.MustCompile(`(?m)^\s*(ENV\s+)?VFX_MODEL_DIR=/opt/vfx/models\b`).MatchString(string(raw)) {
+				t.Errorf("want MODELS_DIR copied to /opt/vfx/models/ and ENV VFX_MODEL_DIR=/opt/vfx/models (copied to %v)", copiedTo)
+			}
+			if !slices.Contains(strings.Fields(string(ignore)), "!out/images/models") {
+				t.Errorf(".dockerignore: want !out/images/models (make images' MODELS_DIR)")
+			}
 		})
 	}
 }

@@ -274,7 +274,7 @@ func vfxEnvNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	re := regexp.MustCompile(`"(VFX_[A-Z0-9_]+)"`)
-	for _, f := range []string{"api.go", "worker.go"} {
+	for _, f := range []string{"api.go", "worker.go", "model.go"} {
 		b, err := os.ReadFile(filepath.Join("..", "cmd", "vfx", f))
 		if err != nil {
 			t.Fatal(err)

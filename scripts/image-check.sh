@@ -34,8 +34,19 @@ else
 	fail write "writable outside /scratch: $(echo "$writable" | tr '\n' ' ')"
 fi
 
-# 3. Version, FFmpeg libraries (the packages and what the binary loads).
-ok version "$(vfx version)"
+# 3. Version, the bundled model, FFmpeg libraries (the packages and what the binary loads).
+ok version "$(vfx version | tr '\n' ';')"
+# The segmentation model and ONNX Runtime (workers and vfx serve refuse to
+# start without them): bundled in /opt/vfx/models, which VFX_MODEL_DIR names.
+ver=$(vfx version 2>&1)
+if [ "${VFX_MODEL_DIR:-}" = /opt/vfx/models ] &&
+	echo "$ver" | grep -q '^segmentation model: .*: installed (/opt/vfx/models/' &&
+	echo "$ver" | grep -q '^onnx runtime: /opt/vfx/models/libonnxruntime.so.1, licence MIT: installed$' &&
+	[ -s /opt/vfx/models/LICENSE-onnxruntime.txt ] && [ -s /opt/vfx/models/LICENSE-isnet-imgly-AGPL-3.0.md ]; then
+	ok models "VFX_MODEL_DIR=$VFX_MODEL_DIR; $(ls /opt/vfx/models | tr '\n' ' ')"
+else
+	fail models "VFX_MODEL_DIR=${VFX_MODEL_DIR:-unset}; $(echo "$ver" | grep -E '^(segmentation model|onnx runtime):' | tr '\n' ';') $(ls /opt/vfx/models 2>&1 | tr '\n' ' ')"
+fi
 pkgs=$(dpkg-query -W -f='${Package} ${Version}\n' libavcodec59 libavformat59 libavfilter8 libavutil57 libswscale6 libswresample4 libavdevice59 2>&1 | tr '\n' ';')
 loaded=$(ldd /usr/local/bin/vfx | sed -n 's/^[[:space:]]*\(lib\(av\|sw\)[a-z]*\.so\.[0-9]*\) => \([^ ]*\).*/\1/p' | tr '\n' ' ')
 missing=$(ldd /usr/local/bin/vfx | grep 'not found' || true)

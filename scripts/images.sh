@@ -7,8 +7,11 @@
 #
 #   scripts/images.sh tools             install buildah, debootstrap and podman when missing
 #   scripts/images.sh base              make the base image $BASE_IMAGE (once; kept in buildah's storage)
+#   scripts/images.sh models DIR        copy ONNX Runtime, the IS-Net weights and their licence texts
+#                                       from DIR (`make models`) into $IMAGES_CACHE/models, the
+#                                       folder the images bundle (MODELS_DIR) as /opt/vfx/models
 #   scripts/images.sh build cpu|gpu BIN build deploy/docker/Dockerfile[.gpu] on $BASE_IMAGE with the
-#                                       host-built binary BIN (BINARY_FROM=prebuilt)
+#                                       host-built binary BIN (BINARY_FROM=prebuilt) and the models
 #   scripts/images.sh test              run the checks of scripts/image-check.sh in the CPU image
 #   scripts/images.sh test-gpu          check that the GPU image explains a missing GPU
 #
@@ -113,6 +116,24 @@ cmd_base() {
 	echo "images: base $BASE_IMAGE made in $((SECONDS - t0)) s"
 }
 
+# MODEL_FILES: what the images bundle from the model folder (scripts/models.sh
+# installs exactly these).
+MODEL_FILES=(libonnxruntime.so.1 isnet-imgly-fp16.onnx LICENSE-onnxruntime.txt LICENSE-isnet-imgly-AGPL-3.0.md)
+
+# cmd_models DIR: the model files into $IMAGES_CACHE/models, a folder of the
+# build context (.dockerignore excludes out/ but lets out/images/models in).
+# Never committed: out/ is git-ignored.
+cmd_models() {
+	local src=${1:?model folder (make models)} dst="$IMAGES_CACHE/models" f
+	for f in "${MODEL_FILES[@]}"; do
+		[[ -f $src/$f ]] || die "models: $src/$f missing (make models)"
+	done
+	rm -rf "$dst" && mkdir -p "$dst"
+	for f in "${MODEL_FILES[@]}"; do cp "$src/$f" "$dst/$f"; done
+	cp deploy/docker/models/README.md "$dst/README.md"
+	echo "images: models for /opt/vfx/models in $dst ($(du -sh "$dst" | cut -f1)): ${MODEL_FILES[*]}"
+}
+
 # cmd_build cpu|gpu BIN: the Dockerfile on $BASE_IMAGE, the binary from
 # the build context vfx-bin (a folder holding only it).
 cmd_build() {
@@ -124,6 +145,7 @@ cmd_build() {
 	*) die "build: $kind: want cpu or gpu" ;;
 	esac
 	[[ -x $bin ]] || die "build: $bin: no such binary"
+	[[ -f $IMAGES_CACHE/models/isnet-imgly-fp16.onnx ]] || die "build: no models in $IMAGES_CACHE/models (scripts/images.sh models DIR)"
 	image_exists "$BASE_IMAGE" || die "build: base $BASE_IMAGE missing (scripts/images.sh base)"
 	ctxdir="$IMAGES_CACHE/bin-$kind"
 	rm -rf "$ctxdir" && mkdir -p "$ctxdir"
@@ -132,6 +154,7 @@ cmd_build() {
 	"${BUILDAH[@]}" bud --isolation chroot --layers=false --format docker -f "$file" \
 		--build-arg BINARY_FROM=prebuilt --build-context "vfx-bin=$ctxdir" \
 		--build-arg RUNTIME_IMAGE="$BASE_IMAGE" --build-arg BUILD_IMAGE="$BASE_IMAGE" \
+		--build-arg MODELS_DIR="$IMAGES_CACHE/models" \
 		--build-arg VERSION="$IMAGE_TAG" -t "$name" . >"$IMAGES_CACHE/build-$kind.log" 2>&1 ||
 		{ tail -n 30 "$IMAGES_CACHE/build-$kind.log" >&2; die "build $kind failed (log: $IMAGES_CACHE/build-$kind.log)"; }
 	# The manifests deploy :latest.
@@ -186,8 +209,9 @@ cmd_test_gpu() {
 case ${1:-} in
 tools) cmd_tools ;;
 base) cmd_base ;;
+models) shift; cmd_models "$@" ;;
 build) shift; cmd_build "$@" ;;
 test) cmd_test ;;
 test-gpu) cmd_test_gpu ;;
-*) die "usage: scripts/images.sh tools|base|build cpu|gpu BIN|test|test-gpu" ;;
+*) die "usage: scripts/images.sh tools|base|models DIR|build cpu|gpu BIN|test|test-gpu" ;;
 esac
