@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/infer"
 	"github.com/vfxrender/vfx/matte"
@@ -94,4 +97,18 @@ func printModel(w io.Writer, getenv func(string) string) {
 	fmt.Fprintf(w, "segmentation model: %s, licence %s, from %s: %s (%s)\n", card.Name, card.Licence, card.Source,
 		state(filepath.Join(dir, card.File)), filepath.Join(dir, card.File))
 	fmt.Fprintf(w, "onnx runtime: %s, licence MIT: %s\n", filepath.Join(dir, infer.LibraryFile), state(filepath.Join(dir, infer.LibraryFile)))
+}
+
+// warmModel pays the network's slow first runs in the background at
+// start (infer.Model.Warm), so that a worker's first select or auto job
+// does not; a job that starts meanwhile waits for its turn on the model.
+func warmModel(ctx context.Context, log *zap.Logger, m *infer.Model) {
+	t0 := time.Now()
+	if err := m.Warm(ctx); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("segmentation model warm-up failed", zap.Error(err))
+		}
+		return
+	}
+	log.Info("segmentation model warm", zap.Duration("took", time.Since(t0)))
 }

@@ -246,6 +246,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 	defer closeNet()
 	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence))
+	go warmModel(ctx, log, net)
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {
 		return err
