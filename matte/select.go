@@ -468,6 +468,9 @@ type heldFrame struct {
 	i    int
 	m    kernels.Image // the matte carried forwards (1 channel)
 	flow kernels.Image // this frame's pixels to the next frame (2 channels); nil until that step
+	// cf is the confidence of the last forward step into this frame, cb
+	// of the backward step into it from the next frame (1 channel each).
+	cf, cb kernels.Image
 }
 
 func (g *gapFill) get(c int) (kernels.Image, error) {
@@ -492,7 +495,7 @@ func (g *gapFill) free() {
 	g.put(g.back)
 	g.back = nil
 	for _, h := range g.held {
-		g.put(h.m, h.flow)
+		g.put(h.m, h.flow, h.cf, h.cb)
 	}
 	g.held = nil
 	for _, im := range g.pool {
@@ -514,8 +517,15 @@ func (g *gapFill) add(i int, m kernels.Image, ran, withNet bool, emit func(int, 
 		if err != nil {
 			return err
 		}
-		g.held[k-1].flow = f
+		cb, err := g.get(1)
+		if err != nil {
+			return err
+		}
+		g.held[k-1].flow, g.held[k-1].cb = f, cb
 		if err := ops.Copy(f, g.p.bwd); err != nil {
+			return err
+		}
+		if err := ops.FlowConfidence(cb, g.p.bwd, g.p.fwd, g.p.o.ConfSigma); err != nil {
 			return err
 		}
 	}
@@ -524,7 +534,14 @@ func (g *gapFill) add(i int, m kernels.Image, ran, withNet bool, emit func(int, 
 		if err != nil {
 			return err
 		}
-		g.held = append(g.held, heldFrame{i: i, m: c})
+		cf, err := g.get(1)
+		if err != nil {
+			return err
+		}
+		g.held = append(g.held, heldFrame{i: i, m: c, cf: cf})
+		if err := ops.Copy(cf, g.p.conf); err != nil {
+			return err
+		}
 		return ops.Copy(c, m)
 	}
 	if err := g.close(m, emit); err != nil {
@@ -568,9 +585,21 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 		if err != nil {
 			return err
 		}
+		cf, err := p.dev.ReadPixels(h.cf)
+		if err != nil {
+			return err
+		}
+		cb, err := p.dev.ReadPixels(h.cb)
+		if err != nil {
+			return err
+		}
+		// By distance to the two ends, and per pixel by how well the
+		// flow of the step next to this frame holds on each side.
 		t := float32(j+1) / float32(k+1) // share of the later end
+		const eps = 0.05
 		for x := range fw {
-			fw[x] = (1-t)*fw[x] + t*back[j][x]
+			wf, wb := (1-t)*(cf[x]+eps), t*(cb[x]+eps)
+			fw[x] = (wf*fw[x] + wb*back[j][x]) / (wf + wb)
 		}
 		if err := p.dev.WritePixels(h.m, fw); err != nil {
 			return err
@@ -580,7 +609,7 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 		}
 	}
 	for _, h := range g.held {
-		g.put(h.m, h.flow)
+		g.put(h.m, h.flow, h.cf, h.cb)
 	}
 	g.held = g.held[:0]
 	return nil
@@ -593,7 +622,7 @@ func (g *gapFill) flush(emit func(int, kernels.Image) error) error {
 		if err := emit(h.i, h.m); err != nil {
 			return err
 		}
-		g.put(h.m, h.flow)
+		g.put(h.m, h.flow, h.cf, h.cb)
 	}
 	g.held = g.held[:0]
 	return nil
