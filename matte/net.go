@@ -75,6 +75,7 @@ type netFuser struct {
 	// centroid on the last frame the network ran on (lastOK false before),
 	// others the pixels of other objects' regions there.
 	keyArea int
+	seen    bool // the network's map covers most of the keyframe matte (in any region)
 	last    [2]float64
 	lastOK  bool
 	others  []bool
@@ -294,11 +295,16 @@ func (f *netFuser) setTrust(net, key []float32) {
 	f.trust = f.ramp(iou)
 	f.tPos = f.ramp(prec)
 	f.keyArea = 0
-	for _, v := range key {
+	hit := 0
+	for i, v := range key {
 		if v >= 0.5 {
 			f.keyArea++
+			if net[i] >= 0.5 {
+				hit++
+			}
 		}
 	}
+	f.seen = 2*hit >= f.keyArea && hit > 0
 }
 
 // ramp maps an agreement in [0,1] to a trust: 0 at or below TrustLow, 1
@@ -389,14 +395,16 @@ func (f *netFuser) fuse(dst, prop, shape, net []float32) {
 }
 
 // rescue runs where none of the network's regions explains the carried
-// shape although the network saw the object on the keyframe: motion lost
-// a fast object, or carried the shape off it. The region of another
+// shape although the network saw the object on the keyframe (its
+// positives are trusted, or its map covers most of the keyframe matte,
+// even if merged into a larger region): motion lost a fast object, or
+// carried the shape off it. The region of another
 // object nearest to where the object was, of a size like the object's
 // on the keyframe (a third to three times), within Rescue widths of it,
 // and not one of the other objects of the last network frame, becomes
 // the object's, and it reports true.
 func (f *netFuser) rescue(sel []regionKind, shape []float32) bool {
-	if f.tPos <= 0 || f.keyArea == 0 {
+	if (f.tPos <= 0 && !f.seen) || f.keyArea == 0 {
 		return false
 	}
 	at, ok := f.last, f.lastOK
@@ -436,6 +444,13 @@ func (f *netFuser) rescue(sel []regionKind, shape []float32) bool {
 	}
 	sel[pick] = regionObject
 	f.rescued = int32(pick)
+	if f.tPos <= 0 {
+		// The keyframe gave no trust in the network's positives because
+		// it saw the object only merged into a larger region; the region
+		// rescue picked shows the object alone, so its positives count
+		// from here on (rollerblade: J 0.50 with them at 0, 0.58 at 1).
+		f.tPos = 1
+	}
 	return true
 }
 

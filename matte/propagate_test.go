@@ -132,6 +132,10 @@ type diskNet struct {
 	c          diskClip
 	sees       bool
 	every, key int
+	// mergeKey makes the network see the disk on the keyframe only as
+	// part of a larger region (a block it touches), as IS-Net sees a
+	// skater against the graffiti behind her.
+	mergeKey bool
 }
 
 func (d diskNet) Objectness(_ context.Context, i int, dst []float32) (bool, error) {
@@ -147,6 +151,9 @@ func (d diskNet) Objectness(_ context.Context, i int, dst []float32) (bool, erro
 		}
 		if math.Hypot(float64(x)-170, float64(y)-32) < 16 {
 			dst[p] = 0.99
+		}
+		if d.mergeKey && i == d.key && x < 80 {
+			dst[p] = 0.95
 		}
 	}
 	return true, nil
@@ -247,6 +254,14 @@ func TestAutoNeedsNetwork(t *testing.T) {
 // next frame, and the selection goes with it, never to the decoy. Every
 // frame is emitted once.
 func TestSelectRescuesLostObject(t *testing.T) {
+	t.Run("seen alone on the keyframe", func(t *testing.T) { testRescue(t, false) })
+	// The network's positives get no trust from such a keyframe, but it
+	// saw the object there: the rescue still applies, and the region it
+	// picks is trusted from then on.
+	t.Run("merged on the keyframe", func(t *testing.T) { testRescue(t, true) })
+}
+
+func testRescue(t *testing.T, mergeKey bool) {
 	dev := kernels.NewCPU(2)
 	c := diskClip{dev: dev, w: 200, h: 64, n: 10, speed: 2, jump: 40, jumpAt: 5}
 	key, _ := dev.NewImage(c.w, c.h, 1)
@@ -255,7 +270,7 @@ func TestSelectRescuesLostObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[int]int{}
-	net := diskNet{c: c, sees: true, every: 2, key: 0}
+	net := diskNet{c: c, sees: true, every: 2, key: 0, mergeKey: mergeKey}
 	err := Propagate(context.Background(), dev, c, net, 0, key, DefaultSelectOptions(), func(i int, m kernels.Image) error {
 		seen[i]++
 		v, err := dev.ReadPixels(m)

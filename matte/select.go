@@ -364,7 +364,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				for i, v := range kp {
 					inv[i] = 1 - v
 				}
-				trust, tPos, area := nf.trust, nf.tPos, nf.keyArea
+				trust, tPos, area, seen := nf.trust, nf.tPos, nf.keyArea, nf.seen
 				nf.setTrust(nbuf, inv)
 				if nf.trust > trust {
 					if err := dev.WritePixels(invKey, inv); err != nil {
@@ -372,7 +372,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 					}
 					key, inverted = invKey, true
 				} else {
-					nf.trust, nf.tPos, nf.keyArea = trust, tPos, area
+					nf.trust, nf.tPos, nf.keyArea, nf.seen = trust, tPos, area, seen
 				}
 			}
 		}
