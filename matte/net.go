@@ -329,8 +329,11 @@ func (f *netFuser) ramp(v float64) float64 {
 // object the evidence is 1-P with weight 1 whatever the trust, so that the
 // matte never leaks into another salient object and never swaps to it. A
 // region merged with something else gives no evidence.
-func (f *netFuser) fuse(dst, prop, shape, net []float32) {
+func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	sel, reach, shapeArea := f.selection(net, shape)
+	if f.all && flow != nil {
+		f.stillRegions(sel, flow)
+	}
 	f.rescued = 0
 	tPos, tNeg := f.tPos, 1.0
 	if !f.all && shapeArea > 0 {

@@ -226,26 +226,54 @@ func TestAutoNeedsNetwork(t *testing.T) {
 	if plan.Kind != AutoNet {
 		t.Fatalf("kind %v, want net", plan.Kind)
 	}
-	n := 0
-	if err := plan.Mattes(context.Background(), c, func(i int, m kernels.Image) error {
-		v, _ := dev.ReadPixels(m)
-		// auto keeps every object the network sees: the disk and the decoy.
-		want := c.truth(i)
-		for p := range want {
-			if math.Hypot(float64(p%c.w)-170, float64(p/c.w)-32) < 16 {
-				want[p] = 1
+}
+
+// TestAutoMotionCue: auto keeps every object the network sees while none
+// moves on its own; once one does, the still ones (the decoy, which the
+// network sees on a static background) are dropped from the network's
+// next frame on.
+func TestAutoMotionCue(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	for _, tc := range []struct {
+		name      string
+		speed     float64
+		decoyFrom int // first frame whose matte must not hold the decoy (-1: never)
+	}{
+		{"nothing moves", 0, -1},
+		{"the disk moves", 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := diskClip{dev: dev, w: 200, h: 64, n: 6, speed: tc.speed}
+			net := diskNet{c: c, sees: true, every: 2, key: -1}
+			plan, err := PlanAuto(context.Background(), dev, c, net, c.w, c.h, DefaultAutoOptions())
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if j := iou(v, want); j < 0.85 {
-			t.Errorf("frame %d: IoU %.3f", i, j)
-		}
-		n++
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if n != c.n {
-		t.Errorf("%d mattes, want %d", n, c.n)
+			n := 0
+			if err := plan.Mattes(context.Background(), c, func(i int, m kernels.Image) error {
+				v, _ := dev.ReadPixels(m)
+				want := c.truth(i)
+				decoy := tc.decoyFrom < 0 || i < tc.decoyFrom
+				for p := range want {
+					if decoy && math.Hypot(float64(p%c.w)-170, float64(p/c.w)-32) < 16 {
+						want[p] = 1
+					}
+				}
+				if tc.decoyFrom > 0 && i == tc.decoyFrom-1 {
+					return nil // between the two: half of each
+				}
+				if j := iou(v, want); j < 0.85 {
+					t.Errorf("frame %d: IoU %.3f with the disk%s", i, j, map[bool]string{true: " and the decoy", false: " alone"}[decoy])
+				}
+				n++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				t.Fatal("no mattes")
+			}
+		})
 	}
 }
 

@@ -400,7 +400,14 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if err != nil {
 			return false, err
 		}
-		nf.fuse(out, prop, shape, nbuf)
+		var flow []float32
+		if nf.all {
+			// auto: the motion cue (see stillRegions) needs this step's flow.
+			if flow, err = dev.ReadPixels(p.fwd); err != nil {
+				return false, err
+			}
+		}
+		nf.fuse(out, prop, shape, nbuf, flow)
 		return true, dev.WritePixels(m, out)
 	}
 	if err := emitted(index, key); err != nil {
