@@ -29,9 +29,9 @@ func TestRealMattes(t *testing.T) {
 	ctx := context.Background()
 	// About 0.05 below each clip's `vfx bench matte` figure (README).
 	floors := map[string]map[MatteMode]float64{
-		"dog-agility": {SelectFirst: 0.53, SelectMiddle: 0.55, SelectInverse: 0.87, AutoVideo: 0.48, AutoStill: 0.74},
-		"rollerblade": {SelectFirst: 0.05, SelectMiddle: 0.66, SelectInverse: 0.86, AutoVideo: 0.42, AutoStill: 0.07},
-		"motorbike":   {SelectFirst: 0.74, SelectMiddle: 0.27, SelectInverse: 0.93, AutoVideo: 0.48, AutoStill: 0.83},
+		"dog-agility": {SelectFirst: 0.53, SelectMiddle: 0.55, SelectInverse: 0.87, AutoVideo: 0.55, AutoStill: 0.74},
+		"rollerblade": {SelectFirst: 0.53, SelectMiddle: 0.66, SelectInverse: 0.86, AutoVideo: 0.42, AutoStill: 0.07},
+		"motorbike":   {SelectFirst: 0.74, SelectMiddle: 0.70, SelectInverse: 0.93, AutoVideo: 0.52, AutoStill: 0.83},
 	}
 	nc := &NetCache{Net: net}
 	for _, name := range []string{"dog-agility", "rollerblade", "motorbike"} {
