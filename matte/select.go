@@ -193,6 +193,43 @@ func (p *propagator) step(dst, frame, prevM kernels.Image, curP, prevP *pyramid,
 	return p.fuse(dst, frame, p.sharp, p.conf, f)
 }
 
+// dropStill applies auto's motion cue to the first matte key (frame
+// index, pyramid keyP, network map net): the flow from it to the next
+// frame (or the previous, on the last) shows which of the network's
+// regions are still while another moves on its own, and those are cleared.
+func (p *propagator) dropStill(ctx context.Context, src Frames, index int, keyP *pyramid, nf *netFuser, net []float32, key kernels.Image) error {
+	j := index + 1
+	if j >= src.Len() {
+		j = index - 1
+	}
+	pyr, err := p.lumaPyramid(ctx, src, j, p.tmp3)
+	if err != nil {
+		return err
+	}
+	defer pyr.free(p.dev)
+	if err := p.fe.flow(p.bwd, keyP, pyr); err != nil { // key -> frame j
+		return err
+	}
+	flow, err := p.dev.ReadPixels(p.bwd)
+	if err != nil {
+		return err
+	}
+	kp, err := p.dev.ReadPixels(key)
+	if err != nil {
+		return err
+	}
+	sel, _, _ := nf.selection(net, kp)
+	if nf.stillRegions(sel, flow) == 0 {
+		return nil
+	}
+	for i, l := range nf.lab {
+		if l != 0 && sel[l] == regionOther {
+			kp[i] = 0
+		}
+	}
+	return p.dev.WritePixels(key, kp)
+}
+
 // fuse combines a (warped) shape matte with the colour models into dst.
 func (p *propagator) fuse(dst, frame, shape, conf kernels.Image, f kernels.FuseParams) error {
 	return p.fuseWith(dst, frame, shape, shape, conf, nil, f)
@@ -373,6 +410,13 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 					key, inverted = invKey, true
 				} else {
 					nf.trust, nf.tPos, nf.keyArea, nf.seen = trust, tPos, area, seen
+				}
+			}
+			// auto: the motion cue on the first matte too, from the flow
+			// to the next frame (see stillRegions).
+			if all && n > 1 {
+				if err := p.dropStill(ctx, src, index, keyP, nf, nbuf, key); err != nil {
+					return err
 				}
 			}
 		}
