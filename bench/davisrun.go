@@ -346,7 +346,9 @@ func Summarise(rs []ClipResult) []RealMatteSummary {
 		}
 		k := float64(s.Clips)
 		s.J, s.F, s.Decay, s.Flicker, s.CopyJ = s.J/k, s.F/k, s.Decay/k, s.Flicker/k, s.CopyJ/k
-		s.FramesPerSecond = float64(s.Frames) / math.Max(secs[m], 1e-9)
+		if secs[m] > 0 {
+			s.FramesPerSecond = float64(s.Frames) / secs[m]
+		}
 		sort.Strings(s.BelowCopy)
 		out = append(out, *s)
 	}

@@ -148,8 +148,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		for _, r := range rs {
-			fmt.Fprintf(stdout, "%-18s %-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %7d %9.1f\n", r.Clip, r.Mode, r.Scores.J, r.Scores.F,
-				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Frames, float64(r.Frames)/r.Matte.Seconds())
+			fmt.Fprintf(stdout, "%-18s %-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %7d %9s\n", r.Clip, r.Mode, r.Scores.J, r.Scores.F,
+				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Frames, rate(float64(r.Frames), r.Matte.Seconds()))
 		}
 		if keep[clip.Name()] && len(rs) > 0 && len(rs[0].Mattes) > 0 {
 			r := rs[0]
@@ -178,8 +178,12 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		nc.Spent.Seconds()/max(float64(nc.Runs), 1), time.Since(t0).Round(time.Second))
 	fmt.Fprintf(stdout, "%-10s %6s %6s %7s %8s %6s %9s %8s  %s\n", "mode", "J", "F", "decay", "flicker%", "copyJ", "matte f/s", "net/frm", "below copy")
 	for _, s := range bench.Summarise(all) {
-		fmt.Fprintf(stdout, "%-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %9.1f %8.2f  %v\n", s.Mode, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
-			s.FramesPerSecond, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
+		fps := "–" // the net mode does no matte work
+		if s.FramesPerSecond > 0 {
+			fps = fmt.Sprintf("%.1f", s.FramesPerSecond)
+		}
+		fmt.Fprintf(stdout, "%-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %9s %8.2f  %v\n", s.Mode, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
+			fps, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
 	}
 	if *sheet != "" && len(rows) > 0 {
 		if err := bench.WriteSheet(*sheet, rows); err != nil {
@@ -188,4 +192,12 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "contact sheet (%s; darkened = background, red = missed, blue = added): %s\n", ms[0], *sheet)
 	}
 	return nil
+}
+
+// rate formats n per secs a second, or "–" where no time was spent.
+func rate(n, secs float64) string {
+	if secs <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", n/secs)
 }
