@@ -33,7 +33,9 @@ func TestEndToEndWithWorkers(t *testing.T) {
 	}
 	for _, id := range []string{j1.json(t)["id"].(string), j2.json(t)["id"].(string)} {
 		var job map[string]any
-		eventually(t, 60*time.Second, "job "+id, func() bool {
+		// Generous: each job loads and runs the network, and a loaded
+		// 2-core CI machine has taken over 60 s.
+		eventually(t, 180*time.Second, "job "+id, func() bool {
 			job = e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})
@@ -93,7 +95,9 @@ func TestEndToEndMattes(t *testing.T) {
 	}
 	for _, id := range []string{j1.json(t)["id"].(string), j2.json(t)["id"].(string)} {
 		var job map[string]any
-		eventually(t, 60*time.Second, "job "+id, func() bool {
+		// Generous: each job loads and runs the network, and a loaded
+		// 2-core CI machine has taken over 60 s.
+		eventually(t, 180*time.Second, "job "+id, func() bool {
 			job = e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})

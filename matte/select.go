@@ -235,11 +235,6 @@ func (p *propagator) fuse(dst, frame, shape, conf kernels.Image, f kernels.FuseP
 	return p.fuseWith(dst, frame, shape, shape, conf, nil, f)
 }
 
-// fusePlate is fuse with a clean plate.
-func (p *propagator) fusePlate(dst, frame, shape, plate kernels.Image, f kernels.FuseParams) error {
-	return p.fuseWith(dst, frame, shape, shape, nil, plate, f)
-}
-
 // fuseWith fuses the blurred prior shape, the local colour classifiers
 // around the contour of local, the global colour table and an optional
 // plate into dst (which may be local or prior: both are consumed before
