@@ -33,7 +33,7 @@ var productErrorCodes = map[string]string{
 	CodeBudgetExceeded:         "402: the organization's credit balance, the team's budget_credits or the request's max_credits does not cover the job's credits; nothing was reserved.",
 	CodeIdempotencyConflict:    "409: idempotency_key already names a job of this organization and team submitted with a different body; nothing was created. Resend the original body, or use a new key only for a new job.",
 	CodeParentNotSuccessful:    "409 (vfx_finish): the parent job has not reached success.",
-	CodeInvalidInput:           "422: malformed JSON (a key repeated in any object included), an unknown or missing top-level field, a wrong type, inputs that do not match the model's input_schema, or inputs.prompt not valid UTF-8 or holding a control character (tab, line feed and carriage return are allowed); unknown_fields and missing_fields list the field names.",
+	CodeInvalidInput:           "422: malformed JSON (a key repeated in any object included), an unknown or missing top-level field, a wrong type, inputs that do not match the model's input_schema, an empty inputs.prompt with no inputs.reference_image, or inputs.prompt not valid UTF-8 or holding a control character (tab, line feed and carriage return are allowed); unknown_fields and missing_fields list the field names.",
 	CodeParentNotProductJob:    "422 (vfx_finish): the parent is a generation API job (vfx_…), not a vfx product job.",
 	CodeParentFastMode:         "422 (vfx_finish): the parent is a fast-mode vfx job; only standard-mode jobs can be finished.",
 	CodeParentIsFinish:         "422 (vfx_finish): the parent is itself a vfx_finish job.",

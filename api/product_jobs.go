@@ -442,6 +442,20 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	} else {
 		jr.Seed = randomSeed()
 	}
+	// The contract's field rules, as the worker checks them. The schema
+	// has caught all of them but one: an empty prompt with no reference.
+	// The generation type follows the source below and Validate only asks
+	// that it be one of the two. Like the schema's, its answer is 422
+	// INVALID_INPUT (the product API's code for a rule of the inputs).
+	vr := jr
+	vr.GenerationType, vr.AlphaKeyframeIndex = "video", in.AlphaKeyframeIndex
+	if err := job.Validate(vr); err != nil {
+		var ie *job.InputError
+		if errors.As(err, &ie) {
+			err = ie.Err
+		}
+		return plan{}, invalidInput("inputs: %v", err)
+	}
 	for _, u := range []struct{ name, uri string }{
 		{"inputs.source", jr.SourceURI}, {"inputs.alpha", jr.AlphaURI}, {"inputs.reference_image", jr.ReferenceImageURI},
 	} {
