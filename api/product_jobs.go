@@ -718,7 +718,7 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 // IDEMPOTENCY_CONFLICT when the body differs. A job still being created by
 // a concurrent request is waited for (up to 15 s).
 func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgCtx) (ProductJob, bool, error) {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(s.idemWait)
 	for {
 		e, err := s.pidem.Get(ctx, ikey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -749,7 +749,7 @@ func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgC
 			return ProductJob{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
 		}
 		if time.Now().After(deadline) {
-			return ProductJob{}, false, newError(CodeUnavailable,
+			return ProductJob{}, false, unavailable(1,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {

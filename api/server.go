@@ -216,7 +216,15 @@ type Server struct {
 	bg       sync.WaitGroup
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
+	// idemWait bounds the wait for a job that a concurrent request with
+	// the same idempotency_key is still creating (idemCreateWait).
+	idemWait time.Duration
 }
+
+// idemCreateWait is how long a request waits for the job that a
+// concurrent request with the same idempotency_key is still creating,
+// before answering 503 with Retry-After.
+const idemCreateWait = 15 * time.Second
 
 // route is one registered pattern, kept for the OpenAPI check and the
 // 405 answers; Product marks the product API's routes (detail shape).
@@ -232,7 +240,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
 	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk}
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
