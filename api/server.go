@@ -213,7 +213,6 @@ type Server struct {
 	hooks    *http.Client
 	delays   []time.Duration
 	now      func() time.Time
-	bg       sync.WaitGroup
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
 	// idemWait bounds the wait for a job that a concurrent request with
