@@ -62,7 +62,7 @@ type idemEntry struct {
 	BodyHash string `json:"body_hash"`
 }
 
-// Job is a generation job as the API answers it (SPEC.md).
+// Job is a generation job as the API answers it (GET /v1/openapi.json).
 type Job struct {
 	ID             string            `json:"id"`
 	Status         string            `json:"status"`

@@ -30,7 +30,7 @@ const ProductJobIDPrefix = "dap_"
 // HeaderTeamID carries the team context of product API requests.
 const HeaderTeamID = "X-Service-Team-Id"
 
-// Product job states (SPEC-NOTES.md).
+// Product job states (docs/api.md, Jobs).
 const (
 	ProductQueued         = "queued"
 	ProductRunning        = "running"
@@ -71,7 +71,7 @@ type productMeta struct {
 	Webhook          *webhookState `json:"webhook,omitempty"`
 }
 
-// ProductJob is a product job as the API answers it (SPEC.md).
+// ProductJob is a product job as the API answers it (GET /v1/openapi.json).
 type ProductJob struct {
 	ID             string            `json:"id"`
 	Product        string            `json:"product"`

@@ -1,7 +1,7 @@
-// Package api is vfx's HTTP API: the generation API of SPEC.md (jobs,
-// uploads, account reads) with the decisions of SPEC-NOTES.md, the operator
-// API under /admin/v1, the OpenAPI document, the charging of finished jobs
-// and the webhook dispatcher.
+// Package api is vfx's HTTP API: the generation API (jobs, uploads,
+// account reads) and the product API, with the decisions of docs/api.md,
+// the operator API under /admin/v1, the OpenAPI document, the charging of
+// finished jobs and the webhook dispatcher.
 //
 // A Server holds no state of its own beyond its configuration: jobs live in
 // the queue's "jobs" bucket, and the API's own records (callback URL,
@@ -68,14 +68,14 @@ var _ Accounts = (*account.Service)(nil)
 
 // Defaults of Config.
 const (
-	// OutputURLTTL is the lifetime of signed output URLs (SPEC: 72 hours).
+	// OutputURLTTL is the lifetime of signed output URLs (72 hours).
 	OutputURLTTL = 72 * time.Hour
-	// UploadURLTTL is the lifetime of presigned upload URLs (SPEC: 1 hour).
+	// UploadURLTTL is the lifetime of presigned upload URLs (1 hour).
 	UploadURLTTL = time.Hour
 	// DefaultMaxBodyBytes caps a request body: a 50 MB inline data: URI is
 	// about 66.7 MB of base64, plus the rest of the request.
 	DefaultMaxBodyBytes int64 = 70 << 20
-	// DefaultWebhookTimeout bounds one webhook attempt (SPEC: 10 seconds).
+	// DefaultWebhookTimeout bounds one webhook attempt (10 seconds).
 	DefaultWebhookTimeout = 10 * time.Second
 	// DefaultSubmitRetryFor is the default of Config.SubmitRetryFor.
 	DefaultSubmitRetryFor = 10 * time.Second
@@ -89,7 +89,7 @@ const (
 )
 
 // DefaultWebhookRetryDelays are the pauses before webhook attempts 2..5
-// (SPEC: 1 s, 5 s, 30 s, 2 min).
+// (1 s, 5 s, 30 s, 2 min; docs/api.md, Webhooks).
 func DefaultWebhookRetryDelays() []time.Duration {
 	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/vfxrender/vfx/render"
 )
 
-// Request limits and defaults (SPEC.md, SPEC-NOTES.md).
+// Request limits and defaults (docs/api.md, Limits).
 const (
 	DefaultPreset = "medium"
 	DefaultCRF    = 18
