@@ -7,9 +7,17 @@ FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
 	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet clean
+.PHONY: all help deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet staticcheck clean
 
+## all: the default target, build.
 all: build
+
+## help: list the targets, each with the first line of its description (the `## target:` comments here).
+help:
+	@awk '/^## [a-z][a-z0-9, -]*: / { if (n) print ""; sub(/^## /, ""); i = index($$0, ": "); \
+		printf "  %-24s %s", substr($$0, 1, i - 1), substr($$0, i + 2); n = 1; more = 0; next } \
+		n && /^## / && !/^## ----/ { if (!more) printf " …"; more = 1; next } \
+		n { print ""; n = 0 } END { if (n) print "" }' $(MAKEFILE_LIST)
 
 ## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config and jq (the API walkthrough test) when missing.
 deps:
@@ -71,12 +79,25 @@ bench-matte: build models
 demo: build models
 	VFX_MODEL_DIR=$(MODEL_DIR) bash scripts/demo.sh $(BIN)/vfx
 
-## lint: gofmt and go vet.
-lint: fmt vet
+## lint: gofmt, go vet and staticcheck.
+lint: fmt vet staticcheck
+## fmt: fail listing the Go files that gofmt would change.
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+## vet: go vet on every package.
 vet: deps
 	$(GO) vet ./...
+
+## staticcheck: staticcheck with its default checks on every package (installed into .tools/bin when
+## missing, like minio; a justified exception is a //lint:ignore comment at its line).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK_BIN := $(CURDIR)/.tools/bin/staticcheck
+staticcheck: deps $(STATICCHECK_BIN)
+	$(STATICCHECK_BIN) ./...
+$(STATICCHECK_BIN):
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## clean: remove bin/ and out/.
 
 clean:
 	rm -rf $(BIN) out

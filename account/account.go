@@ -75,7 +75,7 @@ const (
 )
 
 // DefaultSpendingLimit is the spending limit, in dollars per billing period,
-// of an account created without one (SPEC.md, Limits).
+// of an account created without one (docs/api.md, Limits).
 const DefaultSpendingLimit = 5000.0
 
 // RateLimits are an account's personal-key limits. A zero field means the
@@ -91,7 +91,7 @@ type RateLimits struct {
 	Concurrency int `json:"concurrency"`
 }
 
-// DefaultRateLimits returns the limits SPEC.md gives personal keys: 5
+// DefaultRateLimits returns the limits of personal keys (docs/api.md): 5
 // submissions, 5 reads and 5 billing reads per minute, and 10 jobs in flight.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{RPM: 5, ReadRPM: 5, BillingRPM: 5, Concurrency: 10}

@@ -22,7 +22,7 @@ const (
 )
 
 // MaxVideoFrames is the frame count Estimate assumes for a video whose
-// frame count is not known yet (SPEC.md: at most 240 frames).
+// frame count is not known yet (a video has at most 240 frames).
 const MaxVideoFrames = 240
 
 // meterIDs is the stable order of the known meters.

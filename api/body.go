@@ -327,14 +327,6 @@ func parseObject(body []byte) ([]member, error) {
 	return w.object(0)
 }
 
-// checkJSON fails on duplicate keys and overdeep nesting in a valid JSON
-// value.
-func checkJSON(raw []byte) error {
-	w := &jsonWalker{b: raw}
-	_, err := w.value(0)
-	return err
-}
-
 // writeCanonical writes to h the bytes json.Marshal gives for the value
 // raw decodes to with UseNumber (objects with their keys sorted, strings
 // escaped as Marshal escapes them, numbers as written), without building

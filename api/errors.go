@@ -17,7 +17,8 @@ import (
 	"github.com/vfxrender/vfx/job"
 )
 
-// Error codes of the generation API (SPEC-NOTES.md) and of the admin API.
+// Error codes of the generation API and of the admin API (docs/api.md,
+// Errors; each is described in the OpenAPI document's x-error-codes).
 const (
 	CodeInvalidAPIKey           = "INVALID_API_KEY"
 	CodeJobNotFound             = "JOB_NOT_FOUND"
@@ -176,7 +177,7 @@ func unavailable(retryAfter int, format string, args ...any) *apiError {
 	return e
 }
 
-// envelope is the error body of SPEC.md's first shape.
+// envelope is the generation API's error body (docs/api.md, Errors).
 type envelope struct {
 	Error envelopeBody `json:"error"`
 }

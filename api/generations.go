@@ -62,7 +62,7 @@ type idemEntry struct {
 	BodyHash string `json:"body_hash"`
 }
 
-// Job is a generation job as the API answers it (SPEC.md).
+// Job is a generation job as the API answers it (GET /v1/openapi.json).
 type Job struct {
 	ID             string            `json:"id"`
 	Status         string            `json:"status"`
@@ -215,7 +215,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 // one with the same body; 409 when the body differs. A job still being
 // created by another request is waited for (up to 15 s).
 func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, bool, error) {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(s.idemWait)
 	for {
 		e, err := s.idem.Get(ctx, ikey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -241,7 +241,7 @@ func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, b
 			return Job{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
 		}
 		if time.Now().After(deadline) {
-			return Job{}, false, newError(CodeUnavailable,
+			return Job{}, false, unavailable(1,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {

@@ -129,7 +129,7 @@ var errorCodes = map[string]string{
 
 const apiDescription = `HTTP API of the vfx compositing and relighting service (generation API, uploads, account reads, operator API).
 
-Decisions where SPEC.md is silent (SPEC-NOTES.md):
+Decisions of this service (docs/api.md in the repository gathers them):
 
 - POST /v1/vfx/generations answers **201** with the job when it is created and **200** with the existing job when idempotency_key already names a job of this account with the same body; the same key with a different body gets **409** IDEMPOTENCY_CONFLICT and nothing is created. Concurrent identical submissions create exactly one job.
 - Required fields: generation_type, source_uri, alpha_mode, and one of prompt / reference_image_uri. Defaults: max_resolution 1080, alpha_keyframe_index 0, seed random in [0, 2^32-1]. Unknown fields are ignored; null counts as omitted.
@@ -214,7 +214,7 @@ func (s *Server) OpenAPI() map[string]any {
 	doc := obj{
 		"openapi": "3.1.0",
 		"info": obj{"title": "vfx API", "version": "1.0.0", "description": apiDescription,
-			"x-spec-notes": "Every decision of SPEC-NOTES.md for the generation API, uploads, account, webhooks, errors and limits is listed in info.description, x-error-codes, x-limits and x-price-table."},
+			"x-spec-notes": "Every decision of this service for the generation API, uploads, account, webhooks, errors and limits is listed in info.description, x-error-codes, x-limits and x-price-table."},
 		"servers":       []any{obj{"url": "/"}},
 		"security":      keyed,
 		"x-error-codes": codes,

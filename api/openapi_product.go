@@ -33,7 +33,7 @@ var productErrorCodes = map[string]string{
 	CodeBudgetExceeded:         "402: the organization's credit balance, the team's budget_credits or the request's max_credits does not cover the job's credits; nothing was reserved.",
 	CodeIdempotencyConflict:    "409: idempotency_key already names a job of this organization and team submitted with a different body; nothing was created. Resend the original body, or use a new key only for a new job.",
 	CodeParentNotSuccessful:    "409 (vfx_finish): the parent job has not reached success.",
-	CodeInvalidInput:           "422: malformed JSON (a key repeated in any object included), an unknown or missing top-level field, a wrong type, inputs that do not match the model's input_schema, or inputs.prompt not valid UTF-8 or holding a control character (tab, line feed and carriage return are allowed); unknown_fields and missing_fields list the field names.",
+	CodeInvalidInput:           "422: malformed JSON (a key repeated in any object included), an unknown or missing top-level field, a wrong type, inputs that do not match the model's input_schema, an empty inputs.prompt with no inputs.reference_image, or inputs.prompt not valid UTF-8 or holding a control character (tab, line feed and carriage return are allowed); unknown_fields and missing_fields list the field names.",
 	CodeParentNotProductJob:    "422 (vfx_finish): the parent is a generation API job (vfx_…), not a vfx product job.",
 	CodeParentFastMode:         "422 (vfx_finish): the parent is a fast-mode vfx job; only standard-mode jobs can be finished.",
 	CodeParentIsFinish:         "422 (vfx_finish): the parent is itself a vfx_finish job.",
@@ -44,7 +44,7 @@ var productErrorCodes = map[string]string{
 	CodeUnavailable:            "503 (with Retry-After): NATS unreachable for a moment (the job could not be queued; nothing was created, the reservation is released), a job with the same idempotency_key is still being created, or the server is reading its limit of request body bytes at once; resend the same request.",
 }
 
-const productDescription = `Product API (SPEC-NOTES.md, Product API). Fields, billing, states, responses, errors and webhooks never mix with the generation API's.
+const productDescription = `Product API (docs/api.md in the repository). Fields, billing, states, responses, errors and webhooks never mix with the generation API's.
 
 - Organization API keys only (created by the operator: POST /admin/v1/orgs/{id}/keys, optionally bound to a team). Personal keys get 403 ORG_KEY_REQUIRED. Organization keys have no request or concurrency limits. The team context is the X-Service-Team-Id header: a team-bound key acts for its team (a header naming another team is 403 TEAM_FORBIDDEN); an organization-wide key acts for the team the header names (one of its organization's teams) or for no team. Jobs are visible to the organization and team context that created them; idempotency keys are scoped the same way.
 - GET /v1/products -> {"products":[{product,name,description,models}]}. GET /v1/products/{product}/models -> {"models":[{model_id,description,input_schema,pricing}]}; input_schema is JSON Schema 2020-12 with additionalProperties false.

@@ -2,7 +2,7 @@ package api
 
 import "net/http"
 
-// Error codes of the product API (SPEC-NOTES.md, Product API). They are
+// Error codes of the product API (docs/api.md, Errors). They are
 // answered in the detail shape, never in the generation API's envelope.
 const (
 	CodeOrgKeyRequired         = "ORG_KEY_REQUIRED"

@@ -30,7 +30,7 @@ const ProductJobIDPrefix = "dap_"
 // HeaderTeamID carries the team context of product API requests.
 const HeaderTeamID = "X-Service-Team-Id"
 
-// Product job states (SPEC-NOTES.md).
+// Product job states (docs/api.md, Jobs).
 const (
 	ProductQueued         = "queued"
 	ProductRunning        = "running"
@@ -71,7 +71,7 @@ type productMeta struct {
 	Webhook          *webhookState `json:"webhook,omitempty"`
 }
 
-// ProductJob is a product job as the API answers it (SPEC.md).
+// ProductJob is a product job as the API answers it (GET /v1/openapi.json).
 type ProductJob struct {
 	ID             string            `json:"id"`
 	Product        string            `json:"product"`
@@ -442,6 +442,20 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	} else {
 		jr.Seed = randomSeed()
 	}
+	// The contract's field rules, as the worker checks them. The schema
+	// has caught all of them but one: an empty prompt with no reference.
+	// The generation type follows the source below and Validate only asks
+	// that it be one of the two. Like the schema's, its answer is 422
+	// INVALID_INPUT (the product API's code for a rule of the inputs).
+	vr := jr
+	vr.GenerationType, vr.AlphaKeyframeIndex = "video", in.AlphaKeyframeIndex
+	if err := job.Validate(vr); err != nil {
+		var ie *job.InputError
+		if errors.As(err, &ie) {
+			err = ie.Err
+		}
+		return plan{}, invalidInput("inputs: %v", err)
+	}
 	for _, u := range []struct{ name, uri string }{
 		{"inputs.source", jr.SourceURI}, {"inputs.alpha", jr.AlphaURI}, {"inputs.reference_image", jr.ReferenceImageURI},
 	} {
@@ -704,7 +718,7 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 // IDEMPOTENCY_CONFLICT when the body differs. A job still being created by
 // a concurrent request is waited for (up to 15 s).
 func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgCtx) (ProductJob, bool, error) {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(s.idemWait)
 	for {
 		e, err := s.pidem.Get(ctx, ikey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -735,7 +749,7 @@ func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgC
 			return ProductJob{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
 		}
 		if time.Now().After(deadline) {
-			return ProductJob{}, false, newError(CodeUnavailable,
+			return ProductJob{}, false, unavailable(1,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {

@@ -311,6 +311,12 @@ func TestProductValidation(t *testing.T) {
 	if d = wantDetail(t, post(j), 422, CodeInvalidInput); !slices.Contains(d.MissingFields, "prompt") {
 		t.Fatalf("no style input: %+v", d)
 	}
+	// An empty prompt passes the schema; job.Validate answers it at
+	// submission (the worker would otherwise fail the job).
+	j["inputs"] = map[string]any{"source": src, "alpha_mode": "fill", "prompt": ""}
+	if d = wantDetail(t, post(j), 422, CodeInvalidInput); !bytes.Contains([]byte(d.Message), []byte("prompt or reference image")) {
+		t.Fatalf("empty prompt: %+v", d)
+	}
 	j["inputs"] = map[string]any{"source": src, "alpha_mode": "fill", "prompt": "x", "max_resolution": 4000, "mode": "turbo"}
 	if d = wantDetail(t, post(j), 422, CodeInvalidInput); len(d.UnknownFields)+len(d.MissingFields) != 0 || !bytes.Contains([]byte(d.Message), []byte("max_resolution")) {
 		t.Fatalf("bad values: %+v", d)

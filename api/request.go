@@ -225,7 +225,7 @@ func str(p *string) string {
 	return *p
 }
 
-// validate checks the field rules of SPEC.md and SPEC-NOTES.md (not the
+// validate checks the field rules of the generation API (not the
 // media) and returns the normalised job request without a seed.
 func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
 	var jr job.JobRequest

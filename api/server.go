@@ -1,7 +1,7 @@
-// Package api is vfx's HTTP API: the generation API of SPEC.md (jobs,
-// uploads, account reads) with the decisions of SPEC-NOTES.md, the operator
-// API under /admin/v1, the OpenAPI document, the charging of finished jobs
-// and the webhook dispatcher.
+// Package api is vfx's HTTP API: the generation API (jobs, uploads,
+// account reads) and the product API, with the decisions of docs/api.md,
+// the operator API under /admin/v1, the OpenAPI document, the charging of
+// finished jobs and the webhook dispatcher.
 //
 // A Server holds no state of its own beyond its configuration: jobs live in
 // the queue's "jobs" bucket, and the API's own records (callback URL,
@@ -68,14 +68,14 @@ var _ Accounts = (*account.Service)(nil)
 
 // Defaults of Config.
 const (
-	// OutputURLTTL is the lifetime of signed output URLs (SPEC: 72 hours).
+	// OutputURLTTL is the lifetime of signed output URLs (72 hours).
 	OutputURLTTL = 72 * time.Hour
-	// UploadURLTTL is the lifetime of presigned upload URLs (SPEC: 1 hour).
+	// UploadURLTTL is the lifetime of presigned upload URLs (1 hour).
 	UploadURLTTL = time.Hour
 	// DefaultMaxBodyBytes caps a request body: a 50 MB inline data: URI is
 	// about 66.7 MB of base64, plus the rest of the request.
 	DefaultMaxBodyBytes int64 = 70 << 20
-	// DefaultWebhookTimeout bounds one webhook attempt (SPEC: 10 seconds).
+	// DefaultWebhookTimeout bounds one webhook attempt (10 seconds).
 	DefaultWebhookTimeout = 10 * time.Second
 	// DefaultSubmitRetryFor is the default of Config.SubmitRetryFor.
 	DefaultSubmitRetryFor = 10 * time.Second
@@ -89,7 +89,7 @@ const (
 )
 
 // DefaultWebhookRetryDelays are the pauses before webhook attempts 2..5
-// (SPEC: 1 s, 5 s, 30 s, 2 min).
+// (1 s, 5 s, 30 s, 2 min; docs/api.md, Webhooks).
 func DefaultWebhookRetryDelays() []time.Duration {
 	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
 }
@@ -213,10 +213,17 @@ type Server struct {
 	hooks    *http.Client
 	delays   []time.Duration
 	now      func() time.Time
-	bg       sync.WaitGroup
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
+	// idemWait bounds the wait for a job that a concurrent request with
+	// the same idempotency_key is still creating (idemCreateWait).
+	idemWait time.Duration
 }
+
+// idemCreateWait is how long a request waits for the job that a
+// concurrent request with the same idempotency_key is still creating,
+// before answering 503 with Retry-After.
+const idemCreateWait = 15 * time.Second
 
 // route is one registered pattern, kept for the OpenAPI check and the
 // 405 answers; Product marks the product API's routes (detail shape).
@@ -232,7 +239,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
 	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk}
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -52,7 +52,7 @@ func SignWebhook(secret, id string, timestamp int64, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// webhookBody is the body POSTed to callback_url (SPEC.md Events).
+// webhookBody is the body POSTed to callback_url (docs/api.md, Webhooks).
 type webhookBody struct {
 	ID          string            `json:"id"`
 	Status      string            `json:"status"`

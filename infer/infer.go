@@ -197,7 +197,11 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 	if c.Native != 0 && c.Native != c.Width {
 		// A scalable model run at another size (Card.At): its graph is
 		// rescaled in memory; the file stays the verified one.
-		data, err := os.ReadFile(path)
+		// err is the function's: the session's error below is checked
+		// after the if (a := here shadowed it, and a failed session of a
+		// rescaled graph went unnoticed).
+		var data []byte
+		data, err = os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
 		}

@@ -76,26 +76,29 @@ type Geometry struct {
 	Frames        int
 }
 
-func kindName(video bool) string {
+// KindName is "video" or "image".
+func KindName(video bool) string {
 	if video {
 		return "video"
 	}
 	return "image"
 }
 
-func article(video bool) string {
+// KindArticle is the indefinite article of KindName(video): "a video",
+// "an image". Messages use it to name what was given and what is wanted.
+func KindArticle(video bool) string {
 	if video {
-		return ""
+		return "a"
 	}
-	return "n"
+	return "an"
 }
 
 // CheckCustom checks a custom matte against its source: same kind, same
 // display size and, for video, the same frame count.
 func CheckCustom(src, m Geometry) error {
 	if src.Video != m.Video {
-		return fmt.Errorf("%w: the source is a%s %s but the custom matte is a%s %s",
-			ErrKindMismatch, article(src.Video), kindName(src.Video), article(m.Video), kindName(m.Video))
+		return fmt.Errorf("%w: the source is %s %s but the custom matte is %s %s",
+			ErrKindMismatch, KindArticle(src.Video), KindName(src.Video), KindArticle(m.Video), KindName(m.Video))
 	}
 	if src.Width != m.Width || src.Height != m.Height {
 		return fmt.Errorf("%w: source is %dx%d, matte is %dx%d", ErrSizeMismatch, src.Width, src.Height, m.Width, m.Height)

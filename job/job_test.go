@@ -152,3 +152,64 @@ func TestMatteRules(t *testing.T) {
 		t.Errorf("InputError: %v", ie)
 	}
 }
+
+// The matte rules' messages name the numbers involved and the rule
+// (these cases moved here from package matte's tests with the rules).
+func TestMatteRuleMessages(t *testing.T) {
+	vid := Geometry{Video: true, Width: 1920, Height: 1080, Frames: 48}
+	img := Geometry{Width: 1920, Height: 1080, Frames: 1}
+	for _, c := range []struct {
+		err      error
+		want     error
+		contains string
+	}{
+		{CheckCustom(vid, img), ErrKindMismatch, "the source is a video but the custom matte is an image"},
+		{CheckCustom(img, vid), ErrKindMismatch, "the source is an image but the custom matte is a video"},
+		{CheckCustom(vid, Geometry{Video: true, Width: 1280, Height: 720, Frames: 48}), ErrSizeMismatch, "1920x1080, matte is 1280x720"},
+		{CheckCustom(vid, Geometry{Video: true, Width: 1920, Height: 1080, Frames: 47}), ErrFrameCountMismatch, "48 frames, matte has 47"},
+		{CheckKeyframe(Geometry{Video: true, Width: 64, Height: 48, Frames: 10}, Geometry{Width: 64, Height: 48, Frames: 1}, 10), ErrKeyframeIndex, "valid 0..9"},
+		{CheckKeyframeFormat("png", "rgb24"), ErrKeyframeFormat, "save the matte as grayscale"},
+	} {
+		if !errors.Is(c.err, c.want) || c.err == nil || !strings.Contains(c.err.Error(), c.contains) {
+			t.Errorf("err = %v, want %v containing %q", c.err, c.want, c.contains)
+		}
+	}
+	for m, want := range map[AlphaMode]error{AlphaFill: nil, AlphaCustom: nil, AlphaAuto: nil, AlphaSelect: nil, "x": ErrInvalidAlphaMode} {
+		if err := m.Supported(); want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("%q.Supported() = %v, want %v", m, err, want)
+		}
+	}
+	for _, s := range []string{"", "none", "alpha"} {
+		if _, err := ParseAlphaMode(s); !errors.Is(err, ErrInvalidAlphaMode) {
+			t.Errorf("ParseAlphaMode(%q) err = %v, want ErrInvalidAlphaMode", s, err)
+		}
+	}
+}
+
+// A keyframe matte may have the source's size or its aspect ratio (within
+// a pixel of rounding), and must be a grayscale PNG or JPEG.
+func TestKeyframeSizeAndFormat(t *testing.T) {
+	vid := Geometry{Video: true, Width: 1920, Height: 1080, Frames: 10}
+	for _, c := range []struct {
+		w, h int
+		ok   bool
+	}{{1920, 1080, true}, {960, 540, true}, {854, 480, true}, {3840, 2160, true}, {1080, 1920, false}, {1000, 1000, false}, {640, 480, false}} {
+		err := CheckKeyframe(vid, Geometry{Width: c.w, Height: c.h, Frames: 1}, 0)
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrSizeMismatch) {
+			t.Errorf("%dx%d: err = %v, want ok=%v", c.w, c.h, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "aspect ratio") {
+			t.Errorf("message %q does not explain the rule", err)
+		}
+	}
+	for _, c := range []struct {
+		container, pix string
+		ok             bool
+	}{{"png", "gray", true}, {"jpeg", "gray", true}, {"png", "gray16be", true}, {"png", "ya8", true},
+		{"png", "rgb24", false}, {"jpeg", "yuvj420p", false}, {"webp", "gray", false}, {"mp4", "gray", false}} {
+		err := CheckKeyframeFormat(c.container, c.pix)
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrKeyframeFormat) {
+			t.Errorf("%s %s: err = %v, want ok=%v", c.container, c.pix, err, c.ok)
+		}
+	}
+}

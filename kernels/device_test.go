@@ -240,8 +240,11 @@ func TestPoolReuseIsZeroed(t *testing.T) {
 			t.Fatalf("reused image not zeroed at %d: %v", i, v)
 		}
 	}
-	if d.Close() != nil || d.Close() != nil {
-		t.Fatal("Close failed")
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
 	}
 	if _, err := d.NewImage(2, 2, 1); err == nil {
 		t.Fatal("NewImage after Close succeeded")

@@ -86,8 +86,8 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		switch mode {
 		case job.AlphaCustom:
 			if (m.Alpha.Kind == codec.KindVideo) != video {
-				return m, AsInputError("alpha", fmt.Errorf("%w: a %s job needs a%s %s matte, got %s",
-					job.ErrKindMismatch, in.GenerationType, article(video), in.GenerationType, KindOf(m.Alpha)))
+				return m, AsInputError("alpha", fmt.Errorf("%w: a %s job needs %s %s matte, got %s",
+					job.ErrKindMismatch, in.GenerationType, job.KindArticle(video), in.GenerationType, KindOf(m.Alpha)))
 			}
 			if m.HaveSource {
 				if err := job.CheckCustom(Geometry(m.Source), Geometry(m.Alpha)); err != nil {
@@ -140,19 +140,7 @@ func KindWant(video bool) string {
 }
 
 // KindOf is "video" or "image".
-func KindOf(i codec.Info) string {
-	if i.Kind == codec.KindVideo {
-		return "video"
-	}
-	return "image"
-}
-
-func article(video bool) string {
-	if video {
-		return ""
-	}
-	return "n"
-}
+func KindOf(i codec.Info) string { return job.KindName(i.Kind == codec.KindVideo) }
 
 // codeTable maps the sentinel errors of codec and store (input
 // resolution) to codes. It is the one place where that mapping lives;

@@ -3,7 +3,7 @@
 // composite, all on a kernels.Device so that the same code runs on the CPU
 // reference backend and on CUDA.
 //
-// The look is classical, explainable image processing (DESIGN.md §6):
+// The look is classical, explainable image processing (docs/architecture.md, The look):
 //
 //   - Background B: the reference image cover-fitted to the output, or a
 //     backdrop synthesised on the host from the prompt (scene, time of day,

@@ -154,14 +154,6 @@ func toSH9(c [9]float64) kernels.SH9 {
 	return s
 }
 
-func fromSH9(s kernels.SH9) [9]float64 {
-	var c [9]float64
-	for k := range s {
-		c[k] = float64(s[k])
-	}
-	return c
-}
-
 // rimIrradiance adds to e the light of a rim (back) light of colour col
 // from unit direction dir, as seen on the subject's silhouette: the matte's
 // normals turn away from the camera toward the silhouette, and a light from

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/store"
+	"github.com/vfxrender/vfx/store/storetest"
 )
 
 var testSecret = []byte("0123456789abcdef-test-secret")
@@ -411,4 +412,17 @@ func TestNewLocalErrors(t *testing.T) {
 	if _, err := store.NewLocal(t.TempDir(), "http://x/?q=1", testSecret); err == nil {
 		t.Error("base url with query accepted")
 	}
+}
+
+// TestLocalConformance runs the store contract suite on Local, its signed
+// URLs served by Handler.
+func TestLocalConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		mux := http.NewServeMux()
+		ts := httptest.NewServer(mux)
+		t.Cleanup(ts.Close)
+		l, _ := newLocal(t, ts.URL)
+		mux.Handle(store.FilesPath, l.Handler())
+		return l
+	})
 }

@@ -287,7 +287,7 @@ func TestResolverHTTPS(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/missing", http.NotFound)
-	mux.HandleFunc("/boom", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "x", 503) })
+	mux.HandleFunc("/boom", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "x", http.StatusServiceUnavailable) })
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():

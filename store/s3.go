@@ -278,7 +278,10 @@ func (s *S3) PresignPut(ctx context.Context, key string, ttl time.Duration) (str
 
 func objectFromInfo(key string, info minio.ObjectInfo) Object {
 	ct := info.ContentType
-	if ct == "" {
+	// S3 and MinIO store binary/octet-stream for a PUT without a
+	// Content-Type (a presigned PUT may send none): that is the default,
+	// named as Put and Local name it.
+	if ct == "" || ct == "binary/octet-stream" {
 		ct = "application/octet-stream"
 	}
 	return Object{Key: key, Size: info.Size, ContentType: ct, ModTime: info.LastModified.UTC(), ETag: strings.Trim(info.ETag, `"`)}

@@ -196,6 +196,11 @@ func TestS3(t *testing.T) {
 		}
 	})
 
+	// The store contract suite, on the same bucket (under its own prefix).
+	t.Run("conformance", func(t *testing.T) {
+		storetest.Run(t, func(*testing.T) store.Store { return s })
+	})
+
 	t.Run("stop and restart keep data", func(t *testing.T) {
 		stop()
 		dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)

@@ -56,7 +56,7 @@ const (
 	// MaxKeyLen is the longest key, in bytes (the S3 limit).
 	MaxKeyLen = 1024
 	// MaxUploadBytes is the largest object accepted through a signed PUT
-	// URL (SPEC: maximum upload 2 GiB).
+	// URL (docs/api.md, Limits).
 	MaxUploadBytes int64 = 2 << 30
 	// MinPresignTTL and MaxPresignTTL bound presigned URL lifetimes (the S3
 	// SigV4 limits, applied to both backends).

@@ -59,7 +59,7 @@ const (
 	MinFilenameLen = 3
 	// MaxFilenameLen is the longest upload filename, in characters.
 	MaxFilenameLen = 255
-	// DefaultMaxDataBytes caps a data: URI's decoded content (SPEC: 50 MB).
+	// DefaultMaxDataBytes caps a data: URI's decoded content (docs/api.md, Limits).
 	DefaultMaxDataBytes int64 = 50_000_000
 	// MaxURLLen caps https:// source URLs.
 	MaxURLLen = 8192

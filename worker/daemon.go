@@ -98,7 +98,7 @@ func (dm *Daemon) resolver() *store.Resolver {
 //   - the job completed (or had already finished): nil, and Run acks it;
 //   - bad input (an *job.InputError, or an input URI that can never be
 //     fetched): Handle fails the job itself (dead-letter copy, record
-//     failed with an error string that starts with the SPEC-NOTES code,
+//     failed with an error string that starts with the error code,
 //     message terminated), publishes the finished event and returns the
 //     error marked queue.Permanent;
 //   - ctx ended (Run's drain deadline passed): Handle releases the job at
@@ -451,7 +451,7 @@ func inputExt(name string) string {
 }
 
 // fetchError turns a resolver error into an *job.InputError when fetching can
-// never succeed, with the SPEC-NOTES code (the store sentinels through
+// never succeed, with its API error code (the store sentinels through
 // codeTable, the one mapping):
 //
 //   - store.ErrInvalidURI, store.ErrInvalidKey, store.ErrForbiddenAddress: INVALID_URI;

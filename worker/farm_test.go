@@ -65,6 +65,7 @@ func farmAssets(t *testing.T) (bin string, long bench.FixturePaths) {
 		farmShared.dir = dir
 		goBin, err := exec.LookPath("go")
 		if err != nil {
+			//lint:ignore SA1019 a test binary runs on the machine that built it, so its GOROOT is meaningful here
 			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 			if _, serr := os.Stat(goBin); serr != nil {
 				farmShared.err = fmt.Errorf("go command not found: %w", err)

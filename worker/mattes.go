@@ -258,8 +258,8 @@ func lowBytes(frames, w, h int) int64 {
 // prepareMattes runs the first pass of select (video) and auto jobs. It
 // returns nil for the other modes and for select on an image (whose
 // keyframe matte is used as given).
-func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.Mode, video bool, w, h int) (*matteSource, error) {
-	if mode != matte.Auto && (mode != matte.Select || !video) {
+func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode job.AlphaMode, video bool, w, h int) (*matteSource, error) {
+	if mode != job.AlphaAuto && (mode != job.AlphaSelect || !video) {
 		return nil, nil
 	}
 	dev := p.Device
@@ -269,7 +269,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 		return nil, inputErr("MODEL_UNAVAILABLE", "alpha_mode %s needs the segmentation network, and this worker has none: %s", mode, ModelHint)
 	}
 	key := -1
-	if mode == matte.Select {
+	if mode == job.AlphaSelect {
 		key = req.AlphaKeyframeIndex
 	}
 	sched := p.NetSchedule
@@ -294,7 +294,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode matte.M
 		ms.lows[i] = q
 		return nil
 	}
-	if mode == matte.Select {
+	if mode == job.AlphaSelect {
 		idx := req.AlphaKeyframeIndex
 		if idx >= n {
 			return nil, classify("alpha_keyframe_index", fmt.Errorf("%w: alpha_keyframe_index %d, the source decodes to %d frames (valid 0..%d)",

@@ -24,7 +24,7 @@ import (
 	"github.com/vfxrender/vfx/render"
 )
 
-// Request limits and defaults (SPEC.md, SPEC-NOTES.md).
+// Request limits and defaults (docs/api.md, Limits).
 const (
 	DefaultPreset = "medium"
 	DefaultCRF    = 18
@@ -175,7 +175,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	if p.Device == nil {
 		return Result{}, errors.New("worker: no compute device")
 	}
-	mode, _ := matte.ParseMode(req.AlphaMode)
+	mode, _ := job.ParseAlphaMode(req.AlphaMode)
 	if err := mode.Supported(); err != nil {
 		return Result{}, classify("alpha_mode", err)
 	}
@@ -208,7 +208,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 
 	if p.OnPlan != nil {
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
-		if mode == matte.Auto || mode == matte.Select && video {
+		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += lowBytes(md.Frames(), outW, outH)
 		}
 		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
@@ -248,7 +248,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 		Seed:      req.Seed,
 		Width:     outW,
 		Height:    outH,
-		Fill:      mode == matte.Fill,
+		Fill:      mode == job.AlphaFill,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("worker: render setup: %w", err)
@@ -260,7 +260,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	res.SourceCopied = copySource
 	// Likewise a custom matte video already at the output size: its luma is
 	// the matte used, bit for bit, and no re-encode can lose precision.
-	copyAlpha := mode == matte.Custom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
+	copyAlpha := mode == job.AlphaCustom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
 	res.AlphaCopied = copyAlpha
 
 	fgName := ""
@@ -341,7 +341,7 @@ type work struct {
 // frames runs the streaming part: decode → compute → three encoders, each
 // stage in its own goroutine joined by small bounded channels, with frame
 // buffers recycled through pools so that memory does not grow with length.
-func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms *matteSource, info codec.Info,
+func (p *Pipeline) frames(ctx context.Context, req *Request, mode job.AlphaMode, ms *matteSource, info codec.Info,
 	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath, fgPath string, copySource, copyAlpha bool) (int, error) {
 	video := info.Kind == codec.KindVideo
 	lim := p.limits()
@@ -367,7 +367,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 	var mDec *codec.Decoder
 	// A custom matte, or the keyframe of select on an image (used as given,
 	// resampled when its aspect ratio matches).
-	if mode == matte.Custom || mode == matte.Select && !video {
+	if mode == job.AlphaCustom || mode == job.AlphaSelect && !video {
 		mDec, err = codec.NewDecoder(ctx, *req.Alpha, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
 		if err != nil {
 			return 0, classify("alpha", err)
@@ -434,7 +434,7 @@ func (p *Pipeline) frames(ctx context.Context, req *Request, mode matte.Mode, ms
 	}
 	defer dev.Free(srcImg)
 	var aImg kernels.Image
-	if mode != matte.Fill {
+	if mode != job.AlphaFill {
 		if aImg, err = dev.NewImage(w, h, 1); err != nil {
 			return 0, err
 		}

@@ -155,9 +155,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			r := rs[0]
 			var row []bench.SheetTile
 			for _, i := range []int{0, len(r.Mattes) / 2, len(r.Mattes) - 1} {
-				truth := make([]float32, 0)
 				w, h := clip.Size()
-				truth = make([]float32, w*h)
+				truth := make([]float32, w*h)
 				rgb := make([]float32, 3*w*h)
 				if err := clip.Load(i, rgb, truth); err != nil {
 					return err

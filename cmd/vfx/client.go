@@ -55,8 +55,8 @@ func newAPIClient(base, key, adminToken string) *apiClient {
 	}
 }
 
-// apiError is an error answer of the server, in either body shape of
-// SPEC.md: the envelope {"error":{"code","message"}} or a `detail` value.
+// apiError is an error answer of the server, in either body shape
+// (docs/api.md, Errors): the envelope {"error":{"code","message"}} or a `detail` value.
 type apiError struct {
 	Status     int
 	Code       string // envelope code or detail error_code; empty when none

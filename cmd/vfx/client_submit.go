@@ -227,7 +227,7 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 	return nil
 }
 
-// contentType maps the upload extensions of SPEC.md to MIME types.
+// contentType maps the upload extensions (docs/api.md, Uploads) to MIME types.
 func contentType(file string) string {
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".mp4":
