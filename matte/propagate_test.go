@@ -136,6 +136,10 @@ type diskNet struct {
 	// part of a larger region (a block it touches), as IS-Net sees a
 	// skater against the graffiti behind her.
 	mergeKey bool
+	// mergeFrom > 0 merges the disk into a larger block from that frame
+	// on; decoyX (0: 170) is where the decoy's centre is.
+	mergeFrom int
+	decoyX    float64
 }
 
 func (d diskNet) Objectness(_ context.Context, i int, dst []float32) (bool, error) {
@@ -149,10 +153,17 @@ func (d diskNet) Objectness(_ context.Context, i int, dst []float32) (bool, erro
 		if d.sees && t[p] >= 0.5 {
 			dst[p] = 0.97
 		}
-		if math.Hypot(float64(x)-170, float64(y)-32) < 16 {
+		dx := d.decoyX
+		if dx == 0 {
+			dx = 170
+		}
+		if math.Hypot(float64(x)-dx, float64(y)-32) < 16 {
 			dst[p] = 0.99
 		}
 		if d.mergeKey && i == d.key && x < 80 {
+			dst[p] = 0.95
+		}
+		if d.mergeFrom > 0 && i >= d.mergeFrom && x < 60 {
 			dst[p] = 0.95
 		}
 	}
@@ -319,5 +330,36 @@ func testRescue(t *testing.T, mergeKey bool) {
 		if seen[i] != 1 {
 			t.Errorf("frame %d emitted %d times, want 1", i, seen[i])
 		}
+	}
+}
+
+// TestSelectNoRescueInsideMergedRegion: from frame 2 the network sees the
+// disk only merged into a larger block, and a decoy of the disk's size
+// lies near. The merged region still holds the carried shape, so nothing
+// was lost: the decoy must never be taken.
+func TestSelectNoRescueInsideMergedRegion(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	c := diskClip{dev: dev, w: 200, h: 64, n: 10, speed: 2}
+	key, _ := dev.NewImage(c.w, c.h, 1)
+	defer dev.Free(key)
+	if err := dev.WritePixels(key, c.truth(0)); err != nil {
+		t.Fatal(err)
+	}
+	net := diskNet{c: c, sees: true, every: 2, key: 0, mergeFrom: 2, decoyX: 82}
+	err := Propagate(context.Background(), dev, c, net, 0, key, DefaultSelectOptions(), func(i int, m kernels.Image) error {
+		v, err := dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		if v[32*c.w+82] >= 0.5 {
+			t.Errorf("frame %d: the decoy was taken", i)
+		}
+		if j := iou(v, c.truth(i)); j < 0.5 {
+			t.Errorf("frame %d: IoU %.3f < 0.5", i, j)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
