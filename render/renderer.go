@@ -109,6 +109,9 @@ type Renderer struct {
 	parts        lightParts
 	subjFill     float64       // the fill factor set on the subject's halves, smoothed
 	nQ           kernels.Image // nDetail at an eighth of the low resolution
+	lumQ         kernels.Image // relitQ's luminance
+	curX         float64       // this frame's exposure factor (intensity times scene)
+	srcSubLum    float64       // this frame's mean source luminance over the matte
 	haveRim      bool
 	bgLab        kernels.LabStats
 	harmStrength float32
@@ -236,6 +239,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	alloc(&r.onesQ, qw, qh, 3)
 	alloc(&r.harmGain, lw, lh, 3)
 	alloc(&r.alphaBlur, qw, qh, 1)
+	alloc(&r.lumQ, qw, qh, 1)
 	alloc(&r.alphaE, max(1, qw/4), max(1, qh/4), 1)
 	alloc(&r.globalH, lw, lh, 1)
 	alloc(&r.mixH, lw, lh, 1)
@@ -867,6 +871,7 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 		lumNew := 0.2126*mNew[0] + 0.7152*mNew[1] + 0.0722*mNew[2]
 		relight = oldMean > 1e-6 && lumNew > 1e-9 && !math.IsInf(oldMean, 0)
 		x := float64(r.light.Intensity) * r.exposure(mask)
+		r.curX = x
 		s := x * oldMean / lumNew
 		m := r.relightMix
 		for c := 0; c < 3; c++ {
@@ -927,6 +932,14 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	}
 	if r.haveLab && r.harmStrength > 0 {
 		to := partialTarget(r.fromLab, r.bgLab, r.harmStrength)
+		if relight && !r.fill {
+			c, err := r.meteredExposure()
+			if err != nil {
+				return step("exposure", err)
+			}
+			// A shift of l by sqrt(3)*ln(c) scales L, M and S, so RGB, by c.
+			to.Mean[0] += math.Sqrt(3) * math.Log(c)
+		}
 		if err := step("harmonise", ops.LabTransfer(r.harmQ, r.relitQ, nil, r.fromLab, to, 1)); err != nil {
 			return err
 		}
@@ -1218,6 +1231,30 @@ func (r *Renderer) rimLight(step func(string, error) error, rel [3]float32) erro
 	return step("rim shading", ops.RatioRelight(r.relit, r.relit0, r.rimGain, r.ones3, r.rimW, gainEps, 1e6))
 }
 
+// meteredExposure returns the factor on the relit subject (relitQ) that
+// makes its mean luminance over the matte the source's times the exposure
+// of this frame (curX): the exposure is metered on the relit subject, so
+// that its mean does not follow where a strong key's lit half happens to
+// fall on light or dark parts of the subject from frame to frame (the
+// shading is normalised on the mean of the normals, not of the colours).
+// Between 0.5 and 2; 1 when either mean is unknown.
+func (r *Renderer) meteredExposure() (float64, error) {
+	if !(r.srcSubLum > 1e-6) || !(r.curX > 0) {
+		return 1, nil
+	}
+	if err := r.ops.Luma(r.lumQ, r.relitQ); err != nil {
+		return 1, err
+	}
+	st, err := r.ops.MaskedStats(r.lumQ, r.alphaQ)
+	if err != nil {
+		return 1, err
+	}
+	if !(st.Mean[0] > 1e-6) || st.Weight < 0.25 || math.IsInf(st.Mean[0], 0) {
+		return 1, nil
+	}
+	return math.Max(0.5, math.Min(2, r.curX*r.srcSubLum/st.Mean[0])), nil
+}
+
 // exposure returns the factor on the subject's light that follows the
 // scene: the new background's mean luminance over the old background's
 // (the source outside the matte, smoothed in time), so that the subject
@@ -1230,6 +1267,10 @@ func (r *Renderer) exposure(mask kernels.Image) float64 {
 	}
 	all, err1 := r.ops.MaskedStats(r.luma, nil)
 	sub, err2 := r.ops.MaskedStats(r.luma, mask)
+	r.srcSubLum = 0
+	if err2 == nil {
+		r.srcSubLum = sub.Mean[0]
+	}
 	if err1 == nil && err2 == nil {
 		if bw := all.Weight - sub.Weight; bw >= 0.05*all.Weight {
 			old := (all.Mean[0]*all.Weight - sub.Mean[0]*sub.Weight) / bw
@@ -1334,7 +1375,7 @@ func (r *Renderer) Close() error {
 		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
 		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,
 		&r.relitQ, &r.alphaQ, &r.harmQ, &r.ratioQ, &r.onesQ, &r.harmGain,
-		&r.ones1, &r.ones3, &r.alphaBlur, &r.alphaE, &r.globalH, &r.nRim, &r.nQ, &r.rimW, &r.rimGain, &r.relit0, &r.mixH, &r.mixW,
+		&r.ones1, &r.ones3, &r.alphaBlur, &r.alphaE, &r.globalH, &r.nRim, &r.nQ, &r.lumQ, &r.rimW, &r.rimGain, &r.relit0, &r.mixH, &r.mixW,
 	} {
 		if *img != nil {
 			r.dev.Free(*img)
