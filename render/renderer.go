@@ -253,6 +253,10 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err := r.ops.Fill(r.ones1, []float32{1}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
 	}
+	// The relief's weight in mixH (see normals).
+	if err := r.ops.Fill(r.mixW, []float32{detailStrength / (detailStrength + 1)}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
+	}
 	if err := r.ops.Fill(r.ones3, []float32{1, 1, 1}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
 	}
@@ -1037,10 +1041,6 @@ func (r *Renderer) normals(step func(string, error) error) error {
 	// nDetail's height adds the relief and the dome (globalH, in pixels):
 	// mixH = c*detail + (1-c)*globalH with c = detailStrength/(detailStrength+1),
 	// scaled back by detailStrength+1.
-	c := float32(detailStrength / (detailStrength + 1))
-	if err := step("normals", ops.Fill(r.mixW, []float32{c})); err != nil {
-		return err
-	}
 	if err := step("normals", ops.Composite(r.mixH, r.detail, r.globalH, r.mixW)); err != nil {
 		return err
 	}
