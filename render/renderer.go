@@ -37,17 +37,24 @@ const (
 	// distSigmaPx is the blur of the distance field (pixels at a shorter
 	// side of lowShortSide).
 	distSigmaPx = 2
-	// globalSigma is the blur of the coarse shape's matte and
-	// globalHeight its dome's height, both relative to the radius of a
-	// disc of the subject's area.
-	// globalSigma is the blur of the coarse shape's matte and
-	// globalHeight its dome's height, both relative to the radius of a
-	// disc of the subject's area (a body about as deep as it is wide).
-	globalSigma  = 0.5
-	globalHeight = 1.0
+	// domeSlope is the slope of the subject's coarse shape (a paraboloid
+	// over its ellipse of inertia) on that ellipse: 1 is a surface at 45
+	// degrees to the camera there, about where a sphere of the same
+	// outline is at 60 degrees.
+	domeSlope = 2.0
+	// rimWidthPx is the width (pixels at a shorter side of lowShortSide)
+	// of the silhouette band that a rim light lights.
+	rimWidthPx = 4.5
 	// rimBoost is a rim light's strength on the silhouette relative to
-	// its colour: rims are set about a stop above the key.
-	rimBoost = 2
+	// its colour: rims are set a stop and a half above the key.
+	rimBoost = 3
+	// oldTrust is the share of the fitted old shading's variation that
+	// the relight removes (the rest is its mean): the fit on
+	// pseudo-normals from a matte takes part of the albedo's layout for
+	// light (a dark belly, a light back; it explains 10 to 60% of the
+	// subject's luminance variance on real footage), so it is only half
+	// trusted.
+	oldTrust = 0.5
 	// ridge is the relative ridge regulariser of the SH fit.
 	ridge = 2e-3
 	// emaNew is the weight of the new frame in the temporal smoothing of
@@ -98,6 +105,14 @@ type Renderer struct {
 	// Job constants.
 	bg, bgBlur   kernels.Image // full resolution; nil in fill mode
 	newSH        [3][9]float64 // target irradiance, before exposure normalisation
+	rimSH        [3][9]float64 // the rims' silhouette term, on the band's normals
+	parts        lightParts
+	subjFill     float64       // the fill factor set on the subject's halves, smoothed
+	nQ           kernels.Image // nDetail at an eighth of the low resolution
+	lumQ         kernels.Image // relitQ's luminance
+	curX         float64       // this frame's exposure factor (intensity times scene)
+	srcSubLum    float64       // this frame's mean source luminance over the matte
+	haveRim      bool
 	bgLab        kernels.LabStats
 	harmStrength float32
 	wrap         float32
@@ -112,9 +127,17 @@ type Renderer struct {
 	nSmooth, nDetail, eNew, eOld, relit            kernels.Image
 	gain, ones1, ones3, alphaBlur                  kernels.Image
 	// The subject's coarse shape: its matte at an eighth of the low
-	// resolution, blurred (alphaE, alphaEB), upsampled (globalH), and the
-	// relief mixed with it (mixH, by the constant weight mixW).
-	alphaE, alphaEB, globalH, mixH, mixW kernels.Image
+	// resolution (alphaE, for its moments), the dome's height (globalH),
+	// and the relief mixed with it (mixH, by the constant weight mixW).
+	alphaE, globalH, mixH, mixW kernels.Image
+	globalHost                  []float32
+	// Rims: the silhouette band's normals, the main and rim irradiance
+	// (at twice their value) and a constant 0.5 that averages them.
+	// Rims: the silhouette band's normals, the rim's shape on them, the
+	// rim's relative colour (1 + its irradiance over the subject's mean)
+	// and the relit image before the rim.
+	nRim, rimW, rimGain, relit0 kernels.Image
+	rimWidth                    float32
 	// Foreground estimation and shadows (not in fill mode).
 	look lookImages
 	// Harmonisation runs at half the low resolution: relitQ, its matte,
@@ -126,9 +149,13 @@ type Renderer struct {
 	oldSH   [9]float64
 	haveOld bool
 	radius  float32
-	shapeH  float32
-	fromLab kernels.LabStats
-	haveLab bool
+	// The coarse shape's centroid and second central moments (x, y, xx,
+	// xy, yy; low-resolution pixels) and the dome's strength, smoothed in
+	// time.
+	shape     [6]float64
+	haveShape bool
+	fromLab   kernels.LabStats
+	haveLab   bool
 	// Exposure: the old background's mean luminance (smoothed) and the
 	// new one's.
 	bgOldLum, bgNewLum float64
@@ -212,8 +239,8 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	alloc(&r.onesQ, qw, qh, 3)
 	alloc(&r.harmGain, lw, lh, 3)
 	alloc(&r.alphaBlur, qw, qh, 1)
+	alloc(&r.lumQ, qw, qh, 1)
 	alloc(&r.alphaE, max(1, qw/4), max(1, qh/4), 1)
-	alloc(&r.alphaEB, max(1, qw/4), max(1, qh/4), 1)
 	alloc(&r.globalH, lw, lh, 1)
 	alloc(&r.mixH, lw, lh, 1)
 	alloc(&r.mixW, lw, lh, 1)
@@ -224,6 +251,10 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		return fmt.Errorf("render: allocate: %w", err)
 	}
 	if err := r.ops.Fill(r.ones1, []float32{1}); err != nil {
+		return fmt.Errorf("render: fill: %w", err)
+	}
+	// The relief's weight in mixH (see normals).
+	if err := r.ops.Fill(r.mixW, []float32{detailStrength / (detailStrength + 1)}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
 	}
 	if err := r.ops.Fill(r.ones3, []float32{1, 1, 1}); err != nil {
@@ -330,7 +361,37 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err != nil {
 		return fmt.Errorf("render: environment light: %w", err)
 	}
-	r.newSH = targetLighting(&r.light, envL, hasRef)
+	r.parts = lightingParts(&r.light, envL, hasRef)
+	r.newSH, r.rimSH = r.parts.combine(r.parts.fill), r.parts.rim
+	for _, lt := range r.light.Lights {
+		r.haveRim = r.haveRim || lt.Role == RoleRim
+	}
+	if r.fill {
+		// The whole frame is the subject: no silhouette, so the rims'
+		// term is evaluated on the frame's dome with the rest.
+		for c := range r.newSH {
+			for k := range r.newSH[c] {
+				r.newSH[c][k] += r.rimSH[c][k]
+			}
+		}
+		r.haveRim = false
+	}
+	if kd := r.parts.keyDir; r.parts.haveKey && !r.fill && math.Abs(float64(kd[0]))+math.Abs(float64(kd[1])) >= 0.2 {
+		alloc(&r.nQ, r.alphaE.Width(), r.alphaE.Height(), 3)
+		if err != nil {
+			return fmt.Errorf("render: allocate: %w", err)
+		}
+	}
+	if r.haveRim {
+		alloc(&r.nRim, lw, lh, 3)
+		alloc(&r.rimW, lw, lh, 1)
+		alloc(&r.rimGain, lw, lh, 3)
+		alloc(&r.relit0, lw, lh, 3)
+		if err != nil {
+			return fmt.Errorf("render: allocate: %w", err)
+		}
+		r.rimWidth = float32(max(1.5, rimWidthPx*float64(min(lw, lh))/lowShortSide))
+	}
 	// The fitted old shading is a guess from a matte: explicit prompt
 	// lights replace it (the user asked for them), a reference or a
 	// scene's default lights most of it, nothing but ambient light half.
@@ -477,9 +538,46 @@ func jitterLights(ls []Light, rng *rand.Rand) {
 // (environment, ambient, fills) is the fill side, scaled so that the
 // lighting ratio (irradiance of a normal facing the key over that of the
 // normal mirrored across the view axis) is KeyFillRatio: the photographic
-// ratio the words ask for.
-func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64 {
-	var rest, key [3][9]float64
+// ratio the words ask for. The rims' silhouette term (rimIrradiance) is
+// returned apart, in rim: it is evaluated on the silhouette band's normals.
+func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) (e, rim [3][9]float64) {
+	p := lightingParts(l, envL, hasRef)
+	return p.combine(p.fill), p.rim
+}
+
+// lightParts are the target lighting's parts: the key (and the rims'
+// light), the rest (environment, ambient, fills), the rims' silhouette
+// term, and the factor on the rest that sets the key/fill ratio on the
+// extreme normals (1 without a key).
+type lightParts struct {
+	key, rest, rim [3][9]float64
+	// rimPoly and rimCol split rim: rim[c] ~ rimCol[c]*rimPoly (exact for
+	// one rim light; with several, their shapes are averaged weighted by
+	// their luminance).
+	rimPoly [9]float64
+	rimCol  [3]float64
+	keyDir  [3]float32
+	haveKey bool
+	ratio   float64 // KeyFillRatio
+	fill    float64
+}
+
+// combine is key + f*rest.
+func (p *lightParts) combine(f float64) (e [3][9]float64) {
+	for c := 0; c < 3; c++ {
+		for k := 0; k < 9; k++ {
+			e[c][k] = p.key[c][k] + f*p.rest[c][k]
+		}
+	}
+	return e
+}
+
+// lightingParts splits targetLighting's light into its parts.
+func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts) {
+	var rest, key, rim [3][9]float64
+	var rimPoly [9]float64
+	var rimCol [3]float64
+	var rimLum float64
 	var envE [3][9]float64
 	for c := 0; c < 3; c++ {
 		for k := 0; k < 9; k++ {
@@ -518,7 +616,16 @@ func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64
 			keyDir, haveKey = lt.Dir, true
 		case lt.Role == RoleRim:
 			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
-			rimIrradiance(&key, lt.Dir, scale3(lt.Color, rimBoost))
+			col := scale3(lt.Color, rimBoost)
+			rimIrradiance(&rim, lt.Dir, col)
+			sh, y := rimShape(lt.Dir), float64(luminance(col))
+			for k := range sh {
+				rimPoly[k] += y * sh[k]
+			}
+			for c := range rimCol {
+				rimCol[c] += float64(col[c])
+			}
+			rimLum += y
 		default:
 			lightIrradiance(&rest, lt.Dir, lt.Color, lt.Hardness)
 		}
@@ -532,13 +639,13 @@ func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) [3][9]float64
 	if haveKey {
 		f = fillScale(key, rest, keyDir, KeyFillRatio(l))
 	}
-	var e [3][9]float64
-	for c := 0; c < 3; c++ {
-		for k := 0; k < 9; k++ {
-			e[c][k] = key[c][k] + f*rest[c][k]
+	if rimLum > 0 {
+		for k := range rimPoly {
+			rimPoly[k] /= rimLum
 		}
 	}
-	return e
+	return lightParts{key: key, rest: rest, rim: rim, rimPoly: rimPoly, rimCol: rimCol,
+		keyDir: keyDir, haveKey: haveKey, ratio: KeyFillRatio(l), fill: f}
 }
 
 // KeyFillRatio is the lighting ratio the prompt asks for: the irradiance
@@ -741,12 +848,26 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 		relight = r.haveOld
 	}
 
+	if r.nQ != nil {
+		if err := r.keyOnSubject(step); err != nil {
+			return err
+		}
+	}
+
 	// 4. New lighting, scaled so that the subject's mean luminance is
 	// kept (times the prompt's intensity).
 	var coeffs [3]kernels.SH9
+	var rimRel [3]float32 // the rim's irradiance over the subject's mean, per unit of rimW
 	var oldMean float64
+	var oldD [9]float64 // the old shading that the relight removes
 	if relight {
+		// oldTrust of the fitted shading plus the rest of its mean:
+		// the subject's mean shading is kept.
 		oldMean = shDot(r.oldSH, meanY)
+		for k := range oldD {
+			oldD[k] = oldTrust * r.oldSH[k]
+		}
+		oldD[0] += (1 - oldTrust) * oldMean / shC0
 		var mNew [3]float64
 		for c := 0; c < 3; c++ {
 			mNew[c] = shDot(r.newSH[c], meanY)
@@ -754,14 +875,17 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 		lumNew := 0.2126*mNew[0] + 0.7152*mNew[1] + 0.0722*mNew[2]
 		relight = oldMean > 1e-6 && lumNew > 1e-9 && !math.IsInf(oldMean, 0)
 		x := float64(r.light.Intensity) * r.exposure(mask)
+		r.curX = x
 		s := x * oldMean / lumNew
 		m := r.relightMix
 		for c := 0; c < 3; c++ {
 			var v [9]float64
 			for k := range v {
-				v[k] = m*s*r.newSH[c][k] + (1-m)*x*r.oldSH[k]
+				v[k] = m*s*r.newSH[c][k] + (1-m)*x*oldD[k]
 			}
 			coeffs[c] = toSH9(v)
+			// The new light's mean is x*oldMean = s*lumNew.
+			rimRel[c] = float32(m * r.parts.rimCol[c] / lumNew)
 		}
 	}
 
@@ -770,12 +894,21 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 		if err := step("shading", ops.SHEval(r.eNew, nDetail, coeffs[:])); err != nil {
 			return err
 		}
-		if err := step("shading", ops.SHEval(r.eOld, nSmooth, []kernels.SH9{toSH9(r.oldSH)})); err != nil {
+		if err := step("shading", ops.SHEval(r.eOld, nSmooth, []kernels.SH9{toSH9(oldD)})); err != nil {
 			return err
 		}
 		eps := float32(oldEpsFrac * oldMean)
-		if err := step("relight", ops.RatioRelight(r.relit, r.srcLow, r.eNew, r.eOld, nil, eps, maxGain)); err != nil {
-			return err
+		if !r.haveRim {
+			if err := step("relight", ops.RatioRelight(r.relit, r.srcLow, r.eNew, r.eOld, nil, eps, maxGain)); err != nil {
+				return err
+			}
+		} else {
+			if err := step("relight", ops.RatioRelight(r.relit0, r.srcLow, r.eNew, r.eOld, nil, eps, maxGain)); err != nil {
+				return err
+			}
+			if err := r.rimLight(step, rimRel); err != nil {
+				return err
+			}
 		}
 	} else if err := step("relight", ops.Copy(r.relit, r.srcLow)); err != nil {
 		return err
@@ -803,6 +936,14 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	}
 	if r.haveLab && r.harmStrength > 0 {
 		to := partialTarget(r.fromLab, r.bgLab, r.harmStrength)
+		if relight && !r.fill {
+			c, err := r.meteredExposure()
+			if err != nil {
+				return step("exposure", err)
+			}
+			// A shift of l by sqrt(3)*ln(c) scales L, M and S, so RGB, by c.
+			to.Mean[0] += math.Sqrt(3) * math.Log(c)
+		}
 		if err := step("harmonise", ops.LabTransfer(r.harmQ, r.relitQ, nil, r.fromLab, to, 1)); err != nil {
 			return err
 		}
@@ -870,30 +1011,18 @@ func (r *Renderer) normals(step func(string, error) error) error {
 	if err := step("distance blur", ops.GaussianBlur(r.distSmooth, r.dist, r.distSigma)); err != nil {
 		return err
 	}
-	// The coarse shape: the matte blurred by half the subject's radius
-	// (an eighth of the low resolution is plenty) is a dome over the
-	// whole subject, so that its left half faces left and its top faces
-	// up, not only the few pixels at the silhouette.
+	// The coarse shape: a paraboloid over the subject's ellipse of
+	// inertia, so that its whole left half faces left and its top faces
+	// up, not only the few pixels at the silhouette (see shapeDome).
 	if err := step("shape resize", ops.ResizeArea(r.alphaQ, r.alphaLow)); err != nil {
 		return err
 	}
 	if err := step("shape resize", ops.ResizeArea(r.alphaE, r.alphaQ)); err != nil {
 		return err
 	}
-	subjR := math.Sqrt(math.Max(st.Weight, 0) / math.Pi) // low-res pixels
-	scaleE := float64(r.alphaE.Width()) / float64(r.lw)
-	sigE := float32(max(0.7, min(globalSigma*subjR*scaleE, float64(max(r.alphaE.Width(), r.alphaE.Height())))))
-	if err := step("shape blur", ops.GaussianBlur(r.alphaEB, r.alphaE, sigE)); err != nil {
+	if err := r.shapeDome(step); err != nil {
 		return err
 	}
-	if err := step("shape resize", ops.ResizeBilinear(r.globalH, r.alphaEB)); err != nil {
-		return err
-	}
-	rg := float32(globalHeight * subjR)
-	if r.shapeH > 0 {
-		rg = r.shapeH + emaNew*(rg-r.shapeH)
-	}
-	r.shapeH = rg
 	// The old shading is fitted on the local normals only: at the scale
 	// of the whole subject, luminance differences are mostly albedo
 	// (dark trousers, a light shirt), which a fit on the coarse dome
@@ -901,16 +1030,229 @@ func (r *Renderer) normals(step func(string, error) error) error {
 	if err := step("normals", ops.NormalsFromMatte(r.nSmooth, r.distSmooth, nil, rad, 0)); err != nil {
 		return err
 	}
-	// nDetail's height adds the relief: mixH = c*detail + (1-c)*globalH
-	// with c = detailStrength/(detailStrength+rg), scaled back by their sum.
-	c := detailStrength / (detailStrength + rg)
-	if err := step("normals", ops.Fill(r.mixW, []float32{c})); err != nil {
-		return err
+	// The rims' band: the silhouette's own normals, from the unsmoothed
+	// distance inflated over rimWidthPx only, so that a rim light is a
+	// thin bright line on the edge and not the smooth normals' wide glow.
+	if r.haveRim {
+		if err := step("rim normals", ops.NormalsFromMatte(r.nRim, r.dist, nil, r.rimWidth, 0)); err != nil {
+			return err
+		}
 	}
+	// nDetail's height adds the relief and the dome (globalH, in pixels):
+	// mixH = c*detail + (1-c)*globalH with c = detailStrength/(detailStrength+1),
+	// scaled back by detailStrength+1.
 	if err := step("normals", ops.Composite(r.mixH, r.detail, r.globalH, r.mixW)); err != nil {
 		return err
 	}
-	return step("normals", ops.NormalsFromMatte(r.nDetail, r.distSmooth, r.mixH, rad, detailStrength+rg))
+	return step("normals", ops.NormalsFromMatte(r.nDetail, r.distSmooth, r.mixH, rad, detailStrength+1))
+}
+
+// shapeDome writes into globalH (low resolution, pixels) the height of the
+// subject's coarse shape: the paraboloid
+//
+//	h = -domeSlope/2 * (u^2/a + v^2/b)
+//
+// over the principal axes (u, v) of the matte's ellipse of inertia, whose
+// semi-axes a and b are twice the standard deviations along them (the
+// edge of a uniform ellipse). Its slope grows linearly from the centroid
+// and reaches domeSlope on the ellipse along both axes, whatever its
+// length: a long subject (a standing person, a walking bear) is round
+// across both its width and its height, as a body is, so that its left
+// half faces left and its upper half faces up. The moments are taken on
+// the matte at an eighth of the low resolution and smoothed in time.
+func (r *Renderer) shapeDome(step func(string, error) error) error {
+	a, err := r.dev.ReadPixels(r.alphaE)
+	if err != nil {
+		return step("shape", err)
+	}
+	ew, eh := r.alphaE.Width(), r.alphaE.Height()
+	sx, sy := float64(r.lw)/float64(ew), float64(r.lh)/float64(eh)
+	var m0, mx, my, mxx, mxy, myy float64
+	for y := 0; y < eh; y++ {
+		py := (float64(y) + 0.5) * sy
+		for x := 0; x < ew; x++ {
+			w := float64(a[y*ew+x])
+			if !(w > 0) {
+				continue
+			}
+			px := (float64(x) + 0.5) * sx
+			m0 += w
+			mx += w * px
+			my += w * py
+			mxx += w * px * px
+			mxy += w * px * py
+			myy += w * py * py
+		}
+	}
+	// A subject that fills the frame shows no outline to round: the dome
+	// fades out as the background's share falls below a tenth.
+	bgShare := 1 - m0/float64(ew*eh)
+	if m0 > 0.5 {
+		cx, cy := mx/m0, my/m0
+		// A pixel's own spread (sx^2/12) keeps a one-pixel-wide subject round.
+		cur := [6]float64{cx, cy, mxx/m0 - cx*cx + sx*sx/12, mxy/m0 - cx*cy, myy/m0 - cy*cy + sy*sy/12,
+			math.Min(1, math.Max(bgShare, 0)/0.1)}
+		if r.haveShape {
+			for i := range cur {
+				cur[i] = r.shape[i] + emaNew*(cur[i]-r.shape[i])
+			}
+		}
+		r.shape, r.haveShape = cur, true
+	}
+	if r.globalHost == nil {
+		r.globalHost = make([]float32, r.lw*r.lh)
+	}
+	g := r.globalHost
+	if !r.haveShape {
+		clear(g)
+		return step("shape", r.dev.WritePixels(r.globalH, g))
+	}
+	cx, cy, cxx, cxy, cyy := r.shape[0], r.shape[1], r.shape[2], r.shape[3], r.shape[4]
+	tr, det := cxx+cyy, cxx*cyy-cxy*cxy
+	disc := math.Sqrt(math.Max(tr*tr/4-det, 0))
+	l1, l2 := tr/2+disc, math.Max(tr/2-disc, 0)
+	th := 0.5 * math.Atan2(2*cxy, cxx-cyy)
+	cs, sn := math.Cos(th), math.Sin(th)
+	floor := 0.25 // pixels^2: the semi-axes are at least one pixel
+	ka := r.shape[5] * domeSlope / 2 / (2 * math.Sqrt(math.Max(l1, floor)))
+	kb := r.shape[5] * domeSlope / 2 / (2 * math.Sqrt(math.Max(l2, floor)))
+	for y := 0; y < r.lh; y++ {
+		dy := float64(y) + 0.5 - cy
+		row := g[y*r.lw:][:r.lw]
+		for x := range row {
+			dx := float64(x) + 0.5 - cx
+			u := dx*cs + dy*sn
+			v := -dx*sn + dy*cs
+			row[x] = float32(-(ka*u*u + kb*v*v))
+		}
+	}
+	return step("shape", r.dev.WritePixels(r.globalH, g))
+}
+
+// keyOnSubject sets the key/fill ratio on the subject itself: the factor
+// on the fill side is chosen so that the mean irradiance of the subject's
+// half that faces the key (split through its centroid across the key's
+// direction in the picture plane) over that of the other half is the
+// ratio the words ask for (KeyFillRatio), as a gaffer meters it on the
+// two sides of a face, rather than on the two ideal normals facing toward
+// and away from the key, which a subject's pseudo-normals rarely reach.
+// The means are taken over nDetail (the normals the new light is
+// evaluated on) averaged to an eighth of the low resolution, weighted by
+// the matte; the
+// factor stays within [0.08, 1] like fillScale's, never above it (the
+// ratio on the extreme normals is kept at least), and is smoothed in time.
+func (r *Renderer) keyOnSubject(step func(string, error) error) error {
+	p := &r.parts
+	if err := step("key on subject", r.ops.ResizeArea(r.nQ, r.nDetail)); err != nil {
+		return err
+	}
+	nq, err := r.dev.ReadPixels(r.nQ)
+	if err != nil {
+		return step("key on subject", err)
+	}
+	aq, err := r.dev.ReadPixels(r.alphaE)
+	if err != nil {
+		return step("key on subject", err)
+	}
+	qw, qh := r.nQ.Width(), r.nQ.Height()
+	n := qw * qh
+	if !r.haveShape || len(nq) != 3*n || len(aq) != n {
+		return nil
+	}
+	// Picture-plane direction of the key (x right, y up) and the centroid
+	// in pixels of nQ (y down).
+	lx, ly := float64(p.keyDir[0]), float64(p.keyDir[1])
+	cx := r.shape[0] * float64(qw) / float64(r.lw)
+	cy := r.shape[1] * float64(qh) / float64(r.lh)
+	var mk, ma [9]float64
+	var wk, wa float64
+	for y := 0; y < qh; y++ {
+		for x := 0; x < qw; x++ {
+			i := y*qw + x
+			w := float64(aq[i])
+			if !(w > 0) {
+				continue
+			}
+			d := normalize3([3]float32{nq[i], nq[n+i], nq[2*n+i]})
+			yb := shBasis(d)
+			side := (float64(x)+0.5-cx)*lx - (float64(y)+0.5-cy)*ly
+			if side >= 0 {
+				for k := range yb {
+					mk[k] += w * yb[k]
+				}
+				wk += w
+			} else {
+				for k := range yb {
+					ma[k] += w * yb[k]
+				}
+				wa += w
+			}
+		}
+	}
+	f := p.fill
+	if wk > 0 && wa > 0 {
+		lum := func(e [3][9]float64, m [9]float64, wt float64) float64 {
+			var v [3]float64
+			for c := 0; c < 3; c++ {
+				v[c] = shDot(e[c], m) / wt
+			}
+			return 0.2126*v[0] + 0.7152*v[1] + 0.0722*v[2]
+		}
+		kk, ka := lum(p.key, mk, wk), lum(p.key, ma, wa)
+		rk, ra := lum(p.rest, mk, wk), lum(p.rest, ma, wa)
+		if den := p.ratio*ra - rk; den > 1e-9 {
+			if v := (kk - p.ratio*ka) / den; !math.IsNaN(v) {
+				f = math.Max(0.08, math.Min(p.fill, v))
+			}
+		}
+	}
+	if r.subjFill > 0 {
+		f = r.subjFill + emaNew*(f-r.subjFill)
+	}
+	r.subjFill = f
+	r.newSH = p.combine(f)
+	return nil
+}
+
+// rimLight adds the rims to relit0 into relit: the rims' shape rimW
+// (rimIrradiance's quadratic, 1 channel) on the silhouette band's normals,
+// times their irradiance relative to the subject's mean new light (rel,
+// per channel), multiplies the relit subject: relit = relit0 *
+// (1 + rimW*rel). The light a rim adds is reflected by the subject's own
+// colour, like the rest, and it takes one 1-channel evaluation.
+func (r *Renderer) rimLight(step func(string, error) error, rel [3]float32) error {
+	ops := r.ops
+	if err := step("rim shading", ops.SHEval(r.rimW, r.nRim, []kernels.SH9{toSH9(r.parts.rimPoly)})); err != nil {
+		return err
+	}
+	if err := step("rim shading", ops.Fill(r.rimGain, []float32{1 + rel[0], 1 + rel[1], 1 + rel[2]})); err != nil {
+		return err
+	}
+	return step("rim shading", ops.RatioRelight(r.relit, r.relit0, r.rimGain, r.ones3, r.rimW, gainEps, 1e6))
+}
+
+// meteredExposure returns the factor on the relit subject (relitQ) that
+// makes its mean luminance over the matte the source's times the exposure
+// of this frame (curX): the exposure is metered on the relit subject, so
+// that its mean does not follow where a strong key's lit half happens to
+// fall on light or dark parts of the subject from frame to frame (the
+// shading is normalised on the mean of the normals, not of the colours).
+// Between 0.5 and 2; 1 when either mean is unknown.
+func (r *Renderer) meteredExposure() (float64, error) {
+	if !(r.srcSubLum > 1e-6) || !(r.curX > 0) {
+		return 1, nil
+	}
+	if err := r.ops.Luma(r.lumQ, r.relitQ); err != nil {
+		return 1, err
+	}
+	st, err := r.ops.MaskedStats(r.lumQ, r.alphaQ)
+	if err != nil {
+		return 1, err
+	}
+	if !(st.Mean[0] > 1e-6) || st.Weight < 0.25 || math.IsInf(st.Mean[0], 0) {
+		return 1, nil
+	}
+	return math.Max(0.5, math.Min(2, r.curX*r.srcSubLum/st.Mean[0])), nil
 }
 
 // exposure returns the factor on the subject's light that follows the
@@ -925,6 +1267,10 @@ func (r *Renderer) exposure(mask kernels.Image) float64 {
 	}
 	all, err1 := r.ops.MaskedStats(r.luma, nil)
 	sub, err2 := r.ops.MaskedStats(r.luma, mask)
+	r.srcSubLum = 0
+	if err2 == nil {
+		r.srcSubLum = sub.Mean[0]
+	}
 	if err1 == nil && err2 == nil {
 		if bw := all.Weight - sub.Weight; bw >= 0.05*all.Weight {
 			old := (all.Mean[0]*all.Weight - sub.Mean[0]*sub.Weight) / bw
@@ -1029,7 +1375,7 @@ func (r *Renderer) Close() error {
 		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
 		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,
 		&r.relitQ, &r.alphaQ, &r.harmQ, &r.ratioQ, &r.onesQ, &r.harmGain,
-		&r.ones1, &r.ones3, &r.alphaBlur, &r.alphaE, &r.alphaEB, &r.globalH, &r.mixH, &r.mixW,
+		&r.ones1, &r.ones3, &r.alphaBlur, &r.alphaE, &r.globalH, &r.nRim, &r.nQ, &r.lumQ, &r.rimW, &r.rimGain, &r.relit0, &r.mixH, &r.mixW,
 	} {
 		if *img != nil {
 			r.dev.Free(*img)

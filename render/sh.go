@@ -159,14 +159,30 @@ func toSH9(c [9]float64) kernels.SH9 {
 // normals turn away from the camera toward the silhouette, and a light from
 // behind grazes exactly those. Its shading is the quadratic
 //
-//	rim(n) = ((1 - n_z)^2 + k (1 - n_z) (n_x l_x + n_y l_y)) / (1 + k)
+//	rim(n) = ((1 - n_z^2) + k (1 - n_z) (n_x l_x + n_y l_y)) / (1 + k)
 //
 // with (l_x, l_y) the light's unit direction in the picture plane and k
-// half its share of the direction (0 for a light straight behind): bright
-// all round the silhouette, brighter on the light's side, nothing where the
-// surface faces the camera. A quadratic in n is exact in 9 SH coefficients
-// (z^2 = 1/3 + Y20/(3 C3)), so SHEval renders it with no new op.
+// half its share of the direction (0 for a light straight behind): the
+// squared sine of the angle to the view axis, bright all round the
+// silhouette, brighter on the light's side (the direction moves the rim's
+// light round the silhouette without dimming it on average; never negative for k <= 1/2,
+// as sin >= 1 - cos there), nothing where the surface faces the camera. A
+// quadratic in n is exact in 9 SH coefficients (z^2 = 1/3 + Y20/(3 C3)),
+// so SHEval renders it with no new op. The renderer evaluates it on the
+// silhouette band's own normals (see Renderer.normals), not on the
+// subject's smooth ones.
 func rimIrradiance(e *[3][9]float64, dir, col [3]float32) {
+	p := rimShape(dir)
+	for c := 0; c < 3; c++ {
+		for i := range p {
+			e[c][i] += float64(col[c]) * p[i]
+		}
+	}
+}
+
+// rimShape returns the SH coefficients of rimIrradiance's quadratic for a
+// rim light from unit direction dir (colour 1).
+func rimShape(dir [3]float32) [9]float64 {
 	lx, ly := float64(dir[0]), float64(dir[1])
 	k, lxu, lyu := 0.0, 0.0, 0.0
 	if h := math.Hypot(lx, ly); h > 1e-6 {
@@ -174,18 +190,13 @@ func rimIrradiance(e *[3][9]float64, dir, col [3]float32) {
 		lxu, lyu = lx/h, ly/h
 	}
 	var p [9]float64
-	// (1 - z)^2 = 1 - 2z + z^2 = 4/3 - 2z + Y20/(3 C3).
-	p[0] = (4.0 / 3) / shC0
-	p[2] = -2 / shC1
-	p[6] = 1 / (3 * shC3)
+	// 1 - z^2 = 2/3 - Y20/(3 C3).
+	p[0] = (2.0 / 3) / shC0
+	p[6] = -1 / (3 * shC3)
 	// k (1 - z)(x lx + y ly) = k(lx x + ly y) - k(lx xz + ly yz).
 	p[3] += k * lxu / shC1
 	p[1] += k * lyu / shC1
 	p[7] -= k * lxu / shC2
 	p[5] -= k * lyu / shC2
-	for c := 0; c < 3; c++ {
-		for i := range p {
-			e[c][i] += float64(col[c]) * p[i] / (1 + k)
-		}
-	}
+	return p
 }
