@@ -35,8 +35,13 @@ func startServe(t *testing.T) testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
+	// The data folder is made before serve starts, so that its removal
+	// (a cleanup, run last-registered-first) comes after serve has stopped:
+	// made inside the goroutine it could be registered after the stop and
+	// removed under a running NATS ("directory not empty").
+	data := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--admin-token", testAdminToken,
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", testAdminToken,
 			"--concurrency", "2"}, &out, &errOut)
 	}()
 	t.Cleanup(func() {

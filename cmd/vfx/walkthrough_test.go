@@ -33,8 +33,9 @@ func startServeForDoc(t *testing.T) *servedVFX {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &servedVFX{adminToken: "walkthrough-admin-token-0123456789", out: &syncBuffer{}, log: &syncBuffer{}}
 	done := make(chan int, 1)
+	data := t.TempDir() // before serve starts: see startServe
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--admin-token", s.adminToken,
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", s.adminToken,
 			"--allow-private-networks", "--allow-http-callbacks", "--webhook-retry-delays", "200ms,1s,2s,3s"}, s.out, s.log)
 	}()
 	t.Cleanup(func() {
