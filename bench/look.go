@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/matte"
 	"image"
 	"image/color"
 	"image/png"
@@ -318,19 +319,11 @@ func lookMeasure(m LookMeasure, s *lookSubject, out, plate []float32, dist []flo
 	n := w * h
 	ys, yo := luma(s.src, n), luma(out, n)
 	a := s.alpha
-	var cx, cy, cw float64
-	for i, v := range a {
-		if v >= 0.5 {
-			cx += float64(i % w)
-			cy += float64(i / w)
-			cw++
-		}
-	}
-	if cw == 0 {
+	c, ok := matte.Centroid(a, w)
+	if !ok {
 		return math.NaN(), math.NaN()
 	}
-	cx /= cw
-	cy /= cw
+	cx, cy := c[0], c[1]
 	subj := func(i int) bool { return a[i] >= 0.99 }
 	left := func(i int) bool { return subj(i) && float64(i%w) < cx }
 	right := func(i int) bool { return subj(i) && float64(i%w) >= cx }

@@ -419,7 +419,7 @@ func (f *netFuser) rescue(sel []regionKind, shape []float32) bool {
 		return false
 	}
 	at, ok := f.last, f.lastOK
-	if c, in := centroid(shape, f.w); in {
+	if c, in := Centroid(shape, f.w); in {
 		at, ok = c, true
 	}
 	if !ok {
@@ -471,7 +471,7 @@ func (f *netFuser) remember(m []float32, sel []regionKind) {
 	if f.all {
 		return
 	}
-	if c, ok := centroid(m, f.w); ok {
+	if c, ok := Centroid(m, f.w); ok {
 		f.last, f.lastOK = c, true
 	}
 	if f.others == nil {
@@ -482,8 +482,9 @@ func (f *netFuser) remember(m []float32, sel []regionKind) {
 	}
 }
 
-// centroid is the centroid of m >= 0.5 (w wide); false when that is empty.
-func centroid(m []float32, w int) ([2]float64, bool) {
+// Centroid is the centroid (x, y) of the pixels of m >= 0.5 (w wide);
+// false when there are none.
+func Centroid(m []float32, w int) ([2]float64, bool) {
 	var sx, sy, k float64
 	for i, v := range m {
 		if v >= 0.5 {
