@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/matte"
 	"image"
 	"image/color"
@@ -714,18 +715,11 @@ func makeThumb(p []float32, w, h int) *thumb {
 					}
 				}
 				v := s / (k * k)
-				t.pix[3*(y*tw+x)+c] = uint8(math.Round(255 * srgbEncode(min(max(v, 0), 1))))
+				t.pix[3*(y*tw+x)+c] = uint8(math.Round(255 * srgb.FromLinear(min(max(v, 0), 1))))
 			}
 		}
 	}
 	return t
-}
-
-func srgbEncode(v float64) float64 {
-	if v <= 0.0031308 {
-		return 12.92 * v
-	}
-	return 1.055*math.Pow(v, 1/2.4) - 0.055
 }
 
 // writeSheet writes rows of thumbnails (one row per subject: source, then

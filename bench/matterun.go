@@ -3,9 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
+	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/matte"
 )
@@ -38,13 +38,6 @@ func (h *hostFrames) Len() int { return len(h.frames) }
 
 func (h *hostFrames) Frame(_ context.Context, i int, dst kernels.Image) error {
 	return h.dev.WritePixels(dst, h.frames[i])
-}
-
-func srgbLinear(v float32) float32 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return float32(math.Pow((float64(v)+0.055)/1.055, 2.4))
 }
 
 // Clip is a sequence with ground-truth mattes: a synthetic MatteCase or a
@@ -143,7 +136,7 @@ func (p *prepared) linearFrame(dev kernels.Device, i int) error {
 		return err
 	}
 	for k, v := range p.rgb {
-		p.lin[k] = srgbLinear(v)
+		p.lin[k] = srgb.ToLinear32(v)
 	}
 	return dev.WritePixels(p.full, p.lin)
 }
