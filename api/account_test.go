@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/queue"
 )
 
 func TestUploads(t *testing.T) {
@@ -184,5 +185,49 @@ func TestUnknownRoute(t *testing.T) {
 	r := e.do("GET", "/v1/nothing", "", nil)
 	if r.status != 404 || r.code() != CodeNotFound {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// TestBillingChargesRecordedFrames: a completed video job is charged for
+// the frames the worker recorded, not the estimate and not a count read
+// back from the render (here a PNG, which would count as one frame).
+func TestBillingChargesRecordedFrames(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	ctx := context.Background()
+	bal := 100.0
+	a, key := e.newAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &bal, BillingType: "prepaid"})
+	src := e.upload(key, "src.mp4", readFile(t, videoFixture(t, 32, 32, 3).Source))
+	r := e.do("POST", "/v1/vfx/generations", key, with(validReq(src), "generation_type", "video"))
+	if r.status != 200 && r.status != 201 && r.status != 202 {
+		t.Fatalf("submit: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["id"].(string)
+	renderKey := "jobs/" + id + "/render.png"
+	if _, err := e.st.Put(ctx, renderKey, bytes.NewReader(pngBytes(t, 8, 8, false)), -1, "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.q.Update(ctx, id, func(r *queue.Record) error {
+		r.Status = queue.StatusProcessing
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const recorded = 7
+	if _, err := e.q.Update(ctx, id, func(r *queue.Record) error {
+		r.Status, r.Outputs, r.Progress, r.Frames = queue.StatusCompleted, map[string]string{"render": renderKey}, 100, recorded
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.settle(ctx, eventOf(id)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.acc.InFlight(ctx, a.ID); n != 0 {
+		t.Fatalf("in flight %d after settling", n)
+	}
+	_, want := e.srv.prices.Estimate("video", 1080, recorded)
+	b := e.do("GET", "/v1/account/billing", key, nil).json(t)
+	if got := b["current_period_usage"].(float64); got < want-1e-9 || got > want+1e-9 {
+		t.Fatalf("usage %v, want %v for %d frames (%v)", got, want, recorded, b)
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
@@ -17,8 +15,9 @@ import (
 
 // runBilling settles the reservation of every finished generation job
 // until ctx ends: a completed job is charged its actual cost (the render's
-// frame count), a failed one is released uncharged. The account service
-// settles a job once, so redelivered events charge nothing twice.
+// frame count, as the worker recorded it), a failed one is released
+// uncharged. The account service settles a job once, so redelivered events
+// charge nothing twice.
 func (s *Server) runBilling(ctx context.Context, ec *queue.EventConsumer) {
 	log := s.log.Named("billing")
 	for {
@@ -73,26 +72,18 @@ func (s *Server) settle(ctx context.Context, ev queue.Event) error {
 	}
 	frames := 1
 	if jr.GenerationType == "video" {
-		frames = s.renderFrames(ctx, rec, m.EstFrames)
+		frames = renderFrames(rec, m.EstFrames)
 	}
 	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
 	return s.acc.Settle(ctx, rec.Owner, rec.ID, true, meter, float64(frames), cost)
 }
 
-// renderFrames counts the frames of a completed video job's render, or
-// returns fallback when it cannot be probed.
-func (s *Server) renderFrames(ctx context.Context, rec queue.Record, fallback int) int {
-	key, ok := rec.Outputs[job.OutputRender]
-	if !ok {
+// renderFrames is the frame count of a completed video job's render, as
+// the worker recorded it, or fallback (the submission's estimate) for a
+// record without one.
+func renderFrames(rec queue.Record, fallback int) int {
+	if rec.Frames < 1 {
 		return fallback
 	}
-	in := codec.Input{Open: func() (io.ReadSeekCloser, error) {
-		rc, _, err := s.st.Open(ctx, key)
-		return rc, err
-	}}
-	info, err := codec.Probe(ctx, in, codec.Limits{MaxPixels: 1 << 30, MaxFrames: 1 << 20, MaxAspect: 1 << 10})
-	if err != nil || info.Frames < 1 {
-		return fallback
-	}
-	return info.Frames
+	return rec.Frames
 }
