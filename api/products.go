@@ -17,12 +17,8 @@ import (
 )
 
 // Product catalogue: products, their models, input schemas and credit
-// prices. The catalogue is part of the interface and documented in the
-// OpenAPI document.
-
-// ImageCreditUnits is the number of frame units an image counts for in
-// credit prices.
-const ImageCreditUnits = 8
+// prices (the rates are in product_pricing.go). The catalogue is part of
+// the interface and documented in the OpenAPI document.
 
 // productDef is one product of GET /v1/products.
 type productDef struct {
@@ -92,11 +88,11 @@ func catalogue() ([]*productDef, error) {
 	ps := []*productDef{
 		{Product: job.ProductVFX, Name: "VFX", Description: "Relights and composites an image or video from a prompt, a reference image and an alpha matte.",
 			models: []modelDef{{ModelID: job.ModelVFX2, Description: "vfx 2.0 render pipeline", InputSchema: json.RawMessage(vfxSchema),
-				Pricing: pricing{Unit: "credits", Rates: map[string]int{"standard_720_per_frame": 1, "standard_1080_per_frame": 2, "image_frame_units": ImageCreditUnits},
+				Pricing: pricing{Unit: "credits", Rates: map[string]int{"standard_720_per_frame": rateVFX720, "standard_1080_per_frame": rateVFX1080, "image_frame_units": ImageCreditUnits},
 					Description: "frames x rate (an image counts 8 frames); fast mode costs half, rounded up; at least 1 credit"}}}},
 		{Product: job.ProductFinish, Name: "VFX Finish", Description: "Upscales a finished standard vfx job to 1080 or 2160 (shorter side) with an edge-aware Lanczos kernel and sharpening; audio passes through.",
 			models: []modelDef{{ModelID: job.ModelVFX2, Description: "vfx 2.0 finish upscaler", InputSchema: json.RawMessage(finishSchema),
-				Pricing: pricing{Unit: "credits", Rates: map[string]int{"1080_per_frame": 1, "2160_per_frame": 3, "image_frame_units": ImageCreditUnits},
+				Pricing: pricing{Unit: "credits", Rates: map[string]int{"1080_per_frame": rateFinish1080, "2160_per_frame": rateFinish2160, "image_frame_units": ImageCreditUnits},
 					Description: "parent frames x rate (an image counts 8 frames); at least 1 credit"}}}},
 	}
 	for _, p := range ps {
@@ -191,34 +187,4 @@ func (m *modelDef) schemaProblems(inputs json.RawMessage) error {
 	e := invalidInput("%s", msg)
 	e.Unknown, e.Missing = unknown, missing
 	return e
-}
-
-// vfxCredits is the price of a vfx job.
-func vfxCredits(video bool, frames, maxRes int, mode string) int64 {
-	units := int64(ImageCreditUnits)
-	if video {
-		units = int64(max(frames, 1))
-	}
-	rate := int64(2)
-	if maxRes == 720 {
-		rate = 1
-	}
-	c := units * rate
-	if mode == job.ModeFast {
-		c = (c + 1) / 2
-	}
-	return max(c, 1)
-}
-
-// finishCredits is the price of a vfx_finish job.
-func finishCredits(video bool, frames, target int) int64 {
-	units := int64(ImageCreditUnits)
-	if video {
-		units = int64(max(frames, 1))
-	}
-	rate := int64(1)
-	if target == job.FinishRes2160 {
-		rate = 3
-	}
-	return max(units*rate, 1)
 }
