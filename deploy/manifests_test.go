@@ -48,8 +48,8 @@ import (
 // under a minute on a cluster network).
 const uploadMargin = 2 * time.Minute
 
-// externalSecrets are the Secrets the operator creates (README "Operating
-// vfx") with the keys the manifests read. The dev overlay generates them.
+// externalSecrets are the Secrets the operator creates (docs/operations.md)
+// with the keys the manifests read. The dev overlay generates them.
 var externalSecrets = map[string][]string{
 	"vfx-s3":  {"access-key", "secret-key"},
 	"vfx-api": {"admin-token"},
