@@ -179,16 +179,17 @@ func unavailable(retryAfter int, format string, args ...any) *apiError {
 
 // envelope is the generation API's error body (docs/api.md, Errors).
 type envelope struct {
-	Error envelopeBody `json:"error"`
+	Error ErrorBody `json:"error"`
 }
 
-type envelopeBody struct {
+// ErrorBody is the error of the envelope shape: its code and message.
+type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-// validationError is one element of a FastAPI-style 422 detail array.
-type validationError struct {
+// ValidationError is one element of a FastAPI-style 422 detail array.
+type ValidationError struct {
 	Loc  []any  `json:"loc"`
 	Msg  string `json:"msg"`
 	Type string `json:"type"`
@@ -196,7 +197,7 @@ type validationError struct {
 
 // detailError is a 422 answered as {"detail":[…]}.
 type detailError struct {
-	Detail []validationError `json:"detail"`
+	Detail []ValidationError `json:"detail"`
 }
 
 func (e *detailError) Error() string {
@@ -207,7 +208,7 @@ func (e *detailError) Error() string {
 }
 
 func unprocessable(loc []any, msg, typ string) *detailError {
-	return &detailError{Detail: []validationError{{Loc: loc, Msg: msg, Type: typ}}}
+	return &detailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
 }
 
 // writeJSON writes v with status.
@@ -263,10 +264,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, s
 		w.Header()[k] = vs
 	}
 	if sh == envelopeShape {
-		writeJSON(w, ae.Status, envelope{Error: envelopeBody{Code: ae.Code, Message: ae.Message}})
+		writeJSON(w, ae.Status, envelope{Error: ErrorBody{Code: ae.Code, Message: ae.Message}})
 		return
 	}
-	body := productDetailBody{ErrorCode: ae.Code, Message: ae.Message, UnknownFields: ae.Unknown, MissingFields: ae.Missing}
+	body := ErrorDetail{ErrorCode: ae.Code, Message: ae.Message, UnknownFields: ae.Unknown, MissingFields: ae.Missing}
 	if body.UnknownFields == nil {
 		body.UnknownFields = []string{}
 	}

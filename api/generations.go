@@ -457,8 +457,8 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	return v, nil
 }
 
-// listPage is the body of GET /v1/vfx/generations.
-type listPage struct {
+// JobPage is the body of GET /v1/vfx/generations.
+type JobPage struct {
 	Jobs          []Job   `json:"jobs"`
 	NextPageToken *string `json:"next_page_token"`
 }
@@ -497,7 +497,7 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := listPage{Jobs: []Job{}}
+	page := JobPage{Jobs: []Job{}}
 	var last indexEntry
 	for len(page.Jobs) < limit {
 		e, ok, err := cur.next(ctx)

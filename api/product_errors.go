@@ -30,10 +30,11 @@ const (
 
 // productDetail is the detail shape of an error (see writeError).
 type productDetail struct {
-	Detail productDetailBody `json:"detail"`
+	Detail ErrorDetail `json:"detail"`
 }
 
-type productDetailBody struct {
+// ErrorDetail is the detail of the product API's error shape.
+type ErrorDetail struct {
 	ErrorCode     string   `json:"error_code"`
 	Message       string   `json:"message"`
 	UnknownFields []string `json:"unknown_fields"`

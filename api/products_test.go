@@ -79,7 +79,7 @@ func (e *env) credits(orgID string) account.OrgCredits {
 }
 
 // detail decodes a product API error body.
-func detailOf(t *testing.T, r resp) productDetailBody {
+func detailOf(t *testing.T, r resp) ErrorDetail {
 	t.Helper()
 	var d productDetail
 	if err := json.Unmarshal(r.body, &d); err != nil || d.Detail.ErrorCode == "" {
@@ -91,7 +91,7 @@ func detailOf(t *testing.T, r resp) productDetailBody {
 	return d.Detail
 }
 
-func wantDetail(t *testing.T, r resp, status int, code string) productDetailBody {
+func wantDetail(t *testing.T, r resp, status int, code string) ErrorDetail {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

@@ -105,7 +105,7 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 		return genRequest{}, err
 	}
 	var req genRequest
-	var details []validationError
+	var details []ValidationError
 	strs := map[string]**string{
 		"generation_type": &req.GenerationType, "source_uri": &req.SourceURI, "alpha_mode": &req.AlphaMode,
 		"prompt": &req.Prompt, "reference_image_uri": &req.ReferenceImageURI, "alpha_uri": &req.AlphaURI,
@@ -126,14 +126,14 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 			}
 			v, err := jsonStringOf(raw)
 			if err != nil {
-				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
+				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
 				continue
 			}
 			*strs[f.name] = &v
 		case kindInt:
 			v, err := parseJSONInt(raw)
 			if err != nil {
-				details = append(details, validationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
+				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
 				continue
 			}
 			*ints[f.name] = &v
@@ -241,21 +241,21 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	if jr.AlphaMode == "" {
 		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
 	}
-	mode, err := job.ParseAlphaMode(jr.AlphaMode)
+	alphaMode, err := job.ParseAlphaMode(jr.AlphaMode)
 	if err != nil {
 		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
 	}
-	if err := mode.Supported(); err != nil {
-		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %s: %v", mode, err)
+	if err := alphaMode.Supported(); err != nil {
+		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %s: %v", alphaMode, err)
 	}
 	jr.SourceURI = str(g.SourceURI)
 	if jr.SourceURI == "" {
 		return jr, badRequest(CodeMissingSource, "source_uri is required")
 	}
-	if mode.NeedsMatte() {
+	if alphaMode.NeedsMatte() {
 		jr.AlphaURI = str(g.AlphaURI)
 		if jr.AlphaURI == "" {
-			return jr, badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", mode)
+			return jr, badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", alphaMode)
 		}
 	}
 	jr.Prompt = str(g.Prompt)
@@ -286,7 +286,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
 			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", *g.AlphaKeyframeIndex)
 		}
-		if mode == job.AlphaSelect && jr.GenerationType == "video" {
+		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
 		}
 	}

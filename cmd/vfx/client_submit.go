@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/codec"
 )
 
@@ -32,18 +33,8 @@ const (
 	maxTransient = 5
 )
 
-// genJob is the part of a generation job that the client reads.
-type genJob struct {
-	ID       string            `json:"id"`
-	Status   string            `json:"status"`
-	Progress *int              `json:"progress"`
-	Output   map[string]string `json:"output"`
-	Seed     uint32            `json:"seed"`
-	Error    string            `json:"error"`
-}
-
-// terminal reports whether the job has finished.
-func (j genJob) terminal() bool { return j.Status == "completed" || j.Status == "failed" }
+// terminal reports whether a generation job has finished.
+func terminal(j api.Job) bool { return j.Status == "completed" || j.Status == "failed" }
 
 // submitConfig is the parsed command line of `vfx submit`.
 type submitConfig struct {
@@ -193,7 +184,7 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	var job genJob
+	var job api.Job
 	if err := json.Unmarshal(raw, &job); err != nil || job.ID == "" {
 		return fmt.Errorf("submit: unexpected answer: %s", oneLine(string(raw)))
 	}
@@ -325,9 +316,9 @@ func (c *apiClient) putFile(ctx context.Context, u, file string, size int64, cty
 // wait polls the job until it ends, with a growing pause between reads;
 // a 429 waits its Retry-After, and an exhausted read budget
 // (X-RateLimit-Remaining 0) waits for X-RateLimit-Reset.
-func (c *apiClient) wait(ctx context.Context, job genJob, bar *jobBar) (genJob, error) {
+func (c *apiClient) wait(ctx context.Context, job api.Job, bar *jobBar) (api.Job, error) {
 	bar.update(job)
-	if job.terminal() {
+	if terminal(job) {
 		return job, nil
 	}
 	path := "/v1/vfx/generations/" + url.PathEscape(job.ID)
@@ -358,13 +349,13 @@ func (c *apiClient) wait(ctx context.Context, job genJob, bar *jobBar) (genJob, 
 		default:
 			return job, err
 		}
-		var next genJob
+		var next api.Job
 		if err := json.Unmarshal(raw, &next); err != nil || next.ID == "" {
 			return job, fmt.Errorf("unexpected answer: %s", oneLine(string(raw)))
 		}
 		job = next
 		bar.update(job)
-		if job.terminal() {
+		if terminal(job) {
 			return job, nil
 		}
 		delay = min(delay*3/2, pollMax)
@@ -485,7 +476,7 @@ type jobBar struct {
 }
 
 // update shows the job's status and progress.
-func (b *jobBar) update(j genJob) {
+func (b *jobBar) update(j api.Job) {
 	pct := 0
 	if j.Progress != nil {
 		pct = min(max(*j.Progress, 0), 100)
@@ -506,13 +497,13 @@ func (b *jobBar) update(j genJob) {
 	const width = 30
 	fill := pct * width / 100
 	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, j.Status, time.Since(b.start).Seconds(), timeLeft(time.Since(b.procStart), pct, j.terminal() || b.procStart.IsZero()))
+		pct, j.Status, time.Since(b.start).Seconds(), timeLeft(time.Since(b.procStart), pct, terminal(j) || b.procStart.IsZero()))
 	b.last = j.Status
 	b.drawn = true
 }
 
 // waiting says that polling pauses for d (rate limited).
-func (b *jobBar) waiting(j genJob, d time.Duration) {
+func (b *jobBar) waiting(j api.Job, d time.Duration) {
 	if b.tty {
 		fmt.Fprintf(b.w, "\r\x1b[K%s: rate limited, next read in %.0f s", j.ID, d.Seconds())
 		b.drawn = true

@@ -1,3 +1,6 @@
+// The HTTP client of the commands that call the API: connection flags,
+// requests with retries, and the API's error answers read back.
+
 package main
 
 import (
@@ -9,12 +12,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
 )
@@ -83,10 +85,7 @@ func oneLine(s string) string {
 func parseAPIError(status int, h http.Header, body []byte) *apiError {
 	e := &apiError{Status: status, RetryAfter: retryAfter(h)}
 	var env struct {
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error  *api.ErrorBody  `json:"error"`
 		Detail json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(body, &env) != nil {
@@ -114,12 +113,7 @@ func describeDetail(raw json.RawMessage) (code, msg string) {
 	if json.Unmarshal(raw, &s) == nil {
 		return "", oneLine(s)
 	}
-	var obj struct {
-		ErrorCode     string   `json:"error_code"`
-		Message       string   `json:"message"`
-		UnknownFields []string `json:"unknown_fields"`
-		MissingFields []string `json:"missing_fields"`
-	}
+	var obj api.ErrorDetail
 	if json.Unmarshal(raw, &obj) == nil && (obj.ErrorCode != "" || obj.Message != "") {
 		m := obj.Message
 		if len(obj.UnknownFields) > 0 {
@@ -130,11 +124,7 @@ func describeDetail(raw json.RawMessage) (code, msg string) {
 		}
 		return obj.ErrorCode, oneLine(m)
 	}
-	var list []struct {
-		Loc  []any  `json:"loc"`
-		Msg  string `json:"msg"`
-		Type string `json:"type"`
-	}
+	var list []api.ValidationError
 	if json.Unmarshal(raw, &list) == nil && len(list) > 0 {
 		parts := make([]string, 0, len(list))
 		for _, v := range list {
@@ -296,254 +286,4 @@ func (cf connFlags) client(needKey, needAdmin bool) (*apiClient, error) {
 		return nil, usageError{"an operator token is required: --admin-token or VFX_ADMIN_TOKEN"}
 	}
 	return newAPIClient(s, *cf.key, *cf.adminToken), nil
-}
-
-// parseInterspersed parses flags that may come before or after the
-// positional arguments (`vfx jobs get ID --server URL`) and returns the
-// positional arguments. "--" ends flag parsing.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	// Each round consumes at least one argument, so len(args)+1 rounds
-	// always suffice.
-	for range len(args) + 1 {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-	return append(pos, args...), nil
-}
-
-// cmdJobs is `vfx jobs list|get`: a table of jobs (list) or the API's JSON
-// answer (get, list --json).
-func cmdJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runJobs(ctx, args, stdout, stderr, os.Getenv)
-}
-
-// runJobs is cmdJobs with the environment read through getenv.
-func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) == 0 {
-		return usageError{"want a subcommand: list or get ID"}
-	}
-	fs := flag.NewFlagSet("jobs "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addConnFlags(fs, getenv, true, false)
-	var path string
-	asJSON := true
-	switch args[0] {
-	case "list":
-		limit := fs.Int("limit", 0, "jobs per page, 1-100 (server default 20)")
-		token := fs.String("page-token", "", "next_page_token of the previous page")
-		rawJSON := fs.Bool("json", false, "print the API's JSON answer instead of the table")
-		pos, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
-		}
-		q := make([]string, 0, 2)
-		if *limit != 0 {
-			q = append(q, "limit="+strconv.Itoa(*limit))
-		}
-		if *token != "" {
-			q = append(q, "page_token="+url.QueryEscape(*token))
-		}
-		path = "/v1/vfx/generations"
-		if len(q) > 0 {
-			path += "?" + strings.Join(q, "&")
-		}
-		asJSON = *rawJSON
-	case "get":
-		pos, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return usageError{"want one job id: vfx jobs get ID"}
-		}
-		path = "/v1/vfx/generations/" + url.PathEscape(pos[0])
-	default:
-		return usageError{fmt.Sprintf("unknown jobs subcommand %q: want list or get", args[0])}
-	}
-	c, err := cf.client(true, false)
-	if err != nil {
-		return err
-	}
-	_, _, body, err := c.call(ctx, http.MethodGet, path, nil, callOptions{retry: true})
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(stdout, body)
-	}
-	return printJobTable(stdout, body, time.Now())
-}
-
-// cmdAdmin is `vfx admin …`: the operator API; it prints the JSON answer.
-func cmdAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAdmin(ctx, args, stdout, stderr, os.Getenv)
-}
-
-// adminUsage lists the `vfx admin` subcommands.
-const adminUsage = `want one of:
-  vfx admin accounts create --email E [--billing-type prepaid|postpaid] [--spending-limit USD] [--prepaid-balance USD]
-  vfx admin accounts update ID [--spending-limit USD] [--prepaid-balance USD] [--rpm N] [--read-rpm N] [--billing-rpm N] [--concurrency N]
-  vfx admin keys create ACCOUNT_ID [--kind personal|organization]
-  vfx admin keys revoke KEY_ID
-  vfx admin webhook-secret ACCOUNT_ID`
-
-// runAdmin is cmdAdmin with the environment read through getenv.
-func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) == 0 {
-		return usageError{adminUsage + orgsUsage}
-	}
-	name := args[0]
-	rest := args[1:]
-	if (name == "accounts" || name == "keys" || name == "orgs") && len(args) >= 2 {
-		name, rest = args[0]+" "+args[1], args[2:]
-	}
-	fs := flag.NewFlagSet("admin "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addConnFlags(fs, getenv, false, true)
-	var (
-		method, path string
-		body         any
-		oneArg       = func(pos []string, what string) (string, error) {
-			if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-				return "", usageError{fmt.Sprintf("want one %s: vfx admin %s %s", what, name, what)}
-			}
-			return pos[0], nil
-		}
-	)
-	switch name {
-	case "accounts create":
-		email := fs.String("email", "", "account e-mail (required)")
-		billing := fs.String("billing-type", "", "prepaid or postpaid (server default)")
-		spending := fs.Float64("spending-limit", 0, "spending limit in dollars per billing period")
-		prepaid := fs.Float64("prepaid-balance", 0, "prepaid balance in dollars")
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		if len(pos) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
-		}
-		if strings.TrimSpace(*email) == "" {
-			return usageError{"--email is required"}
-		}
-		set := setFlags(fs)
-		in := map[string]any{"email": *email}
-		if set["billing-type"] {
-			in["billing_type"] = *billing
-		}
-		if set["spending-limit"] {
-			in["spending_limit"] = *spending
-		}
-		if set["prepaid-balance"] {
-			in["prepaid_balance"] = *prepaid
-		}
-		method, path, body = http.MethodPost, "/admin/v1/accounts", in
-	case "accounts update":
-		spending := fs.Float64("spending-limit", 0, "spending limit in dollars per billing period")
-		prepaid := fs.Float64("prepaid-balance", 0, "prepaid balance in dollars")
-		rpm := fs.Int("rpm", 0, "personal-key submissions per minute")
-		readRPM := fs.Int("read-rpm", 0, "personal-key job reads and listings per minute")
-		billingRPM := fs.Int("billing-rpm", 0, "personal-key billing reads per minute")
-		conc := fs.Int("concurrency", 0, "personal-key jobs in flight")
-		fs.Usage = func() {
-			fmt.Fprintln(fs.Output(), "usage: vfx admin accounts update ID [flags]\n\nAny rate-limit flag replaces all four rate limits; those not given go back to the defaults (5, 5, 5, 10).")
-			fs.PrintDefaults()
-		}
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
-		if err != nil {
-			return err
-		}
-		set := setFlags(fs)
-		in := map[string]any{}
-		if set["spending-limit"] {
-			in["spending_limit"] = *spending
-		}
-		if set["prepaid-balance"] {
-			in["prepaid_balance"] = *prepaid
-		}
-		if set["rpm"] || set["read-rpm"] || set["billing-rpm"] || set["concurrency"] {
-			in["rate_limits"] = map[string]int{"rpm": *rpm, "read_rpm": *readRPM, "billing_rpm": *billingRPM, "concurrency": *conc}
-		}
-		if len(in) == 0 {
-			return usageError{"nothing to update: give at least one flag"}
-		}
-		method, path, body = http.MethodPatch, "/admin/v1/accounts/"+url.PathEscape(id), in
-	case "keys create":
-		kind := fs.String("kind", "personal", "personal (account limits apply) or organization (no request limits)")
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
-		if err != nil {
-			return err
-		}
-		method, path, body = http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(id)+"/keys", map[string]string{"kind": *kind}
-	case "keys revoke":
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "KEY_ID")
-		if err != nil {
-			return err
-		}
-		method, path = http.MethodDelete, "/admin/v1/keys/"+url.PathEscape(id)
-	case "webhook-secret":
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
-		if err != nil {
-			return err
-		}
-		method, path = http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(id)+"/webhook-secret"
-	default:
-		if !strings.HasPrefix(name, "orgs ") {
-			return usageError{fmt.Sprintf("unknown admin subcommand %q\n%s%s", name, adminUsage, orgsUsage)}
-		}
-		var err error
-		if method, path, body, err = orgsCommand(name, fs, rest); err != nil {
-			return err
-		}
-	}
-	c, err := cf.client(false, true)
-	if err != nil {
-		return err
-	}
-	status, _, raw, err := c.call(ctx, method, path, body, callOptions{admin: true, retry: method == http.MethodGet})
-	if err != nil {
-		return err
-	}
-	if status == http.StatusNoContent || len(bytes.TrimSpace(raw)) == 0 {
-		// DELETE answers 204 without a body: say what happened, as JSON.
-		raw, _ = json.Marshal(map[string]any{"id": path[strings.LastIndexByte(path, '/')+1:], "revoked": true})
-	}
-	return printJSON(stdout, raw)
-}
-
-// setFlags returns the names of the flags given on the command line.
-func setFlags(fs *flag.FlagSet) map[string]bool {
-	m := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { m[f.Name] = true })
-	return m
 }

@@ -201,3 +201,27 @@ func writeFlag(b *strings.Builder, f *flag.Flag) {
 	}
 	b.WriteByte('\n')
 }
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments (`vfx jobs get ID --server URL`) and returns the
+// positional arguments. "--" ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	// Each round consumes at least one argument, so len(args)+1 rounds
+	// always suffice.
+	for range len(args) + 1 {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return append(pos, args...), nil
+}

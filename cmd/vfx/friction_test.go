@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vfxrender/vfx/api"
 )
 
 // TestHelpExitsZero: -h prints the help on stdout and exits 0, with the
@@ -196,9 +198,9 @@ func TestProgressBars(t *testing.T) {
 	b.Reset()
 	p := 25
 	jb := &jobBar{w: &b, tty: true, start: time.Now()}
-	jb.update(genJob{ID: "vfx_x", Status: "processing", Progress: &p})
+	jb.update(api.Job{ID: "vfx_x", Status: "processing", Progress: &p})
 	jb.procStart = time.Now().Add(-30 * time.Second)
-	jb.update(genJob{ID: "vfx_x", Status: "processing", Progress: &p})
+	jb.update(api.Job{ID: "vfx_x", Status: "processing", Progress: &p})
 	if s := b.String(); !strings.Contains(s, " 25% processing") || !strings.Contains(s, "ETA 1m30s") {
 		t.Errorf("job bar %q", s)
 	}

@@ -9,19 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
-)
 
-// listedJob is the part of a listed generation job that the table shows.
-type listedJob struct {
-	ID             string  `json:"id"`
-	Status         string  `json:"status"`
-	Progress       *int    `json:"progress"`
-	GenerationType *string `json:"generation_type"`
-	AlphaMode      *string `json:"alpha_mode"`
-	Prompt         string  `json:"prompt"`
-	Frames         int     `json:"frames"`
-	CreatedAt      string  `json:"created_at"`
-}
+	"github.com/vfxrender/vfx/api"
+)
 
 // promptWidth is how many characters of a prompt the table shows.
 const promptWidth = 32
@@ -30,10 +20,7 @@ const promptWidth = 32
 // people: id, status, type, alpha mode, frames, short prompt, created
 // (local time) and age at now; then how to get the next page.
 func printJobTable(w io.Writer, raw []byte, now time.Time) error {
-	var page struct {
-		Jobs          []listedJob `json:"jobs"`
-		NextPageToken *string     `json:"next_page_token"`
-	}
+	var page api.JobPage
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return fmt.Errorf("unexpected answer: %s", oneLine(string(raw)))
 	}
