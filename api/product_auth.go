@@ -26,16 +26,9 @@ type orgCtx struct {
 // header names (one of its organisation's teams) or for no team.
 func (s *Server) withOrgKey(h func(w http.ResponseWriter, r *http.Request, oc orgCtx) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
-		if secret == "" {
-			return newError(CodeInvalidAPIKey, "missing x-api-key header")
-		}
-		p, err := s.acc.Authenticate(r.Context(), secret)
+		p, err := s.authenticate(r)
 		if err != nil {
-			if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-				return newError(CodeInvalidAPIKey, "invalid or revoked API key")
-			}
-			return fmt.Errorf("api: authenticate: %w", err)
+			return err
 		}
 		if p.Key.OrgID == "" {
 			return newError(CodeOrgKeyRequired, "the product API needs an organization key (issued with POST /admin/v1/orgs/{id}/keys); this is an account key of kind %q", p.Key.Kind)

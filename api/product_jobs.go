@@ -56,7 +56,7 @@ type productMeta struct {
 	OrgID            string        `json:"org_id"`
 	TeamID           string        `json:"team_id,omitempty"`
 	KeyOwner         string        `json:"key_owner"`
-	Mode             string        `json:"mode,omitempty"`
+	ProductMode      string        `json:"mode,omitempty"` // inputs.mode, not the alpha mode
 	MaxResolution    int           `json:"max_resolution,omitempty"`
 	TargetResolution int           `json:"target_resolution,omitempty"`
 	ParentJobID      string        `json:"parent_job_id,omitempty"`

@@ -67,7 +67,7 @@ type vfxInputs struct {
 	ReferenceImage     string  `json:"reference_image"`
 	MaxResolution      int     `json:"max_resolution"`
 	Seed               *uint32 `json:"seed"`
-	Mode               string  `json:"mode"`
+	ProductMode        string  `json:"mode"` // standard or fast, not the alpha mode
 	Outputs            struct {
 		Foreground bool `json:"foreground"`
 	} `json:"outputs"`
@@ -95,8 +95,8 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	if err := json.Unmarshal(inputs, &in); err != nil {
 		return plan{}, invalidInput("inputs: %v", err)
 	}
-	if in.Mode == "" {
-		in.Mode = job.ModeStandard
+	if in.ProductMode == "" {
+		in.ProductMode = job.ModeStandard
 	}
 	if in.MaxResolution == 0 {
 		in.MaxResolution = job.DefaultMaxResolution
@@ -104,16 +104,16 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	if err := checkPromptChars(in.Prompt); err != nil {
 		return plan{}, invalidInput("inputs.%v", err)
 	}
-	mode, err := job.ParseAlphaMode(in.AlphaMode)
+	alphaMode, err := job.ParseAlphaMode(in.AlphaMode)
 	if err == nil {
-		err = mode.Supported()
+		err = alphaMode.Supported()
 	}
 	if err != nil {
 		return plan{}, invalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
 	}
 	jr := job.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
 		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution, Foreground: in.Outputs.Foreground}
-	if mode.NeedsMatte() {
+	if alphaMode.NeedsMatte() {
 		jr.AlphaURI = in.Alpha
 	}
 	if in.Seed != nil {
@@ -168,20 +168,20 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		if info.Kind == codec.KindVideo {
 			jr.GenerationType = "video"
 		}
-		if mode == job.AlphaSelect && jr.GenerationType == "video" {
+		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = in.AlphaKeyframeIndex
 		}
 		if frames, err = s.checkMedia(ctx, jr); err != nil {
 			return plan{}, err
 		}
 		video, exact = jr.GenerationType == "video", true
-	} else if mode == job.AlphaSelect {
+	} else if alphaMode == job.AlphaSelect {
 		jr.AlphaKeyframeIndex = in.AlphaKeyframeIndex
 	}
-	pr := vfxPrice(video, frames, in.MaxResolution, in.Mode)
+	pr := vfxPrice(video, frames, in.MaxResolution, in.ProductMode)
 	credits := pr.credits
-	item := estimateItem{Item: fmt.Sprintf("vfx %s %dp", in.Mode, in.MaxResolution), Units: pr.units, Rate: pr.rate, Credits: credits}
-	if in.Mode == job.ModeFast {
+	item := estimateItem{Item: fmt.Sprintf("vfx %s %dp", in.ProductMode, in.MaxResolution), Units: pr.units, Rate: pr.rate, Credits: credits}
+	if in.ProductMode == job.ModeFast {
 		item.Note = "fast mode: half price, rounded up"
 	}
 	if !exact {
@@ -189,8 +189,8 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	}
 	return plan{
 		uploads: uploads,
-		req:     job.ProductRequest{Product: job.ProductVFX, ModelID: job.ModelVFX2, Mode: in.Mode, Generation: &jr},
-		meta:    productMeta{Mode: in.Mode, MaxResolution: in.MaxResolution},
+		req:     job.ProductRequest{Product: job.ProductVFX, ModelID: job.ModelVFX2, Mode: in.ProductMode, Generation: &jr},
+		meta:    productMeta{ProductMode: in.ProductMode, MaxResolution: in.MaxResolution},
 		credits: credits, exact: exact, video: video, frames: frames, items: []estimateItem{item},
 	}, nil
 }
@@ -233,7 +233,7 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 		return plan{}, newError(CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
 	case pm.Product != job.ProductVFX:
 		return plan{}, newError(CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
-	case pm.Mode == job.ModeFast:
+	case pm.ProductMode == job.ModeFast:
 		return plan{}, newError(CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
 	}
 	pv, err := s.productView(ctx, rec, &pm)

@@ -41,13 +41,13 @@ func creditUnits(video bool, frames int) int64 {
 }
 
 // vfxPrice is the price of a vfx job.
-func vfxPrice(video bool, frames, maxRes int, mode string) price {
+func vfxPrice(video bool, frames, maxRes int, productMode string) price {
 	p := price{units: creditUnits(video, frames), rate: rateVFX1080}
 	if maxRes == 720 {
 		p.rate = rateVFX720
 	}
 	c := p.units * p.rate
-	if mode == job.ModeFast {
+	if productMode == job.ModeFast {
 		c = (c + 1) / 2
 	}
 	p.credits = max(c, 1)
@@ -71,5 +71,5 @@ func productCost(rec queue.Record, m *productMeta) int64 {
 	if m.Product == job.ProductFinish {
 		return finishPrice(video, rec.Frames, m.TargetResolution).credits
 	}
-	return vfxPrice(video, rec.Frames, m.MaxResolution, m.Mode).credits
+	return vfxPrice(video, rec.Frames, m.MaxResolution, m.ProductMode).credits
 }

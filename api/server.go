@@ -522,18 +522,28 @@ func (s *Server) withKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, fals
 // API (uploads serve both families).
 func (s *Server) withAnyKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, true) }
 
+// authenticate resolves the request's x-api-key: 401 INVALID_API_KEY when
+// it is missing, unknown or revoked.
+func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
+	secret := strings.TrimSpace(r.Header.Get("x-api-key"))
+	if secret == "" {
+		return account.Principal{}, newError(CodeInvalidAPIKey, "missing x-api-key header")
+	}
+	p, err := s.acc.Authenticate(r.Context(), secret)
+	if err != nil {
+		if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
+			return account.Principal{}, newError(CodeInvalidAPIKey, "invalid or revoked API key")
+		}
+		return account.Principal{}, fmt.Errorf("api: authenticate: %w", err)
+	}
+	return p, nil
+}
+
 func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		secret := strings.TrimSpace(r.Header.Get("x-api-key"))
-		if secret == "" {
-			return newError(CodeInvalidAPIKey, "missing x-api-key header")
-		}
-		p, err := s.acc.Authenticate(r.Context(), secret)
+		p, err := s.authenticate(r)
 		if err != nil {
-			if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-				return newError(CodeInvalidAPIKey, "invalid or revoked API key")
-			}
-			return fmt.Errorf("api: authenticate: %w", err)
+			return err
 		}
 		if p.Key.OrgID != "" && !orgKeys {
 			return newError(CodeAccountKeyRequired,

@@ -257,8 +257,9 @@ type jobOutput struct {
 }
 
 // generate renders a generation request and uploads its outputs under
-// prefix. mode job.ModeFast renders at 2/3 of the size and upscales the render.
-func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobRequest, dir, prefix, mode string, log *zap.Logger) (jobOutput, error) {
+// prefix. productMode is the product job's inputs.mode (not the alpha mode):
+// job.ModeFast renders at 2/3 of the size and upscales the render.
+func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobRequest, dir, prefix, productMode string, log *zap.Logger) (jobOutput, error) {
 	if jr.GenerationType != "" {
 		if err := precheck(jr); err != nil {
 			return jobOutput{}, err
@@ -269,7 +270,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 		return jobOutput{}, err
 	}
 	var stdW, stdH int
-	if jr.GenerationType == "" || mode == job.ModeFast {
+	if jr.GenerationType == "" || productMode == job.ModeFast {
 		// The source's kind decides the generation type of a product job
 		// whose source was not at hand at submission.
 		info, err := codec.Probe(ctx, *req.Source, dm.Pipeline.limits())
@@ -291,7 +292,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 			maxRes = job.DefaultMaxResolution
 		}
 		stdW, stdH = render.OutputSize(info.DisplayWidth, info.DisplayHeight, maxRes, jr.GenerationType == "video")
-		if mode == job.ModeFast {
+		if productMode == job.ModeFast {
 			req.RenderShortSide = FastShortSide(min(stdW, stdH))
 		}
 	}
@@ -304,7 +305,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 	if err != nil {
 		return jobOutput{}, err
 	}
-	if mode == job.ModeFast && (res.Width != stdW || res.Height != stdH) {
+	if productMode == job.ModeFast && (res.Width != stdW || res.Height != stdH) {
 		up := filepath.Join(dir, "out", "upscaled"+filepath.Ext(res.Render))
 		if _, err := Upscale(ctx, p.Device, codec.FileInput(res.Render), up, UpscaleOptions{Width: stdW, Height: stdH,
 			Preset: dm.Preset, CRF: dm.CRF}); err != nil {
@@ -315,7 +316,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 	secs := res.Elapsed.Seconds()
 	dm.Metrics.rendered(res.Frames, secs)
 	log.Info("job rendered", zap.Int("frames", res.Frames), zap.Int("width", res.Width), zap.Int("height", res.Height),
-		zap.Float64("render_s", secs), zap.String("mode", mode))
+		zap.Float64("render_s", secs), zap.String("mode", productMode))
 	keys, err := dm.upload(ctx, prefix, req.GenerationType == "video", res)
 	if err != nil {
 		return jobOutput{}, err

@@ -38,7 +38,7 @@ func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (Req
 	if req.CRF == 0 {
 		req.CRF = DefaultCRF
 	}
-	mode, _ := job.ParseAlphaMode(jr.AlphaMode)
+	alphaMode, _ := job.ParseAlphaMode(jr.AlphaMode)
 	inputs := []struct {
 		what, uri string
 		dst       **codec.Input
@@ -48,7 +48,7 @@ func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (Req
 		{"reference", jr.ReferenceImageURI, &req.Reference},
 	}
 	for _, in := range inputs {
-		if in.uri == "" || (in.what == "alpha" && !mode.NeedsMatte()) {
+		if in.uri == "" || (in.what == "alpha" && !alphaMode.NeedsMatte()) {
 			continue
 		}
 		path, err := dm.spool(ctx, in.what, in.uri, dir)
