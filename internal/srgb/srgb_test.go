@@ -1,100 +1,78 @@
 package srgb
 
+// The curve replaced five copies: kernels/cpu_convert.go (srgbEOTF,
+// srgbOETF), matte/auto.go (srgbToLinear, float64), render/prompt.go
+// (srgbToLinear, linearToSRGB, float32), bench/matterun.go (srgbLinear,
+// float32) and bench/look.go (srgbEncode, float64). The commit that added
+// this package compared them to it bit for bit, side by side, on the sweep
+// below; oldDigest is the old copies' digest of that sweep, so the copies
+// need not be kept here.
+
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 )
 
-// The copies this package replaced, verbatim but for their names:
-// kernels/cpu_convert.go (srgbEOTF, srgbOETF), matte/auto.go
-// (srgbToLinear, float64), render/prompt.go (srgbToLinear, linearToSRGB,
-// float32), bench/matterun.go (srgbLinear, float32) and bench/look.go
-// (srgbEncode, float64). Every result must be the same to the bit.
+// oldDigest is sweepDigest of the replaced copies.
+const oldDigest = "d1680fe92e1e190ee480e8c4c375841e904271c8235fbf6b9420dcc0ec1b813d"
 
-func oldEOTF64(v float64) float64 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return math.Pow((v+0.055)/1.055, 2.4)
-}
-
-func oldOETF64(l float64) float64 {
-	if l <= 0.0031308 {
-		return 12.92 * l
-	}
-	return 1.055*math.Pow(l, 1/2.4) - 0.055
-}
-
-func oldEOTF32(v float32) float32 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return float32(math.Pow((float64(v)+0.055)/1.055, 2.4))
-}
-
-func oldOETF32(v float32) float32 {
-	if v <= 0.0031308 {
-		return v * 12.92
-	}
-	return float32(1.055*math.Pow(float64(v), 1/2.4) - 0.055)
-}
-
-func same64(t *testing.T, what string, x, got, want float64) {
-	t.Helper()
-	if math.Float64bits(got) != math.Float64bits(want) {
-		t.Fatalf("%s(%v) = %v, was %v", what, x, got, want)
-	}
-}
-
-func same32(t *testing.T, what string, x, got, want float32) {
-	t.Helper()
-	if math.Float32bits(got) != math.Float32bits(want) {
-		t.Fatalf("%s(%v) = %v, was %v", what, x, got, want)
-	}
-}
-
-// TestCodes compares old and new on every 8-bit code, as the callers
-// build their tables (code/255), and on the render's encoding table
-// (i/4095 and i/lutN-style steps).
-func TestCodes(t *testing.T) {
+// sweepDigest hashes every result, bit for bit, of the two curves in both
+// precisions on: every 8-bit code (code/255), a dense sweep of
+// [-0.01, 1.01] (2^20 steps), and the 4096 float32 values on each side of
+// both thresholds.
+func sweepDigest(e64, o64 func(float64) float64, e32, o32 func(float32) float32) string {
+	h := sha256.New()
+	var b [8]byte
+	put64 := func(v float64) { binary.LittleEndian.PutUint64(b[:], math.Float64bits(v)); h.Write(b[:]) }
+	put32 := func(v float32) { binary.LittleEndian.PutUint32(b[:4], math.Float32bits(v)); h.Write(b[:4]) }
 	for i := 0; i < 256; i++ {
-		v64 := float64(i) / 255
-		same64(t, "ToLinear", v64, ToLinear(v64), oldEOTF64(v64))
-		same64(t, "FromLinear", v64, FromLinear(v64), oldOETF64(v64))
-		v32 := float32(i) / 255
-		same32(t, "ToLinear32", v32, ToLinear32(v32), oldEOTF32(v32))
-		same32(t, "FromLinear32", v32, FromLinear32(v32), oldOETF32(v32))
-		// The 8-bit code each encoding rounds to.
-		if a, b := uint8(FromLinear32(v32)*255+0.5), uint8(oldOETF32(v32)*255+0.5); a != b {
-			t.Fatalf("code of %v: %d, was %d", v32, a, b)
-		}
-		if a, b := math.Round(255*FromLinear(v64)), math.Round(255*oldOETF64(v64)); a != b {
-			t.Fatalf("code of %v: %v, was %v", v64, a, b)
-		}
+		put64(e64(float64(i) / 255))
+		put64(o64(float64(i) / 255))
+		put32(e32(float32(i) / 255))
+		put32(o32(float32(i) / 255))
 	}
-}
-
-// TestSweep compares old and new on a dense sweep of [-0.01, 1.01] (2^20
-// steps) and on every float32 around both thresholds.
-func TestSweep(t *testing.T) {
 	const n = 1 << 20
 	for i := 0; i <= n; i++ {
-		v64 := -0.01 + 1.02*float64(i)/n
-		same64(t, "ToLinear", v64, ToLinear(v64), oldEOTF64(v64))
-		same64(t, "FromLinear", v64, FromLinear(v64), oldOETF64(v64))
-		v32 := float32(v64)
-		same32(t, "ToLinear32", v32, ToLinear32(v32), oldEOTF32(v32))
-		same32(t, "FromLinear32", v32, FromLinear32(v32), oldOETF32(v32))
+		v := -0.01 + 1.02*float64(i)/n
+		put64(e64(v))
+		put64(o64(v))
+		put32(e32(float32(v)))
+		put32(o32(float32(v)))
 	}
 	for _, thr := range []float32{0.04045, 0.0031308} {
-		b := math.Float32bits(thr)
+		tb := math.Float32bits(thr)
 		for d := uint32(0); d < 4096; d++ {
-			for _, v := range []float32{math.Float32frombits(b - d), math.Float32frombits(b + d)} {
-				same32(t, "ToLinear32", v, ToLinear32(v), oldEOTF32(v))
-				same32(t, "FromLinear32", v, FromLinear32(v), oldOETF32(v))
-				same64(t, "ToLinear", float64(v), ToLinear(float64(v)), oldEOTF64(float64(v)))
-				same64(t, "FromLinear", float64(v), FromLinear(float64(v)), oldOETF64(float64(v)))
+			for _, v := range []float32{math.Float32frombits(tb - d), math.Float32frombits(tb + d)} {
+				put32(e32(v))
+				put32(o32(v))
+				put64(e64(float64(v)))
+				put64(o64(float64(v)))
 			}
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// TestSameAsReplacedCopies: the shared curve gives, to the bit, what the
+// copies it replaced gave.
+func TestSameAsReplacedCopies(t *testing.T) {
+	if got := sweepDigest(ToLinear, FromLinear, ToLinear32, FromLinear32); got != oldDigest {
+		t.Fatalf("digest %s, the replaced copies gave %s", got, oldDigest)
+	}
+}
+
+// TestCodes: the 8-bit codes the callers' tables derive round-trip.
+func TestCodes(t *testing.T) {
+	for i := 0; i < 256; i++ {
+		v := float32(i) / 255
+		if c := uint8(FromLinear32(ToLinear32(v))*255 + 0.5); c != uint8(i) {
+			t.Fatalf("code %d round-trips to %d", i, c)
+		}
+		if c := math.Round(255 * FromLinear(ToLinear(float64(i)/255))); c != float64(i) {
+			t.Fatalf("code %d round-trips to %v", i, c)
 		}
 	}
 }
