@@ -193,10 +193,14 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 			return nil, fmt.Errorf("%w: cuda (needs libonnxruntime_providers_cuda.so beside the library, CUDA 12 and cuDNN 9): %v", ErrProvider, err)
 		}
 	}
+	// The graph is rewritten in memory (the file stays the verified one):
+	// rescaled when a scalable model runs at another size (Card.At), and
+	// in fp32 on the CPU provider, which has no fp16 kernels for most ops
+	// on x86 and would otherwise wrap them in casts (Float32Graph: IS-Net
+	// runs about 7% faster, same output to 3e-4). CUDA keeps fp16.
+	rescale, widen := c.Native != 0, r.o.Provider == CPU
 	var sess *ort.DynamicAdvancedSession
-	if c.Native != 0 && c.Native != c.Width {
-		// A scalable model run at another size (Card.At): its graph is
-		// rescaled in memory; the file stays the verified one.
+	if rescale || widen {
 		// err is the function's: the session's error below is checked
 		// after the if (a := here shadowed it, and a failed session of a
 		// rescaled graph went unnoticed).
@@ -205,8 +209,15 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
 		}
-		if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
-			return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
+		if rescale {
+			if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
+				return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
+			}
+		}
+		if widen {
+			if data, err = Float32Graph(data); err != nil {
+				return nil, fmt.Errorf("infer: model %s in fp32: %w", c.Name, err)
+			}
 		}
 		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input}, []string{c.Output}, so)
 	} else {
