@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
+	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/kernels"
 )
 
@@ -60,13 +60,6 @@ type AutoPlan struct {
 
 // Close frees the plan's resources.
 func (a *AutoPlan) Close() {}
-
-func srgbToLinear(v float64) float64 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return math.Pow((v+0.055)/1.055, 2.4)
-}
 
 // PlanAuto looks at the clip (at the flow size, w x h) and picks the
 // method: a chroma screen on the borders of frame 0, else the network
@@ -140,7 +133,7 @@ func detectScreen(pix []float32, w, h int) (kernels.ChromaParams, bool) {
 		}
 		var lin [3]float32
 		for c := range lin {
-			lin[c] = float32(srgbToLinear(med[c]))
+			lin[c] = float32(srgb.ToLinear(med[c]))
 		}
 		return kernels.ChromaParams{Screen: lin, Channel: ch, Low: 0.15, High: 0.5}, true
 	}
