@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/vfxrender/vfx/frame"
@@ -61,6 +62,12 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		for y := y0; y < y1; y++ {
 			st := int(ty.start[y])
 			ws := ty.w[ty.off[y]:ty.off[y+1]]
+			if src.Format == frame.Gray8 && len(ws) <= 4 {
+				// The conversion (a table) inside vtaps' sums.
+				grayVtaps(sc.t, src, st, ws, &d.lut.gray8)
+				htaps(o.plane(0)[y*dw:][:dw], sc.t, &tx)
+				continue
+			}
 			for k := range ws {
 				var q [3][]float32
 				for c := range o.c {
@@ -198,12 +205,17 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		}
 		alphaRow := func(y int) []float32 { return nil }
 		if alpha != nil {
-			for y := y0; y < y1; y++ {
-				alphaRows([3][]float32{st.al[(y-y0)*w:][:w]}, y, 0, w)
-			}
 			alphaRow = func(y int) []float32 { return st.al[(y-y0)*w:][:w] }
 		}
-		j.begin(st.sc, y0, y1, alphaRow)
+		// The matte's nonzero span of each row, from its codes (a code
+		// is 0 exactly where its value is); only the span is converted.
+		j.begin(st.sc, y0, y1, func(y int) (int, int) {
+			l, r := nonzeroSpanBytes(alpha.Planes[0][y*alpha.Strides[0]:][:w])
+			if l < r {
+				alphaRows([3][]float32{alphaRow(y)}, y, l, r)
+			}
+			return l, r
+		})
 		rowOf := func(buf []float32, r int) [3][]float32 {
 			return [3][]float32{buf[(0+r)*w:][:w], buf[(2+r)*w:][:w], buf[(4+r)*w:][:w]}
 		}
@@ -298,4 +310,56 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		}
 	})
 	return nil
+}
+
+// grayVtaps is vtaps over up to four rows of a Gray8 frame (from row st)
+// converted by lut, with vtaps' sums in its order: the same values
+// without the converted rows.
+func grayVtaps(t []float32, f *frame.HostFrame, st int, ws []float32, lut *[256]float32) {
+	n := len(t)
+	row := func(k int) []byte { return f.Planes[0][(st+k)*f.Strides[0]:][:n] }
+	switch len(ws) {
+	case 4:
+		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
+		w0, w1, w2, w3 := ws[0], ws[1], ws[2], ws[3]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]] + w3*lut[r3[x]]
+		}
+	case 3:
+		r0, r1, r2 := row(0), row(1), row(2)
+		w0, w1, w2 := ws[0], ws[1], ws[2]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]]
+		}
+	case 2:
+		r0, r1 := row(0), row(1)
+		w0, w1 := ws[0], ws[1]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]]
+		}
+	default:
+		r0, w0 := row(0), ws[0]
+		for x := range t {
+			t[x] = w0 * lut[r0[x]]
+		}
+	}
+}
+
+// nonzeroSpanBytes returns [l, r): from the first to one past the last
+// nonzero byte of b (l == r when there is none), eight bytes at a time.
+func nonzeroSpanBytes(b []byte) (l, r int) {
+	r = len(b)
+	for l+8 <= r && binary.LittleEndian.Uint64(b[l:]) == 0 {
+		l += 8
+	}
+	for l < r && b[l] == 0 {
+		l++
+	}
+	for r-8 >= l && binary.LittleEndian.Uint64(b[r-8:]) == 0 {
+		r -= 8
+	}
+	for r > l && b[r-1] == 0 {
+		r--
+	}
+	return l, r
 }

@@ -485,7 +485,7 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 			scr[wk] = j.newScratch(band)
 		}
 		sc := scr[wk]
-		j.begin(sc, y0, y1, j.alphaRow)
+		j.begin(sc, y0, y1, j.alphaSpan)
 		for y := y0; y < y1; y++ {
 			lo := y * w
 			j.row(sc, y, y0, j.srcRows(y), j.alphaRow(y), 0, w, [3][]float32{o.plane(0)[lo:][:w], o.plane(1)[lo:][:w], o.plane(2)[lo:][:w]})
@@ -545,7 +545,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 			st = &strip{sc: j.newScratch(band), pix: make([]float32, 6*w)}
 			strips[wk] = st
 		}
-		j.begin(st.sc, y0, y1, j.alphaRow)
+		j.begin(st.sc, y0, y1, j.alphaSpan)
 		rowOf := func(r int) [3][]float32 {
 			return [3][]float32{st.pix[(0+r)*w:][:w], st.pix[(2+r)*w:][:w], st.pix[(4+r)*w:][:w]}
 		}
@@ -782,6 +782,9 @@ func (j *gcJob) srcRows(y int) [3][]float32 {
 	return [3][]float32{j.s.plane(0)[lo:][:j.w], j.s.plane(1)[lo:][:j.w], j.s.plane(2)[lo:][:j.w]}
 }
 
+// alphaSpan is the nonzero span of row y of the alpha image.
+func (j *gcJob) alphaSpan(y int) (int, int) { return nonzeroSpan(j.alphaRow(y)) }
+
 // alphaRow returns row y of the alpha image (nil without one).
 func (j *gcJob) alphaRow(y int) []float32 {
 	if j.a == nil {
@@ -809,13 +812,13 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 // With a matte, the columns outside [first, last] nonzero alpha of a row
 // are pure background, and the gain and alphaBlur rows are only
 // resampled over the band's hull of the nonzero spans.
-func (j *gcJob) begin(sc *gcScratch, y0, y1 int, alphaRow func(y int) []float32) {
+func (j *gcJob) begin(sc *gcScratch, y0, y1 int, spanOf func(y int) (l, r int)) {
 	w := j.w
 	hl, hr := 0, w
 	if j.hasAlpha {
 		hl, hr = w, 0
 		for y := y0; y < y1; y++ {
-			l, r := nonzeroSpan(alphaRow(y))
+			l, r := spanOf(y)
 			sc.span[y-y0] = [2]int{l, r}
 			if l < r {
 				hl, hr = min(hl, l), max(hr, r)

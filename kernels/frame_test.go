@@ -71,6 +71,8 @@ func TestResizeAreaFrameMatchesChain(t *testing.T) {
 			{frame.YUV420P, 3, 40, 30, 40, 30},
 			{frame.RGB24, 3, 51, 29, 17, 11},
 			{frame.Gray8, 1, 64, 36, 24, 9},
+			{frame.Gray8, 1, 64, 48, 16, 12},
+			{frame.Gray8, 1, 30, 20, 20, 10},
 			{frame.Gray8, 1, 33, 21, 33, 5},
 		} {
 			t.Run(fmt.Sprintf("w%d/%v/%dx%d-%dx%d", workers, tc.f, tc.w, tc.h, tc.ow, tc.oh), func(t *testing.T) {
