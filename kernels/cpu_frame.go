@@ -39,7 +39,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 	if o.w == sw && o.h == sh {
 		return d.Upload(dst, src)
 	}
-	tx, ty := areaTaps(o.w, sw), areaTaps(o.h, sh)
+	tx, ty := d.areaTable(o.w, sw), d.areaTable(o.h, sh)
 	maxK := 0
 	for y := range o.h {
 		maxK = max(maxK, int(ty.off[y+1]-ty.off[y]))
@@ -49,13 +49,23 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		t  []float32
 	}
 	scr := make([]*scratch, d.workers)
+	defer func() {
+		for _, sc := range scr {
+			if sc != nil {
+				d.release(sc.t)
+				for _, b := range sc.in {
+					d.release(b)
+				}
+			}
+		}
+	}()
 	dw := o.w
 	d.parallel(o.h, bandRows(dw), func(wk, y0, y1 int) {
 		sc := scr[wk]
 		if sc == nil {
-			sc = &scratch{t: make([]float32, sw)}
+			sc = &scratch{t: d.scratch(sw)}
 			for c := range o.c {
-				sc.in[c] = make([]float32, maxK*sw)
+				sc.in[c] = d.scratch(maxK * sw)
 			}
 			scr[wk] = sc
 		}
@@ -65,7 +75,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 			if src.Format == frame.Gray8 && len(ws) <= 4 {
 				// The conversion (a table) inside vtaps' sums.
 				grayVtaps(sc.t, src, st, ws, &d.lut.gray8)
-				htaps(o.plane(0)[y*dw:][:dw], sc.t, &tx)
+				htaps(o.plane(0)[y*dw:][:dw], sc.t, tx)
 				continue
 			}
 			for k := range ws {
@@ -77,7 +87,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 			}
 			for c := range o.c {
 				vtaps(sc.t, sc.in[c], sw, 0, ws)
-				htaps(o.plane(c)[y*dw:][:dw], sc.t, &tx)
+				htaps(o.plane(c)[y*dw:][:dw], sc.t, tx)
 			}
 		}
 	})
@@ -169,7 +179,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			return err
 		}
 	}
-	j, err := newGCJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := newGCJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTable)
 	if err != nil {
 		return err
 	}
@@ -181,15 +191,16 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		bgCodes.ColorSpace != dst.ColorSpace || bgCodes.FullRange != dst.FullRange || bgCodes.Validate() != nil) {
 		bgCodes = nil // not usable: convert everything
 	}
-	type strip struct {
-		sc  *gcScratch
-		pix []float32 // output: two rows of 3 channels, [c*2*w + r*w : ...]
-		src []float32 // source: the same layout
-		al  []float32 // the band's matte rows
-	}
 	band := bandRows(w)
 	band += band & 1
-	strips := make([]*strip, d.workers)
+	strips := make([]*frameStrip, d.workers)
+	defer func() {
+		for _, st := range strips {
+			if st != nil {
+				d.strips.Put(st)
+			}
+		}
+	}()
 	csi, fri := fullRangeIdx(dst)
 	k := &d.lut.yuvOut[csi][fri]
 	ob := &d.lut.oetfU
@@ -197,10 +208,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 	d.parallel(h, band, func(wk, y0, y1 int) {
 		st := strips[wk]
 		if st == nil {
-			st = &strip{sc: j.newScratch(band), pix: make([]float32, 6*w), src: make([]float32, 6*w)}
-			if alpha != nil {
-				st.al = make([]float32, band*w)
-			}
+			st = d.strip(w, band)
 			strips[wk] = st
 		}
 		alphaRow := func(y int) []float32 { return nil }
@@ -362,4 +370,52 @@ func nonzeroSpanBytes(b []byte) (l, r int) {
 		r--
 	}
 	return l, r
+}
+
+// frameStrip is one worker's scratch of GainCompositeLookFrame for a
+// width and band height, kept in the device between calls.
+type frameStrip struct {
+	w, band int
+	sc      *gcScratch
+	pix     []float32 // output: two rows of 3 channels, [c*2*w + r*w : ...]
+	src     []float32 // source: the same layout
+	al      []float32 // the band's matte rows
+}
+
+// strip returns a pooled frameStrip of width w and band height band, or a
+// new one.
+func (d *CPU) strip(w, band int) *frameStrip {
+	if st, ok := d.strips.Get().(*frameStrip); ok && st.w == w && st.band == band {
+		return st
+	}
+	return &frameStrip{w: w, band: band, sc: newFullScratch(w, band),
+		pix: make([]float32, 6*w), src: make([]float32, 6*w), al: make([]float32, band*w)}
+}
+
+// tabKey names a cached resampling table.
+type tabKey struct {
+	kind    byte // 'a' area taps, 'b' bilinear
+	out, in int
+}
+
+// areaTable is areaTaps(out, in), made once per device.
+func (d *CPU) areaTable(out, in int) *taps {
+	k := tabKey{'a', out, in}
+	if t, ok := d.tabs.Load(k); ok {
+		return t.(*taps)
+	}
+	t := areaTaps(out, in)
+	v, _ := d.tabs.LoadOrStore(k, &t)
+	return v.(*taps)
+}
+
+// bilinTable is bilinTable(out, in), made once per device.
+func (d *CPU) bilinTable(out, in int) bilin {
+	k := tabKey{'b', out, in}
+	if t, ok := d.tabs.Load(k); ok {
+		return *t.(*bilin)
+	}
+	t := bilinTable(out, in)
+	v, _ := d.tabs.LoadOrStore(k, &t)
+	return *v.(*bilin)
 }

@@ -717,7 +717,7 @@ func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow
 	if err := sameSize(op, s, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
 		return nil, err
 	}
-	j, err := newGCJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := newGCJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
 	if err != nil {
 		return nil, err
 	}
@@ -728,7 +728,8 @@ func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow
 // newGCJobLow checks GainComposite's inputs other than src and alpha
 // against a w x h output (hasAlpha: a matte is given) and builds the
 // sampling tables.
-func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*gcJob, error) {
+func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32,
+	table func(out, in int) bilin) (*gcJob, error) {
 	gl, err := cpuImg(op, "gainLow", gainLow)
 	if err != nil {
 		return nil, err
@@ -769,9 +770,9 @@ func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaB
 	}
 	j := &gcJob{w: w, h: h, hasAlpha: hasAlpha, b: b, bb: bb, gl: gl, abl: abl,
 		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue}
-	j.gx, j.gy = bilinTable(w, gl.w), bilinTable(h, gl.h)
+	j.gx, j.gy = table(w, gl.w), table(h, gl.h)
 	if j.doWrap {
-		j.ax, j.ay = bilinTable(w, abl.w), bilinTable(h, abl.h)
+		j.ax, j.ay = table(w, abl.w), table(h, abl.h)
 	}
 	return j, nil
 }
@@ -791,6 +792,13 @@ func (j *gcJob) alphaRow(y int) []float32 {
 		return nil
 	}
 	return j.a.plane(0)[y*j.w:][:j.w]
+}
+
+// newFullScratch is a gcScratch for any gcJob of width w (wrap and
+// shadow rows included) and bands of up to band rows.
+func newFullScratch(w, band int) *gcScratch {
+	return &gcScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
+		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w)}
 }
 
 func (j *gcJob) newScratch(band int) *gcScratch {
