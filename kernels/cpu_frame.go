@@ -419,3 +419,4 @@ func (d *CPU) bilinTable(out, in int) bilin {
 	v, _ := d.tabs.LoadOrStore(k, &t)
 	return *v.(*bilin)
 }
+

@@ -230,3 +230,40 @@ func TestGainCompositeLookFrameErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSHEvalFastPathMatchesGeneral checks SHEval's one- and three-channel
+// loop bit for bit against the general loop (two channels).
+func TestSHEvalFastPathMatchesGeneral(t *testing.T) {
+	d := NewCPU(2)
+	defer d.Close()
+	w, h := 53, 29
+	rng := newRNG(7)
+	nrm := img(t, d, w, h, 3, randNormals(rng, w*h, false))
+	var cs [3]SH9
+	for c := range cs {
+		for k := range cs[c] {
+			cs[c][k] = rng.Float32()*2 - 1
+		}
+	}
+	three := img(t, d, w, h, 3, nil)
+	if err := d.SHEval(three, nrm, cs[:]); err != nil {
+		t.Fatal(err)
+	}
+	one := img(t, d, w, h, 1, nil)
+	two := img(t, d, w, h, 2, nil)
+	tp := pixels(t, d, three)
+	for c := range cs {
+		if err := d.SHEval(one, nrm, cs[c:c+1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SHEval(two, nrm, []SH9{cs[c], cs[c]}); err != nil {
+			t.Fatal(err)
+		}
+		op, gp := pixels(t, d, one), pixels(t, d, two)
+		for i := range op {
+			if op[i] != gp[i] || tp[c*w*h+i] != gp[i] {
+				t.Fatalf("channel %d pixel %d: 1ch %v, 3ch %v, general %v", c, i, op[i], tp[c*w*h+i], gp[i])
+			}
+		}
+	}
+}
