@@ -419,4 +419,3 @@ func (d *CPU) bilinTable(out, in int) bilin {
 	v, _ := d.tabs.LoadOrStore(k, &t)
 	return *v.(*bilin)
 }
-
