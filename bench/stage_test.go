@@ -102,19 +102,25 @@ func (s *stageStart) report(b *testing.B, n int) {
 }
 
 // BenchmarkStageDecode1080p decodes the source (YUV420P) and the matte
-// (Gray8) of the 1080p fixture into two reused frames, as the job does.
-func BenchmarkStageDecode1080p(b *testing.B) {
+// (Gray8) of the 1080p fixture into two reused frames, as the job does
+// (one decoder thread each); BenchmarkStageDecode1080pThreaded with
+// FFmpeg's automatic threading.
+func BenchmarkStageDecode1080p(b *testing.B) { benchStageDecode(b, 1) }
+
+func BenchmarkStageDecode1080pThreaded(b *testing.B) { benchStageDecode(b, 0) }
+
+func benchStageDecode(b *testing.B, threads int) {
 	ctx := context.Background()
 	p, _, _, _ := stageFixture(b)
 	st := startStage(b)
 	n := 0
 	src, matte := &frame.HostFrame{}, &frame.HostFrame{}
 	for i := 0; i < b.N; i++ {
-		sd, err := codec.NewDecoder(ctx, codec.FileInput(p.Source), codec.DefaultLimits(), codec.DecodeOptions{Format: frame.YUV420P})
+		sd, err := codec.NewDecoder(ctx, codec.FileInput(p.Source), codec.DefaultLimits(), codec.DecodeOptions{Format: frame.YUV420P, Threads: threads})
 		if err != nil {
 			b.Fatal(err)
 		}
-		md, err := codec.NewDecoder(ctx, codec.FileInput(p.Matte), codec.DefaultLimits(), codec.DecodeOptions{Format: frame.Gray8})
+		md, err := codec.NewDecoder(ctx, codec.FileInput(p.Matte), codec.DefaultLimits(), codec.DecodeOptions{Format: frame.Gray8, Threads: threads})
 		if err != nil {
 			b.Fatal(err)
 		}
