@@ -63,9 +63,10 @@ $(MINIO_BIN):
 bench: deps
 	$(GO) test -run=NONE -bench=. -timeout 30m ./...
 
-## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on a 240-frame 1080p custom-matte job.
+## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on a 240-frame 1080p custom-matte job with
+## a reference image, at x264 veryfast and medium (one round each; `bin/vfx bench ffmpeg --rounds 3` for best of 3).
 bench-ffmpeg: build
-	$(BIN)/vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080
+	$(BIN)/vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080 --preset veryfast,medium
 
 ## bench-matte: the mattes on real footage (../shared/datasets/davis2016-train), every mode, one row per
 ## clip and mode, the means, and a contact sheet; the network's maps are kept in out/netcache so that a

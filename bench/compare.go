@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -38,15 +39,19 @@ type Measure struct {
 
 // CompareReport is the result of CompareFFmpeg.
 type CompareReport struct {
-	Frames        int
-	Width, Height int
-	Preset        string
-	CRF           int
-	X264Params    string
-	FFmpeg, VFX   Measure
-	Ratio         float64 // VFX.Wall / FFmpeg.Wall
-	FFmpegCmd     []string
-	VFXCmd        []string
+	// LoadBefore and LoadAfter are the machine's 1-minute load averages
+	// (/proc/loadavg; -1 when unknown) when the runs began and ended: the
+	// wall times mean little on a loaded machine.
+	LoadBefore, LoadAfter float64
+	Frames                int
+	Width, Height         int
+	Preset                string
+	CRF                   int
+	X264Params            string
+	FFmpeg, VFX           Measure
+	Ratio                 float64 // VFX.Wall / FFmpeg.Wall
+	FFmpegCmd             []string
+	VFXCmd                []string
 }
 
 // String is a human summary, one measurement per line.
@@ -54,16 +59,19 @@ func (r CompareReport) String() string {
 	return fmt.Sprintf("composite %d frames %dx%d, x264 preset %s crf %d x264-params %s\n"+
 		"ffmpeg (alphamerge+overlay+libx264, 1 output):  %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
 		"vfx render (relight+composite, 3 outputs):      %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
-		"ratio vfx/ffmpeg (wall): %.2fx",
+		"ratio vfx/ffmpeg (wall): %.2fx  (cpu: %.2fx; load average %.2f before, %.2f after)",
 		r.Frames, r.Width, r.Height, r.Preset, r.CRF, r.X264Params,
 		r.FFmpeg.Wall.Seconds(), r.FFmpeg.CPU.Seconds(), r.FFmpeg.MaxRSS>>20,
-		r.VFX.Wall.Seconds(), r.VFX.CPU.Seconds(), r.VFX.MaxRSS>>20, r.Ratio)
+		r.VFX.Wall.Seconds(), r.VFX.CPU.Seconds(), r.VFX.MaxRSS>>20, r.Ratio,
+		r.VFX.CPU.Seconds()/r.FFmpeg.CPU.Seconds(), r.LoadBefore, r.LoadAfter)
 }
 
 // CompareFFmpeg writes the fixture (unless already there), then times the
-// ffmpeg command line (alphamerge + overlay + libx264) and `vfx render
-// --alpha-mode custom` on the same source, matte and background, at the
-// same preset and CRF, one after the other in this process.
+// ffmpeg command line (alphamerge + overlay on the reference image +
+// libx264) and `vfx render --alpha-mode custom --reference` on the same
+// source, matte and reference, at the same preset and CRF, one after the
+// other in this process, alternating for Rounds rounds and keeping the
+// best wall time of each.
 func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error) {
 	if o.Preset == "" {
 		o.Preset = "medium"
@@ -98,7 +106,7 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 			return CompareReport{}, fmt.Errorf("bench: %w", err)
 		}
 	}
-	rep := CompareReport{Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF, X264Params: o.X264Params}
+	rep := CompareReport{LoadBefore: loadAverage(), Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF, X264Params: o.X264Params}
 	rep.FFmpegCmd = []string{ff, "-hide_banner", "-loglevel", "error", "-y",
 		"-i", paths.Source, "-i", paths.Matte, "-loop", "1", "-i", paths.Reference,
 		"-filter_complex", "[1:v]format=gray[m];[0:v][m]alphamerge[fg];[2:v][fg]overlay=shortest=1:format=auto,format=yuv420p[out]",
@@ -124,7 +132,25 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 		rep.VFX = best(rep.VFX, m)
 	}
 	rep.Ratio = rep.VFX.Wall.Seconds() / rep.FFmpeg.Wall.Seconds()
+	rep.LoadAfter = loadAverage()
 	return rep, nil
+}
+
+// loadAverage is the 1-minute load average, or -1 when unknown.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 func best(a, b Measure) Measure {

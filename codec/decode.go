@@ -31,6 +31,11 @@ type DecodeOptions struct {
 	// off: it disables the SIMD paths, 5x slower for a rounding difference
 	// of at most 1).
 	Width, Height int
+	// Threads is the video decoder's thread count: 0 lets FFmpeg choose
+	// (frame and slice threading over every core), 1 decodes on the
+	// calling thread only (less memory and no hand-off between threads,
+	// for a stream that a pipeline decodes beside other work).
+	Threads int
 }
 
 // Decoder streams the frames of one source as frame.HostFrame. It is not
@@ -60,6 +65,9 @@ func NewDecoder(ctx context.Context, in Input, lim Limits, opts DecodeOptions) (
 	lim = lim.withDefaults()
 	if opts.Width < 0 || opts.Height < 0 || opts.Width > maxOutputSide || opts.Height > maxOutputSide {
 		return nil, fmt.Errorf("codec: new decoder: output size %dx%d out of range", opts.Width, opts.Height)
+	}
+	if opts.Threads < 0 || opts.Threads > 1 {
+		return nil, fmt.Errorf("codec: new decoder: threads %d: want 0 (automatic) or 1", opts.Threads)
 	}
 	switch opts.Format {
 	case 0, frame.YUV420P, frame.RGB24, frame.Gray8:
@@ -102,7 +110,7 @@ func NewDecoder(ctx context.Context, in Input, lim Limits, opts DecodeOptions) (
 	}
 	d.flags |= swsFullChrHInt | swsFullChrHInp
 	if d.info.Kind == KindVideo {
-		if s.dec, err = openDecodeLoop(s.dm, s.stream, lim, true); err != nil {
+		if s.dec, err = openDecodeLoop(s.dm, s.stream, lim, opts.Threads != 1); err != nil {
 			return nil, err
 		}
 	}

@@ -36,6 +36,11 @@ type CPU struct {
 	closed  atomic.Bool
 	pool    bufPool
 	lut     *luts
+	// tabs caches resampling tables (immutable once made) by kind and
+	// sizes; strips the per-worker scratch of the frame ops, so that a
+	// job's frames allocate nothing at full resolution.
+	tabs   sync.Map
+	strips sync.Pool
 }
 
 // NewCPU returns a CPU device that uses up to workers goroutines per op

@@ -485,10 +485,10 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 			scr[wk] = j.newScratch(band)
 		}
 		sc := scr[wk]
-		j.begin(sc, y0, y1)
+		j.begin(sc, y0, y1, j.alphaSpan)
 		for y := y0; y < y1; y++ {
 			lo := y * w
-			j.row(sc, y, y0, [3][]float32{o.plane(0)[lo:][:w], o.plane(1)[lo:][:w], o.plane(2)[lo:][:w]})
+			j.row(sc, y, y0, j.srcRows(y), j.alphaRow(y), 0, w, [3][]float32{o.plane(0)[lo:][:w], o.plane(1)[lo:][:w], o.plane(2)[lo:][:w]})
 		}
 	})
 	return nil
@@ -545,14 +545,14 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 			st = &strip{sc: j.newScratch(band), pix: make([]float32, 6*w)}
 			strips[wk] = st
 		}
-		j.begin(st.sc, y0, y1)
+		j.begin(st.sc, y0, y1, j.alphaSpan)
 		rowOf := func(r int) [3][]float32 {
 			return [3][]float32{st.pix[(0+r)*w:][:w], st.pix[(2+r)*w:][:w], st.pix[(4+r)*w:][:w]}
 		}
 		if !yuv {
 			q := rowOf(0)
 			for y := y0; y < y1; y++ {
-				j.row(st.sc, y, y0, q)
+				j.row(st.sc, y, y0, j.srcRows(y), j.alphaRow(y), 0, w, q)
 				d.lut.rgbOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
 			}
 			return
@@ -561,9 +561,9 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 			cy := y >> 1
 			y2 := min(y+1, h-1) // odd height: the last row pairs with itself
 			qa, qb := rowOf(0), rowOf(1)
-			j.row(st.sc, y, y0, qa)
+			j.row(st.sc, y, y0, j.srcRows(y), j.alphaRow(y), 0, w, qa)
 			if y2 != y {
-				j.row(st.sc, y2, y0, qb)
+				j.row(st.sc, y2, y0, j.srcRows(y2), j.alphaRow(y2), 0, w, qb)
 			} else {
 				qb = qa
 			}
@@ -580,7 +580,8 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 // rows are written by begin (once per band) and row (per row, in order).
 type gcJob struct {
 	w, h           int
-	s, a, b, bb    *cpuImage
+	hasAlpha       bool
+	s, a, b, bb    *cpuImage // s and a are nil when the rows come from host frames
 	gl, abl        *cpuImage
 	gx, gy, ax, ay bilin
 	doWrap         bool
@@ -636,7 +637,7 @@ func (j *gcJob) setLook(op string, look CompositeLook) error {
 	if err := sameSize(op, j.gl, []string{"FgLow", "BgOldLow", "ShadowLow"}, fm, bm, sh); err != nil {
 		return err
 	}
-	if j.a != nil {
+	if j.hasAlpha {
 		j.fm, j.bm, j.sh = fm, bm, sh
 	}
 	if j.sh != nil {
@@ -716,13 +717,88 @@ func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow
 	if err := sameSize(op, s, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
 		return nil, err
 	}
-	j := &gcJob{w: w, h: h, s: s, a: a, b: b, bb: bb, gl: gl, abl: abl,
+	j, err := newGCJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
+	if err != nil {
+		return nil, err
+	}
+	j.s, j.a = s, a
+	return j, nil
+}
+
+// newGCJobLow checks GainComposite's inputs other than src and alpha
+// against a w x h output (hasAlpha: a matte is given) and builds the
+// sampling tables.
+func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32,
+	table func(out, in int) bilin) (*gcJob, error) {
+	gl, err := cpuImg(op, "gainLow", gainLow)
+	if err != nil {
+		return nil, err
+	}
+	b, err := optImg(op, "bg", bg)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := optImg(op, "bgBlur", bgBlur)
+	if err != nil {
+		return nil, err
+	}
+	abl, err := optImg(op, "alphaBlurLow", alphaBlurLow)
+	if err != nil {
+		return nil, err
+	}
+	if hasAlpha && b == nil {
+		return nil, shapeErr(op, "bg is required when alpha is given")
+	}
+	for _, x := range []struct {
+		n string
+		m *cpuImage
+	}{{"gainLow", gl}, {"bg", b}, {"bgBlur", bb}} {
+		if err := wantChannels(op, x.n, x.m, 3); err != nil {
+			return nil, err
+		}
+	}
+	if err := wantChannels(op, "alphaBlurLow", abl, 1); err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		n string
+		m *cpuImage
+	}{{"bg", b}, {"bgBlur", bb}} {
+		if x.m != nil && (x.m.w != w || x.m.h != h) {
+			return nil, shapeErr(op, "%s is %s, want %dx%d", x.n, dims(x.m), w, h)
+		}
+	}
+	j := &gcJob{w: w, h: h, hasAlpha: hasAlpha, b: b, bb: bb, gl: gl, abl: abl,
 		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue}
-	j.gx, j.gy = bilinTable(w, gl.w), bilinTable(h, gl.h)
+	j.gx, j.gy = table(w, gl.w), table(h, gl.h)
 	if j.doWrap {
-		j.ax, j.ay = bilinTable(w, abl.w), bilinTable(h, abl.h)
+		j.ax, j.ay = table(w, abl.w), table(h, abl.h)
 	}
 	return j, nil
+}
+
+// srcRows returns row y of the src image's three planes.
+func (j *gcJob) srcRows(y int) [3][]float32 {
+	lo := y * j.w
+	return [3][]float32{j.s.plane(0)[lo:][:j.w], j.s.plane(1)[lo:][:j.w], j.s.plane(2)[lo:][:j.w]}
+}
+
+// alphaSpan is the nonzero span of row y of the alpha image.
+func (j *gcJob) alphaSpan(y int) (int, int) { return nonzeroSpan(j.alphaRow(y)) }
+
+// alphaRow returns row y of the alpha image (nil without one).
+func (j *gcJob) alphaRow(y int) []float32 {
+	if j.a == nil {
+		return nil
+	}
+	return j.a.plane(0)[y*j.w:][:j.w]
+}
+
+// newFullScratch is a gcScratch for any gcJob of width w (wrap and
+// shadow rows included) and bands of up to band rows.
+func newFullScratch(w, band int) *gcScratch {
+	return &gcScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
+		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w)}
 }
 
 func (j *gcJob) newScratch(band int) *gcScratch {
@@ -744,13 +820,13 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 // With a matte, the columns outside [first, last] nonzero alpha of a row
 // are pure background, and the gain and alphaBlur rows are only
 // resampled over the band's hull of the nonzero spans.
-func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
+func (j *gcJob) begin(sc *gcScratch, y0, y1 int, spanOf func(y int) (l, r int)) {
 	w := j.w
 	hl, hr := 0, w
-	if j.a != nil {
+	if j.hasAlpha {
 		hl, hr = w, 0
 		for y := y0; y < y1; y++ {
-			l, r := nonzeroSpan(j.a.plane(0)[y*w:][:w])
+			l, r := spanOf(y)
 			sc.span[y-y0] = [2]int{l, r}
 			if l < r {
 				hl, hr = min(hl, l), max(hr, r)
@@ -776,15 +852,39 @@ func (j *gcJob) begin(sc *gcScratch, y0, y1 int) {
 	}
 }
 
-// row writes output row y (of the band begun at y0) into qs.
-func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
-	w, s, a, b, bb := j.w, j.s, j.a, j.b, j.bb
+// shadowCols returns the output columns [sl, sr) of row y where the
+// shadow's sample may be nonzero (sl == sr when there is none).
+func (j *gcJob) shadowCols(y int) (sl, sr int) {
+	if j.sh == nil {
+		return 0, 0
+	}
+	c0, c1 := j.shSpan[j.gy.i0[y]], j.shSpan[j.gy.i1[y]]
+	cl, cr := min(c0[0], c1[0]), max(c0[1], c1[1])
+	if c0[0] >= c0[1] {
+		cl, cr = c1[0], c1[1]
+	} else if c1[0] >= c1[1] {
+		cl, cr = c0[0], c0[1]
+	}
+	if cl >= cr {
+		return 0, 0
+	}
+	return j.shFirst[cl], j.shLast[cr]
+}
+
+// row writes output row y (of the band begun at y0) into qs, from the
+// source rows ss (three planes) and the alpha row al (nil without a
+// matte). With a matte only the columns [xl, xr) of qs are written, and
+// ss is read only where al is nonzero; [xl, xr) must hold every nonzero
+// alpha and shadow column of the row. Without one, [xl, xr) is the whole
+// row.
+func (j *gcJob) row(sc *gcScratch, y, y0 int, ss [3][]float32, al []float32, xl, xr int, qs [3][]float32) {
+	w, b, bb := j.w, j.b, j.bb
 	gl, abl, doWrap, wrap, maxValue := j.gl, j.abl, j.doWrap, j.wrap, j.maxV
 	gx, gy, ax, ay := &j.gx, &j.gy, &j.ax, &j.ay
 	lo := y * w
 	gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
 	gw0, gw1 := gy.w0[y], gy.w1[y]
-	if a == nil {
+	if !j.hasAlpha {
 		var wf []float32
 		if doWrap {
 			r0, r1 := sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), ax)
@@ -794,18 +894,18 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 		}
 		for c := range 3 {
 			g0, g1 := sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
-			ss := s.plane(c)[lo:][:w]
+			sv := ss[c][:w]
 			q := qs[c][:w]
 			if doWrap {
-				gainWrapRow(q, ss, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
+				gainWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
 			} else {
-				gainRow(q, ss, g0, g1, gw0, gw1, maxValue)
+				gainRow(q, sv, g0, g1, gw0, gw1, maxValue)
 			}
 		}
 		return
 	}
-	al := a.plane(0)[lo:][:w]
-	var bs, ss, bbs, g0s, g1s [3][]float32
+	al = al[:w]
+	var bs, bbs, g0s, g1s [3][]float32
 	for c := range 3 {
 		qs[c] = qs[c][:w]
 		bs[c] = b.plane(c)[lo:][:w]
@@ -820,15 +920,7 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 		shx = sc.shx
 		clear(shx[sc.shL:sc.shR]) // zero outside the span, always
 		sc.shL, sc.shR = 0, 0
-		c0, c1 := j.shSpan[gj0], j.shSpan[gj1]
-		cl, cr := min(c0[0], c1[0]), max(c0[1], c1[1])
-		if c0[0] >= c0[1] {
-			cl, cr = c1[0], c1[1]
-		} else if c1[0] >= c1[1] {
-			cl, cr = c0[0], c0[1]
-		}
-		if cl < cr {
-			sl, sr = j.shFirst[cl], j.shLast[cr]
+		if sl, sr = j.shadowCols(y); sl < sr {
 			s0, s1 := sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, gx)
 			vlerp(shx[sl:sr], s0[sl:sr], s1[sl:sr], gw0, gw1)
 			sc.shL, sc.shR = sl, sr
@@ -847,14 +939,14 @@ func (j *gcJob) row(sc *gcScratch, y, y0 int, qs [3][]float32) {
 	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
 	if l >= r {
 		for c := range 3 {
-			bgCopy(qs[c], bs[c], 0, w)
+			bgCopy(qs[c], bs[c], xl, xr)
 		}
 		return
 	}
 	for c := range 3 {
-		bgCopy(qs[c], bs[c], 0, l)
-		bgCopy(qs[c], bs[c], r, w)
-		ss[c] = s.plane(c)[lo:][:w]
+		bgCopy(qs[c], bs[c], xl, l)
+		bgCopy(qs[c], bs[c], r, xr)
+		ss[c] = ss[c][:w]
 		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
 		if doWrap {
 			bbs[c] = bb.plane(c)[lo:][:w]

@@ -309,6 +309,17 @@ func (d *CPU) SHEval(dst, normals Image, coeffs []SH9) error {
 	NX, NY, NZ := n.plane(0), n.plane(1), n.plane(2)
 	cf := make([]SH9, len(coeffs))
 	copy(cf, coeffs)
+	if len(cf) == 1 || len(cf) == 3 {
+		d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+			lo, hi := y0*w, y1*w
+			var outs [3][]float32
+			for c := range cf {
+				outs[c] = o.plane(c)[lo:hi]
+			}
+			shEvalRows(outs[:len(cf)], NX[lo:hi], NY[lo:hi], NZ[lo:hi], cf)
+		})
+		return nil
+	}
 	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			x, y, z := NX[i], NY[i], NZ[i]
@@ -331,4 +342,40 @@ func (d *CPU) SHEval(dst, normals Image, coeffs []SH9) error {
 		}
 	})
 	return nil
+}
+
+// shEvalRows is SHEval's loop for one or three channels (len(outs) ==
+// len(cf)), with the basis and every sum in the general loop's order (so
+// bit-identical to it) and no bounds checks inside.
+func shEvalRows(outs [][]float32, nx, ny, nz []float32, cf []SH9) {
+	n := len(nx)
+	ny, nz = ny[:n], nz[:n]
+	const (
+		c0 = float32(0.282095)
+		c1 = float32(0.488603)
+		c2 = float32(1.092548)
+		c3 = float32(0.315392)
+		c4 = float32(0.546274)
+	)
+	k := cf[0]
+	o0 := outs[0][:n]
+	if len(cf) == 1 {
+		for i := range o0 {
+			x, y, z := nx[i], ny[i], nz[i]
+			o0[i] = k[0]*c0 + k[1]*(c1*y) + k[2]*(c1*z) + k[3]*(c1*x) + k[4]*(c2*x*y) +
+				k[5]*(c2*y*z) + k[6]*(c3*(3*z*z-1)) + k[7]*(c2*x*z) + k[8]*(c4*(x*x-y*y))
+		}
+		return
+	}
+	g, b := cf[1], cf[2]
+	o1, o2 := outs[1][:n], outs[2][:n]
+	for i := range o0 {
+		x, y, z := nx[i], ny[i], nz[i]
+		b1, b2, b3 := c1*y, c1*z, c1*x
+		b4, b5, b6 := c2*x*y, c2*y*z, c3*(3*z*z-1)
+		b7, b8 := c2*x*z, c4*(x*x-y*y)
+		o0[i] = k[0]*c0 + k[1]*b1 + k[2]*b2 + k[3]*b3 + k[4]*b4 + k[5]*b5 + k[6]*b6 + k[7]*b7 + k[8]*b8
+		o1[i] = g[0]*c0 + g[1]*b1 + g[2]*b2 + g[3]*b3 + g[4]*b4 + g[5]*b5 + g[6]*b6 + g[7]*b7 + g[8]*b8
+		o2[i] = b[0]*c0 + b[1]*b1 + b[2]*b2 + b[3]*b3 + b[4]*b4 + b[5]*b5 + b[6]*b6 + b[7]*b7 + b[8]*b8
+	}
 }

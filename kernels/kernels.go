@@ -219,6 +219,20 @@ type Ops interface {
 	// GainCompositeLookDownload is GainCompositeLook followed by Download
 	// into dst, as GainCompositeDownload is for GainComposite.
 	GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
+
+	// ResizeAreaFrame is Upload of the host frame src into an image of
+	// its size followed by ResizeArea into dst, with the same result:
+	// the low-resolution copy of a decoded frame without its
+	// full-resolution float image.
+	ResizeAreaFrame(dst Image, src *frame.HostFrame) error
+	// GainCompositeLookFrame is GainCompositeLookDownload with the
+	// source (YUV420P or RGB24) and the matte (Gray8; nil = no matte,
+	// then as GainCompositeDownload) given as host frames, with the same
+	// result as uploading them first. bgCodes, when not nil, is the
+	// Download of bg into a frame of dst's format, size, colour space and
+	// range: backends may copy its codes where the output is bg exactly
+	// (zero matte, no shadow); it is ignored when it does not fit dst.
+	GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
 }
 
 // CompositeLook are GainCompositeLook's optional low-resolution inputs.

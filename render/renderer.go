@@ -103,9 +103,10 @@ type Renderer struct {
 	light  Lighting
 
 	// Job constants.
-	bg, bgBlur   kernels.Image // full resolution; nil in fill mode
-	newSH        [3][9]float64 // target irradiance, before exposure normalisation
-	rimSH        [3][9]float64 // the rims' silhouette term, on the band's normals
+	bg, bgBlur   kernels.Image    // full resolution; nil in fill mode
+	bgCodes      *frame.HostFrame // bg downloaded for FrameFromHost (made on first use)
+	newSH        [3][9]float64    // target irradiance, before exposure normalisation
+	rimSH        [3][9]float64    // the rims' silhouette term, on the band's normals
 	parts        lightParts
 	subjFill     float64       // the fill factor set on the subject's halves, smoothed
 	nQ           kernels.Image // nDetail at an eighth of the low resolution
@@ -754,11 +755,11 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 	if err := r.checkShapes(dst, src, alpha); err != nil {
 		return err
 	}
-	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		if a == nil {
-			return r.ops.GainComposite(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+	return r.frame(ctx, r.lowImages(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+		if r.fill {
+			return r.ops.GainComposite(dst, src, nil, r.gain, nil, nil, nil, 0, 1)
 		}
-		return r.ops.GainCompositeLook(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
+		return r.ops.GainCompositeLook(dst, src, alpha, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -774,19 +775,103 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 	if dst == nil || dst.Width != r.w || dst.Height != r.h {
 		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
 	}
-	return r.frame(ctx, src, alpha, func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		if a == nil {
-			return r.ops.GainCompositeDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, wrap, 1)
+	return r.frame(ctx, r.lowImages(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+		if r.fill {
+			return r.ops.GainCompositeDownload(dst, src, nil, r.gain, nil, nil, nil, 0, 1)
 		}
-		return r.ops.GainCompositeLookDownload(dst, src, a, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
+		return r.ops.GainCompositeLookDownload(dst, src, alpha, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
-// frame runs the low-resolution analysis of one frame, then finish, the
-// fused full-resolution pass, with the matte, background, blurred
-// background, blurred low-resolution matte and wrap strength to use.
-func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
-	finish func(a, bg, bgBlur, aBlur kernels.Image, wrap float32) error) error {
+// FrameFromHost is FrameHost with the source and the matte given as the
+// decoded host frames (src YUV420P or RGB24, alpha Gray8, both Width x
+// Height; alpha is ignored, and may be nil, in fill mode), with the same
+// result as uploading them first: the device reads the 8-bit planes twice
+// (the low-resolution copies, then the fused composite) and no
+// full-resolution float image of the frame is made.
+func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.HostFrame) error {
+	for _, f := range []struct {
+		name string
+		f    *frame.HostFrame
+	}{{"dst", dst}, {"src", src}, {"alpha", alpha}} {
+		if f.name == "alpha" && r.fill {
+			continue
+		}
+		if f.f == nil || f.f.Width != r.w || f.f.Height != r.h {
+			return fmt.Errorf("render: frame: host %s must be %dx%d: %w", f.name, r.w, r.h, kernels.ErrShape)
+		}
+	}
+	if r.fill {
+		alpha = nil
+	}
+	low := func() error {
+		if err := r.ops.ResizeAreaFrame(r.srcLow, src); err != nil {
+			return fmt.Errorf("render: resize source: %w", err)
+		}
+		if alpha != nil {
+			if err := r.ops.ResizeAreaFrame(r.alphaLow, alpha); err != nil {
+				return fmt.Errorf("render: resize matte: %w", err)
+			}
+		}
+		return nil
+	}
+	return r.frame(ctx, low, func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+		if alpha == nil {
+			return r.ops.GainCompositeLookFrame(dst, src, nil, nil, r.gain, nil, nil, nil, kernels.CompositeLook{}, 0, 1)
+		}
+		codes, err := r.bgHost(dst)
+		if err != nil {
+			return err
+		}
+		return r.ops.GainCompositeLookFrame(dst, src, alpha, codes, r.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
+	})
+}
+
+// bgHost returns the background downloaded in dst's format, colour space
+// and range, made on first use and kept for the job (the composite copies
+// its codes where the frame is background only).
+func (r *Renderer) bgHost(dst *frame.HostFrame) (*frame.HostFrame, error) {
+	if c := r.bgCodes; c != nil && c.Format == dst.Format && c.ColorSpace == dst.ColorSpace && c.FullRange == dst.FullRange {
+		return c, nil
+	}
+	if dst.Format != frame.YUV420P {
+		return nil, nil // one image: nothing to reuse
+	}
+	c, err := frame.New(dst.Format, r.w, r.h)
+	if err != nil {
+		return nil, fmt.Errorf("render: background codes: %w", err)
+	}
+	c.ColorSpace, c.FullRange = dst.ColorSpace, dst.FullRange
+	if err := r.dev.Download(c, r.bg); err != nil {
+		return nil, fmt.Errorf("render: background codes: %w", err)
+	}
+	r.bgCodes = c
+	return c, nil
+}
+
+// lowImages returns frame's first step for device images: their
+// low-resolution copies.
+func (r *Renderer) lowImages(src, alpha kernels.Image) func() error {
+	return func() error {
+		if err := r.ops.ResizeArea(r.srcLow, src); err != nil {
+			return fmt.Errorf("render: resize source: %w", err)
+		}
+		if !r.fill {
+			if err := r.ops.ResizeArea(r.alphaLow, alpha); err != nil {
+				return fmt.Errorf("render: resize matte: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+// frame runs low (which makes the low-resolution copies srcLow and, but
+// in fill mode, alphaLow), the low-resolution analysis of one frame, then
+// finish, the fused full-resolution pass, with the matte, background,
+// blurred background, blurred low-resolution matte and wrap strength to
+// use.
+func (r *Renderer) frame(ctx context.Context, low func() error,
+	finish func(bg, bgBlur, aBlur kernels.Image, wrap float32) error) error {
 	if r.closed {
 		return errors.New("render: renderer is closed")
 	}
@@ -806,13 +891,8 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	}
 
 	// 1. Low resolution copies.
-	if err := step("resize source", ops.ResizeArea(r.srcLow, src)); err != nil {
+	if err := low(); err != nil {
 		return err
-	}
-	if !r.fill {
-		if err := step("resize matte", ops.ResizeArea(r.alphaLow, alpha)); err != nil {
-			return err
-		}
 	}
 
 	// 2. Pseudo-normals: inflated distance field, and the same plus the
@@ -963,7 +1043,7 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 
 	// 6-7. Light-wrap matte and the fused full-resolution pass.
 	if r.fill {
-		return step("composite", finish(nil, nil, nil, nil, 0))
+		return step("composite", finish(nil, nil, nil, 0))
 	}
 	// The wrap band is a wide blur: it runs on the half-resolution matte
 	// (GainComposite samples it bilinearly).
@@ -976,7 +1056,7 @@ func (r *Renderer) frame(ctx context.Context, src, alpha kernels.Image,
 	if err := r.shadows(step); err != nil {
 		return err
 	}
-	return step("composite", finish(alpha, r.bg, r.bgBlur, r.alphaBlur, r.wrap))
+	return step("composite", finish(r.bg, r.bgBlur, r.alphaBlur, r.wrap))
 }
 
 // normals builds the subject's pseudo-normals at low resolution: nSmooth

@@ -7,13 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
@@ -111,17 +108,21 @@ type Plan struct {
 	Width, Height int // output size
 	Frames        int
 	// HeapBytes estimates the Go heap the job keeps live: the
-	// full-resolution float images (source, matte, background and its
-	// blur), the pooled host frames, and the fixed tables.
+	// full-resolution float images (background and its blur; source and
+	// matte only where the matte is made on the device), the background's
+	// 8-bit codes, the pooled host frames, and the fixed tables.
 	HeapBytes int64
 }
 
-// heapPerPixel and heapFixed are the terms of Plan.HeapBytes: 40 bytes of
-// float32 images and about 17.5 bytes of pooled 8-bit frames per output
-// pixel, plus lookup tables and low-resolution images.
+// heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
+// Plan.HeapBytes: per output pixel 24 bytes of float32 background images,
+// 1.5 of its YUV codes and about 17.5 of pooled 8-bit frames; 16 more of
+// float source and matte for select (video) and auto, whose matte is made
+// on the device; plus lookup tables and low-resolution images.
 const (
-	heapPerPixel = 57.5
-	heapFixed    = 24 << 20
+	heapPerPixel       = 43
+	heapDevicePerPixel = 16
+	heapFixed          = 24 << 20
 )
 
 // Validate checks the request's fields (not its media) and returns a
@@ -209,7 +210,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	if p.OnPlan != nil {
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
-			heap += lowBytes(md.Frames(), outW, outH)
+			heap += lowBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}
 		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
 	}
@@ -267,8 +268,10 @@ func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result,
 	if req.Foreground {
 		fgName = foregroundName(video)
 	}
-	n, err := p.frames(ctx, &req, mode, ms, srcInfo, outW, outH, rend, filepath.Join(tmp, names[0]),
-		filepath.Join(tmp, names[1]), filepath.Join(tmp, names[2]), filepath.Join(tmp, fgName), copySource, copyAlpha)
+	n, err := p.frames(ctx, &stream{req: &req, mode: mode, ms: ms, info: srcInfo, w: outW, h: outH, rend: rend,
+		renderPath: filepath.Join(tmp, names[0]), sourcePath: filepath.Join(tmp, names[1]),
+		alphaPath: filepath.Join(tmp, names[2]), fgPath: filepath.Join(tmp, fgName),
+		copySource: copySource, copyAlpha: copyAlpha})
 	if err != nil {
 		return Result{}, err
 	}
@@ -331,394 +334,4 @@ func decodeReference(ctx context.Context, in codec.Input, info codec.Info, lim c
 		return nil, classify("reference", fmt.Errorf("%w: %w", codec.ErrCorrupt, err))
 	}
 	return f, nil
-}
-
-// work is one decoded frame on its way through the pipeline.
-type work struct {
-	src, alpha *frame.HostFrame
-}
-
-// frames runs the streaming part: decode → compute → three encoders, each
-// stage in its own goroutine joined by small bounded channels, with frame
-// buffers recycled through pools so that memory does not grow with length.
-func (p *Pipeline) frames(ctx context.Context, req *Request, mode job.AlphaMode, ms *matteSource, info codec.Info,
-	w, h int, rend *render.Renderer, renderPath, sourcePath, alphaPath, fgPath string, copySource, copyAlpha bool) (int, error) {
-	video := info.Kind == codec.KindVideo
-	lim := p.limits()
-	srcFmt := frame.RGB24
-	container := "png"
-	if video {
-		srcFmt = frame.YUV420P
-		container = "mp4"
-	}
-	preset, crf := req.Preset, req.CRF
-	if preset == "" {
-		preset = DefaultPreset
-	}
-	if crf < 0 {
-		crf = DefaultCRF
-	}
-
-	srcDec, err := codec.NewDecoder(ctx, *req.Source, lim, codec.DecodeOptions{Format: srcFmt, Width: w, Height: h})
-	if err != nil {
-		return 0, classify("source", err)
-	}
-	defer srcDec.Close()
-	var mDec *codec.Decoder
-	// A custom matte, or the keyframe of select on an image (used as given,
-	// resampled when its aspect ratio matches).
-	if mode == job.AlphaCustom || mode == job.AlphaSelect && !video {
-		mDec, err = codec.NewDecoder(ctx, *req.Alpha, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
-		if err != nil {
-			return 0, classify("alpha", err)
-		}
-		defer mDec.Close()
-	}
-
-	base := codec.EncoderOptions{
-		Container: container, Width: w, Height: h,
-		FrameRate: info.FrameRate, TimeBase: info.TimeBase,
-		ColorSpace: frame.BT709, Preset: preset, CRF: crf,
-	}
-	ro := base
-	ro.Input = srcFmt
-	ro.X264Params = req.X264Params
-	if ro.X264Params == "" {
-		ro.X264Params = DefaultX264Params
-	}
-	if video && info.HasAudio {
-		ro.AudioFrom = req.Source
-	}
-	renderEnc, err := codec.NewEncoder(ctx, renderPath, ro)
-	if err != nil {
-		return 0, classify("source", err)
-	}
-	defer renderEnc.Close()
-	ao := base
-	ao.Input, ao.Gray = frame.Gray8, true
-	ao.Preset, ao.CRF = "veryfast", alphaCRF // a grey matte compresses well; keep its encode off the critical path
-	ao.Threads = 1
-	var alphaEnc *codec.Encoder
-	if !copyAlpha {
-		alphaEnc, err = codec.NewEncoder(ctx, alphaPath, ao)
-		if err != nil {
-			return 0, fmt.Errorf("worker: alpha encoder: %w", err)
-		}
-		defer alphaEnc.Close()
-	}
-	var sourceEnc *codec.Encoder
-	if !copySource {
-		so := base
-		so.Input, so.ColorSpace, so.FullRange = srcFmt, info.ColorSpace, info.FullRange
-		sourceEnc, err = codec.NewEncoder(ctx, sourcePath, so)
-		if err != nil {
-			return 0, fmt.Errorf("worker: source encoder: %w", err)
-		}
-		defer sourceEnc.Close()
-	}
-
-	var fgEnc *codec.ForegroundEncoder
-	if req.Foreground {
-		fgEnc, err = codec.NewForegroundEncoder(ctx, fgPath, codec.ForegroundOptions{Video: video, Width: w, Height: h,
-			FrameRate: info.FrameRate, TimeBase: info.TimeBase})
-		if err != nil {
-			return 0, fmt.Errorf("worker: foreground encoder: %w", err)
-		}
-		defer fgEnc.Close()
-	}
-
-	dev := p.Device
-	srcImg, err := dev.NewImage(w, h, 3)
-	if err != nil {
-		return 0, err
-	}
-	defer dev.Free(srcImg)
-	var aImg kernels.Image
-	if mode != job.AlphaFill {
-		if aImg, err = dev.NewImage(w, h, 1); err != nil {
-			return 0, err
-		}
-		defer dev.Free(aImg)
-	}
-
-	const depth = 3
-	srcPool := newPool(depth + 2)
-	alphaPool := newPool(depth + 2)
-	outPool := newPool(depth)
-	toCompute := make(chan work, depth)
-	toRender := make(chan *frame.HostFrame, depth)
-	toAlpha := make(chan *frame.HostFrame, depth)
-	toSource := make(chan *frame.HostFrame, depth)
-	// The foreground gets copies of the render and matte frames: they are
-	// recycled by their own encoders.
-	fgColPool, fgAlphaPool := newPool(depth), newPool(depth)
-	toFG := make(chan [2]*frame.HostFrame, depth)
-	total := info.Frames
-	if !video {
-		total = 1
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	if copySource {
-		g.Go(func() error {
-			if err := codec.CopyVideo(gctx, *req.Source, sourcePath); err != nil {
-				return fmt.Errorf("worker: copy source: %w", err)
-			}
-			return nil
-		})
-	}
-	if copyAlpha {
-		g.Go(func() error {
-			if err := codec.CopyVideo(gctx, *req.Alpha, alphaPath); err != nil {
-				return fmt.Errorf("worker: copy alpha: %w", err)
-			}
-			return nil
-		})
-	}
-	// Decode.
-	g.Go(func() error {
-		defer close(toCompute)
-		for i := 0; ; i++ {
-			f, err := srcPool.get(gctx)
-			if err != nil {
-				return err
-			}
-			if err := srcDec.Next(gctx, f); err != nil {
-				if errors.Is(err, io.EOF) {
-					if i == 0 {
-						return inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
-					}
-					if mDec != nil {
-						if err := mDec.Next(gctx, &frame.HostFrame{}); err == nil {
-							return classify("alpha", fmt.Errorf("%w: the matte has more frames than the source's %d", job.ErrFrameCountMismatch, i))
-						}
-					}
-					return nil
-				}
-				return classify("source", err)
-			}
-			a, err := alphaPool.get(gctx)
-			if err != nil {
-				return err
-			}
-			if mDec != nil {
-				if err := mDec.Next(gctx, a); err != nil {
-					if errors.Is(err, io.EOF) {
-						return classify("alpha", fmt.Errorf("%w: the matte ends after %d frames", job.ErrFrameCountMismatch, i))
-					}
-					return classify("alpha", err)
-				}
-			} else {
-				a.Format, a.Width, a.Height = frame.Gray8, w, h
-				if err := a.Alloc(); err != nil {
-					return err
-				}
-				if ms == nil { // fill; else the compute stage makes it
-					for k := range a.Planes[0] {
-						a.Planes[0][k] = 255
-					}
-				}
-			}
-			a.PTS = f.PTS
-			if err := send(gctx, toCompute, work{src: f, alpha: a}); err != nil {
-				return err
-			}
-		}
-	})
-	// Compute.
-	g.Go(func() error {
-		defer close(toRender)
-		defer close(toAlpha)
-		defer close(toSource)
-		defer close(toFG)
-		for i := 0; ; i++ {
-			wk, ok := <-toCompute
-			if !ok {
-				break
-			}
-			if err := dev.Upload(srcImg, wk.src); err != nil {
-				return fmt.Errorf("worker: upload source: %w", err)
-			}
-			var alpha kernels.Image
-			if ms != nil {
-				if err := ms.alpha(i, srcImg, aImg); err != nil {
-					return fmt.Errorf("worker: matte of frame %d: %w", i, err)
-				}
-				// The render uses exactly the 8-bit matte written to the
-				// alpha file (and so one clamped to [0,1]).
-				if err := dev.Download(wk.alpha, aImg); err != nil {
-					return fmt.Errorf("worker: download matte: %w", err)
-				}
-				if err := dev.Upload(aImg, wk.alpha); err != nil {
-					return fmt.Errorf("worker: upload matte: %w", err)
-				}
-				alpha = aImg
-			} else if aImg != nil {
-				if err := dev.Upload(aImg, wk.alpha); err != nil {
-					return fmt.Errorf("worker: upload matte: %w", err)
-				}
-				alpha = aImg
-			}
-			out, err := outPool.get(gctx)
-			if err != nil {
-				return err
-			}
-			out.Format, out.Width, out.Height = srcFmt, w, h
-			out.ColorSpace, out.FullRange = frame.BT709, false
-			if err := out.Alloc(); err != nil {
-				return err
-			}
-			if err := rend.FrameHost(gctx, out, srcImg, alpha); err != nil {
-				return fmt.Errorf("worker: render: %w", err)
-			}
-			out.PTS = wk.src.PTS
-			if fgEnc != nil {
-				pair, err := copyPair(gctx, fgColPool, fgAlphaPool, out, wk.alpha)
-				if err != nil {
-					return err
-				}
-				if err := send(gctx, toFG, pair); err != nil {
-					return err
-				}
-			}
-			if err := send(gctx, toRender, out); err != nil {
-				return err
-			}
-			if alphaEnc != nil {
-				if err := send(gctx, toAlpha, wk.alpha); err != nil {
-					return err
-				}
-			} else {
-				alphaPool.put(wk.alpha)
-			}
-			if sourceEnc != nil {
-				if err := send(gctx, toSource, wk.src); err != nil {
-					return err
-				}
-			} else {
-				srcPool.put(wk.src)
-			}
-		}
-		return nil
-	})
-	// Encode.
-	var done int
-	g.Go(func() error {
-		return encodeAll(gctx, toRender, renderEnc, outPool, "render", func() {
-			done++
-			if p.Progress != nil {
-				p.Progress(done, total)
-			}
-		})
-	})
-	g.Go(func() error { return encodeAll(gctx, toAlpha, alphaEnc, alphaPool, "alpha", nil) })
-	g.Go(func() error { return encodeAll(gctx, toSource, sourceEnc, srcPool, "source", nil) })
-	g.Go(func() error {
-		for pair := range toFG {
-			if err := fgEnc.Write(gctx, pair[0], pair[1]); err != nil {
-				return fmt.Errorf("worker: encode foreground: %w", err)
-			}
-			fgColPool.put(pair[0])
-			fgAlphaPool.put(pair[1])
-		}
-		if fgEnc == nil {
-			return nil
-		}
-		if err := fgEnc.Close(); err != nil {
-			return fmt.Errorf("worker: finish foreground: %w", err)
-		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		return 0, err
-	}
-	return done, nil
-}
-
-// copyPair copies a render frame and its matte into frames of the two
-// pools (for the foreground encoder).
-func copyPair(ctx context.Context, colPool, alphaPool pool, col, alpha *frame.HostFrame) ([2]*frame.HostFrame, error) {
-	var pair [2]*frame.HostFrame
-	for i, src := range []*frame.HostFrame{col, alpha} {
-		p := colPool
-		if i == 1 {
-			p = alphaPool
-		}
-		dst, err := p.get(ctx)
-		if err != nil {
-			return pair, err
-		}
-		dst.Format, dst.Width, dst.Height = src.Format, src.Width, src.Height
-		dst.ColorSpace, dst.FullRange, dst.PTS = src.ColorSpace, src.FullRange, src.PTS
-		if err := dst.Alloc(); err != nil {
-			return pair, err
-		}
-		for k := range src.Planes {
-			copy(dst.Planes[k], src.Planes[k])
-		}
-		pair[i] = dst
-	}
-	return pair, nil
-}
-
-// pool recycles host frames; its capacity bounds the frames in flight.
-type pool chan *frame.HostFrame
-
-// encodeAll writes every frame of in to enc, returning each to pool and
-// calling each (when set) after every write, then closes enc. A nil enc is
-// allowed when nothing is sent on in.
-func encodeAll(ctx context.Context, in <-chan *frame.HostFrame, enc *codec.Encoder, pool pool, what string, each func()) error {
-	for f := range in {
-		if err := enc.Write(ctx, f); err != nil {
-			return fmt.Errorf("worker: encode %s: %w", what, err)
-		}
-		pool.put(f)
-		if each != nil {
-			each()
-		}
-	}
-	if enc == nil {
-		return nil
-	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("worker: finish %s: %w", what, err)
-	}
-	return nil
-}
-
-func newPool(n int) pool {
-	p := make(pool, n)
-	for i := 0; i < n; i++ {
-		p <- &frame.HostFrame{}
-	}
-	return p
-}
-
-func (p pool) get(ctx context.Context) (*frame.HostFrame, error) {
-	select {
-	case f := <-p:
-		return f, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// put never blocks: every frame came from this pool, so there is room.
-func (p pool) put(f *frame.HostFrame) {
-	select {
-	case p <- f:
-	default:
-	}
-}
-
-func send[T any](ctx context.Context, ch chan<- T, v T) error {
-	select {
-	case ch <- v:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

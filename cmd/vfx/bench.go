@@ -36,7 +36,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	h := fs.Int("height", 1080, "height (even)")
 	n := fs.Int("frames", 240, "frames")
 	seed := fs.Uint64("seed", 1, "texture seed (fixture)")
-	preset := fs.String("preset", "medium", "x264 preset (ffmpeg)")
+	preset := fs.String("preset", "veryfast,medium", "x264 presets, comma-separated: each is compared in turn (ffmpeg)")
 	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
@@ -57,12 +57,23 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
-			Frames: *n, Preset: *preset, CRF: *crf, Rounds: *rounds, X264Params: *x264Params})
-		if err != nil {
-			return err
+		presets := strings.Split(*preset, ",")
+		for _, p := range presets {
+			if strings.TrimSpace(p) == "" {
+				return usageError{fmt.Sprintf("bench ffmpeg: empty preset in --preset %q", *preset)}
+			}
 		}
-		fmt.Fprintln(stdout, rep)
+		for i, p := range presets {
+			rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
+				Frames: *n, Preset: strings.TrimSpace(p), CRF: *crf, Rounds: *rounds, X264Params: *x264Params})
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintln(stdout, rep)
+		}
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown bench subcommand %q", args[0])}

@@ -60,7 +60,7 @@ var commandHelp = map[string]cmdHelp{
 	},
 	"bench ffmpeg": {
 		synopsis: "vfx bench ffmpeg [flags]",
-		example:  `vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080`,
+		example:  `vfx bench ffmpeg --out out/bench --preset veryfast,medium --rounds 3`,
 	},
 	"bench matte": {
 		synopsis: "vfx bench matte [flags]",

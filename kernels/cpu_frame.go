@@ -1,0 +1,421 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vfxrender/vfx/frame"
+)
+
+// The ops on host frames: the full-resolution work of a frame straight
+// from and to 8-bit planes, one row band at a time, with no full-size
+// float image in between. Both are bit-identical to the chains of
+// existing ops they replace (Upload then ResizeArea; Upload of the source
+// and the matte then GainCompositeLookDownload), so the CPU reference and
+// the CUDA kernels those ops are checked against stay the same.
+
+// ResizeAreaFrame is Upload of src into an image of the frame's size
+// followed by ResizeArea into dst (see Ops.ResizeAreaFrame), without the
+// full-size image: each output row converts only the input rows it
+// covers. Errors: an invalid frame, a foreign image, a format the
+// channels do not fit, or dst larger than the frame (ErrShape).
+func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
+	const op = "ResizeAreaFrame"
+	o, err := cpuImg(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	if err := src.Validate(); err != nil {
+		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
+	}
+	rows, err := d.frameRows(op, src, o.c)
+	if err != nil {
+		return err
+	}
+	sw, sh := src.Width, src.Height
+	if o.w > sw || o.h > sh {
+		return shapeErr(op, "frame %dx%d into image %s", sw, sh, dims(o))
+	}
+	if o.w == sw && o.h == sh {
+		return d.Upload(dst, src)
+	}
+	tx, ty := d.areaTable(o.w, sw), d.areaTable(o.h, sh)
+	maxK := 0
+	for y := range o.h {
+		maxK = max(maxK, int(ty.off[y+1]-ty.off[y]))
+	}
+	type scratch struct {
+		in [3][]float32 // maxK converted input rows per channel
+		t  []float32
+	}
+	scr := make([]*scratch, d.workers)
+	defer func() {
+		for _, sc := range scr {
+			if sc != nil {
+				d.release(sc.t)
+				for _, b := range sc.in {
+					d.release(b)
+				}
+			}
+		}
+	}()
+	dw := o.w
+	d.parallel(o.h, bandRows(dw), func(wk, y0, y1 int) {
+		sc := scr[wk]
+		if sc == nil {
+			sc = &scratch{t: d.scratch(sw)}
+			for c := range o.c {
+				sc.in[c] = d.scratch(maxK * sw)
+			}
+			scr[wk] = sc
+		}
+		for y := y0; y < y1; y++ {
+			st := int(ty.start[y])
+			ws := ty.w[ty.off[y]:ty.off[y+1]]
+			if src.Format == frame.Gray8 && len(ws) <= 4 {
+				// The conversion (a table) inside vtaps' sums.
+				grayVtaps(sc.t, src, st, ws, &d.lut.gray8)
+				htaps(o.plane(0)[y*dw:][:dw], sc.t, tx)
+				continue
+			}
+			for k := range ws {
+				var q [3][]float32
+				for c := range o.c {
+					q[c] = sc.in[c][k*sw:][:sw]
+				}
+				rows(q, st+k, 0, sw)
+			}
+			for c := range o.c {
+				vtaps(sc.t, sc.in[c], sw, 0, ws)
+				htaps(o.plane(c)[y*dw:][:dw], sc.t, tx)
+			}
+		}
+	})
+	return nil
+}
+
+// frameRows returns the converter of a frame's rows into linear float
+// rows, as Upload converts them: rows(q, y, x0, x1) writes columns
+// [x0, x1) of row y into q[c][x0:x1] (x0 even). channels is the image's
+// channel count the frame must fit.
+func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3][]float32, y, x0, x1 int), error) {
+	w := f.Width
+	switch f.Format {
+	case frame.YUV420P:
+		if channels != 3 {
+			return nil, shapeErr(op, "yuv420p into %d channels", channels)
+		}
+		csi, fri := fullRangeIdx(f)
+		t := &d.lut.yuvIn[csi][fri]
+		lut := &d.lut.eotfExt
+		cw := (w + 1) / 2
+		return func(q [3][]float32, y, x0, x1 int) {
+			cy := y >> 1
+			yuvRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1],
+				f.Planes[0][y*f.Strides[0]:][x0:x1],
+				f.Planes[1][cy*f.Strides[1]:][x0/2:cw],
+				f.Planes[2][cy*f.Strides[2]:][x0/2:cw], t, lut)
+		}, nil
+	case frame.RGB24:
+		if channels != 3 {
+			return nil, shapeErr(op, "rgb24 into %d channels", channels)
+		}
+		lut := &d.lut.eotf8
+		return func(q [3][]float32, y, x0, x1 int) {
+			rgbRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1], f.Planes[0][y*f.Strides[0]:][3*x0:3*x1], lut)
+		}, nil
+	case frame.Gray8:
+		if channels != 1 {
+			return nil, shapeErr(op, "gray8 into %d channels", channels)
+		}
+		lut := &d.lut.gray8
+		return func(q [3][]float32, y, x0, x1 int) {
+			grayRow(q[0][x0:x1], f.Planes[0][y*f.Strides[0]:][x0:x1], lut)
+		}, nil
+	}
+	return nil, fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, f.Format)
+}
+
+// GainCompositeLookFrame is GainCompositeLookDownload with the source and
+// the matte given as host frames (see Ops.GainCompositeLookFrame): each
+// row band converts only the matte and the source pixels under a nonzero
+// matte. With bgCodes (the Download of bg into a frame of dst's format,
+// colour space and range), 2x2 blocks that are background only (zero
+// matte, no shadow) are copied from it instead of being converted again.
+// The output is bit-identical to Upload of src and alpha followed by
+// GainCompositeLookDownload.
+func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	const op = "GainCompositeLookFrame"
+	if err := dst.Validate(); err != nil {
+		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
+	}
+	switch dst.Format {
+	case frame.YUV420P, frame.RGB24:
+	case frame.Gray8:
+		return shapeErr(op, "3 channels into gray8")
+	default:
+		return fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, dst.Format)
+	}
+	w, h := dst.Width, dst.Height
+	if err := src.Validate(); err != nil {
+		return fmt.Errorf("kernels: cpu: %s: src: %w", op, err)
+	}
+	if src.Width != w || src.Height != h {
+		return shapeErr(op, "src %dx%d, dst %dx%d", src.Width, src.Height, w, h)
+	}
+	srcRows, err := d.frameRows(op, src, 3)
+	if err != nil {
+		return err
+	}
+	var alphaRows func(q [3][]float32, y, x0, x1 int)
+	if alpha != nil {
+		if err := alpha.Validate(); err != nil {
+			return fmt.Errorf("kernels: cpu: %s: alpha: %w", op, err)
+		}
+		if alpha.Width != w || alpha.Height != h {
+			return shapeErr(op, "alpha %dx%d, dst %dx%d", alpha.Width, alpha.Height, w, h)
+		}
+		if alphaRows, err = d.frameRows(op, alpha, 1); err != nil {
+			return err
+		}
+	}
+	j, err := newGCJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTable)
+	if err != nil {
+		return err
+	}
+	if err := j.setLook(op, look); err != nil {
+		return err
+	}
+	yuv := dst.Format == frame.YUV420P
+	if bgCodes != nil && (!yuv || alpha == nil || bgCodes.Format != dst.Format || bgCodes.Width != w || bgCodes.Height != h ||
+		bgCodes.ColorSpace != dst.ColorSpace || bgCodes.FullRange != dst.FullRange || bgCodes.Validate() != nil) {
+		bgCodes = nil // not usable: convert everything
+	}
+	band := bandRows(w)
+	band += band & 1
+	strips := make([]*frameStrip, d.workers)
+	defer func() {
+		for _, st := range strips {
+			if st != nil {
+				d.strips.Put(st)
+			}
+		}
+	}()
+	csi, fri := fullRangeIdx(dst)
+	k := &d.lut.yuvOut[csi][fri]
+	ob := &d.lut.oetfU
+	cw := (w + 1) / 2
+	d.parallel(h, band, func(wk, y0, y1 int) {
+		st := strips[wk]
+		if st == nil {
+			st = d.strip(w, band)
+			strips[wk] = st
+		}
+		alphaRow := func(y int) []float32 { return nil }
+		if alpha != nil {
+			alphaRow = func(y int) []float32 { return st.al[(y-y0)*w:][:w] }
+		}
+		// The matte's nonzero span of each row, from its codes (a code
+		// is 0 exactly where its value is); only the span is converted.
+		j.begin(st.sc, y0, y1, func(y int) (int, int) {
+			l, r := nonzeroSpanBytes(alpha.Planes[0][y*alpha.Strides[0]:][:w])
+			if l < r {
+				alphaRows([3][]float32{alphaRow(y)}, y, l, r)
+			}
+			return l, r
+		})
+		rowOf := func(buf []float32, r int) [3][]float32 {
+			return [3][]float32{buf[(0+r)*w:][:w], buf[(2+r)*w:][:w], buf[(4+r)*w:][:w]}
+		}
+		// span is the columns of row y that are not plain background:
+		// its nonzero matte and shadow, widened to even bounds.
+		span := func(y int) (int, int) {
+			if alpha == nil {
+				return 0, w
+			}
+			l, r := st.sc.span[y-y0][0], st.sc.span[y-y0][1]
+			if sl, sr := j.shadowCols(y); sl < sr {
+				if l < r {
+					l, r = min(l, sl), max(r, sr)
+				} else {
+					l, r = sl, sr
+				}
+			}
+			if l >= r {
+				return 0, 0
+			}
+			return l &^ 1, min(r+r&1, w)
+		}
+		// convert converts the source of row y where the matte is nonzero
+		// (all of it without a matte), into the strip's row r.
+		convert := func(y, r int) [3][]float32 {
+			s := rowOf(st.src, r)
+			xl, xr := 0, w
+			if alpha != nil {
+				xl, xr = st.sc.span[y-y0][0], st.sc.span[y-y0][1]
+				if xl >= xr {
+					return s
+				}
+				xl, xr = xl&^1, min(xr+xr&1, w)
+			}
+			srcRows(s, y, xl, xr)
+			return s
+		}
+		if !yuv {
+			for y := y0; y < y1; y++ {
+				q, s := rowOf(st.pix, 0), convert(y, 0)
+				j.row(st.sc, y, y0, s, alphaRow(y), 0, w, q)
+				d.lut.rgbOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
+			}
+			return
+		}
+		for y := y0; y < y1; y += 2 {
+			cy := y >> 1
+			y2 := min(y+1, h-1) // odd height: the last row pairs with itself
+			l, r := span(y)
+			if y2 != y {
+				if l2, r2 := span(y2); l2 < r2 {
+					if l < r {
+						l, r = min(l, l2), max(r, r2)
+					} else {
+						l, r = l2, r2
+					}
+				}
+			}
+			if bgCodes == nil && alpha != nil {
+				l, r = 0, w // every column is converted (as the download does)
+			}
+			ya, yb := dst.Planes[0][y*dst.Strides[0]:][:w], dst.Planes[0][y2*dst.Strides[0]:][:w]
+			uo, vo := dst.Planes[1][cy*dst.Strides[1]:][:cw], dst.Planes[2][cy*dst.Strides[2]:][:cw]
+			if bgCodes != nil {
+				// Background outside [l, r): copy its codes.
+				by, by2 := bgCodes.Planes[0][y*bgCodes.Strides[0]:][:w], bgCodes.Planes[0][y2*bgCodes.Strides[0]:][:w]
+				bu, bv := bgCodes.Planes[1][cy*bgCodes.Strides[1]:][:cw], bgCodes.Planes[2][cy*bgCodes.Strides[2]:][:cw]
+				if l >= r {
+					l, r = 0, 0 // copy it all
+				}
+				copy(ya[:l], by[:l])
+				copy(ya[r:], by[r:])
+				copy(yb[:l], by2[:l])
+				copy(yb[r:], by2[r:])
+				copy(uo[:l/2], bu[:l/2])
+				copy(uo[(r+1)/2:], bu[(r+1)/2:])
+				copy(vo[:l/2], bv[:l/2])
+				copy(vo[(r+1)/2:], bv[(r+1)/2:])
+				if l == r {
+					continue
+				}
+			}
+			qa, qb := rowOf(st.pix, 0), rowOf(st.pix, 1)
+			j.row(st.sc, y, y0, convert(y, 0), alphaRow(y), l, r, qa)
+			if y2 != y {
+				j.row(st.sc, y2, y0, convert(y2, 1), alphaRow(y2), l, r, qb)
+			} else {
+				qb = qa
+			}
+			yuvOutRows(k, ob, ya[l:r], yb[l:r], uo[l/2:(r+1)/2], vo[l/2:(r+1)/2],
+				qa[0][l:r], qa[1][l:r], qa[2][l:r], qb[0][l:r], qb[1][l:r], qb[2][l:r])
+		}
+	})
+	return nil
+}
+
+// grayVtaps is vtaps over up to four rows of a Gray8 frame (from row st)
+// converted by lut, with vtaps' sums in its order: the same values
+// without the converted rows.
+func grayVtaps(t []float32, f *frame.HostFrame, st int, ws []float32, lut *[256]float32) {
+	n := len(t)
+	row := func(k int) []byte { return f.Planes[0][(st+k)*f.Strides[0]:][:n] }
+	switch len(ws) {
+	case 4:
+		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
+		w0, w1, w2, w3 := ws[0], ws[1], ws[2], ws[3]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]] + w3*lut[r3[x]]
+		}
+	case 3:
+		r0, r1, r2 := row(0), row(1), row(2)
+		w0, w1, w2 := ws[0], ws[1], ws[2]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]]
+		}
+	case 2:
+		r0, r1 := row(0), row(1)
+		w0, w1 := ws[0], ws[1]
+		for x := range t {
+			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]]
+		}
+	default:
+		r0, w0 := row(0), ws[0]
+		for x := range t {
+			t[x] = w0 * lut[r0[x]]
+		}
+	}
+}
+
+// nonzeroSpanBytes returns [l, r): from the first to one past the last
+// nonzero byte of b (l == r when there is none), eight bytes at a time.
+func nonzeroSpanBytes(b []byte) (l, r int) {
+	r = len(b)
+	for l+8 <= r && binary.LittleEndian.Uint64(b[l:]) == 0 {
+		l += 8
+	}
+	for l < r && b[l] == 0 {
+		l++
+	}
+	for r-8 >= l && binary.LittleEndian.Uint64(b[r-8:]) == 0 {
+		r -= 8
+	}
+	for r > l && b[r-1] == 0 {
+		r--
+	}
+	return l, r
+}
+
+// frameStrip is one worker's scratch of GainCompositeLookFrame for a
+// width and band height, kept in the device between calls.
+type frameStrip struct {
+	w, band int
+	sc      *gcScratch
+	pix     []float32 // output: two rows of 3 channels, [c*2*w + r*w : ...]
+	src     []float32 // source: the same layout
+	al      []float32 // the band's matte rows
+}
+
+// strip returns a pooled frameStrip of width w and band height band, or a
+// new one.
+func (d *CPU) strip(w, band int) *frameStrip {
+	if st, ok := d.strips.Get().(*frameStrip); ok && st.w == w && st.band == band {
+		return st
+	}
+	return &frameStrip{w: w, band: band, sc: newFullScratch(w, band),
+		pix: make([]float32, 6*w), src: make([]float32, 6*w), al: make([]float32, band*w)}
+}
+
+// tabKey names a cached resampling table.
+type tabKey struct {
+	kind    byte // 'a' area taps, 'b' bilinear
+	out, in int
+}
+
+// areaTable is areaTaps(out, in), made once per device.
+func (d *CPU) areaTable(out, in int) *taps {
+	k := tabKey{'a', out, in}
+	if t, ok := d.tabs.Load(k); ok {
+		return t.(*taps)
+	}
+	t := areaTaps(out, in)
+	v, _ := d.tabs.LoadOrStore(k, &t)
+	return v.(*taps)
+}
+
+// bilinTable is bilinTable(out, in), made once per device.
+func (d *CPU) bilinTable(out, in int) bilin {
+	k := tabKey{'b', out, in}
+	if t, ok := d.tabs.Load(k); ok {
+		return *t.(*bilin)
+	}
+	t := bilinTable(out, in)
+	v, _ := d.tabs.LoadOrStore(k, &t)
+	return *v.(*bilin)
+}

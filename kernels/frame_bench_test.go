@@ -1,0 +1,50 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/vfxrender/vfx/frame"
+)
+
+// benchAreaFrame times ResizeAreaFrame of a 1080p frame to the render's
+// working size (480x270).
+func benchAreaFrame(b *testing.B, f frame.PixelFormat) {
+	e := newBench(b)
+	c := 3
+	if f == frame.Gray8 {
+		c = 1
+	}
+	hf := randFrame(f, fw, fh)
+	m := e.img(480, 270, c, 0, 1)
+	e.run(frameBytes(hf), func() error { return e.d.ResizeAreaFrame(m, hf) })
+}
+
+func BenchmarkResizeAreaFrameYUV420P(b *testing.B) { benchAreaFrame(b, frame.YUV420P) }
+func BenchmarkResizeAreaFrameGray8(b *testing.B)   { benchAreaFrame(b, frame.Gray8) }
+
+// BenchmarkGainCompositeLookFrame is the fused full-resolution pass of a
+// 1080p frame from 8-bit source and matte to YUV420P, with the background
+// codes (an ellipse subject over the background, wrap, no look inputs).
+func BenchmarkGainCompositeLookFrame(b *testing.B) {
+	e := newBench(b)
+	src := randFrame(frame.YUV420P, fw, fh)
+	am := e.alpha(fw, fh)
+	alpha, _ := frame.New(frame.Gray8, fw, fh)
+	if err := e.d.Download(alpha, am); err != nil {
+		b.Fatal(err)
+	}
+	gain := e.img(480, 270, 3, 0.5, 1.5)
+	bg := e.img(fw, fh, 3, 0, 1)
+	bgBlur := e.img(fw, fh, 3, 0, 1)
+	ab := e.img(240, 135, 1, 0, 1)
+	dst, _ := frame.New(frame.YUV420P, fw, fh)
+	dst.ColorSpace = frame.BT709
+	codes, _ := frame.New(frame.YUV420P, fw, fh)
+	codes.ColorSpace = frame.BT709
+	if err := e.d.Download(codes, bg); err != nil {
+		b.Fatal(err)
+	}
+	e.run(frameBytes(src)+frameBytes(alpha), func() error {
+		return e.d.GainCompositeLookFrame(dst, src, alpha, codes, gain, bg, bgBlur, ab, CompositeLook{}, 0.3, 1)
+	})
+}

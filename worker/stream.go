@@ -1,0 +1,153 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/render"
+)
+
+// stream is the streaming part of one job: what frames needs to decode,
+// render and encode every frame.
+type stream struct {
+	req  *Request
+	mode job.AlphaMode
+	ms   *matteSource // select (video) and auto: makes the matte; nil otherwise
+	info codec.Info   // the source's
+	w, h int          // output size
+	rend *render.Renderer
+	// Output files (fgPath only with req.Foreground).
+	renderPath, sourcePath, alphaPath, fgPath string
+	// copySource and copyAlpha: those outputs are stream copies of the
+	// inputs, not encodes.
+	copySource, copyAlpha bool
+}
+
+func (s *stream) video() bool { return s.info.Kind == codec.KindVideo }
+
+// srcFmt is the format the source is decoded to and the render encoded
+// from: YUV420P for a video, RGB24 for an image.
+func (s *stream) srcFmt() frame.PixelFormat {
+	if s.video() {
+		return frame.YUV420P
+	}
+	return frame.RGB24
+}
+
+// work is one decoded frame on its way through the pipeline.
+type work struct {
+	src, alpha *frame.HostFrame
+}
+
+// depth is the capacity of the channels between the stages.
+const depth = 3
+
+// lanes are the bounded channels and frame pools that join the stages.
+type lanes struct {
+	srcPool, alphaPool, outPool pool
+	toCompute                   chan work
+	toRender, toAlpha, toSource chan *frame.HostFrame
+	// The foreground gets copies of the render and matte frames: they are
+	// recycled by their own encoders.
+	fgColPool, fgAlphaPool pool
+	toFG                   chan [2]*frame.HostFrame
+}
+
+func newLanes() *lanes {
+	return &lanes{
+		srcPool: newPool(depth + 2), alphaPool: newPool(depth + 2), outPool: newPool(depth),
+		toCompute: make(chan work, depth),
+		toRender:  make(chan *frame.HostFrame, depth), toAlpha: make(chan *frame.HostFrame, depth),
+		toSource:  make(chan *frame.HostFrame, depth),
+		fgColPool: newPool(depth), fgAlphaPool: newPool(depth),
+		toFG: make(chan [2]*frame.HostFrame, depth),
+	}
+}
+
+// frames runs the streaming part: decode → compute → the encoders, each
+// stage in its own goroutine joined by small bounded channels, with frame
+// buffers recycled through pools so that memory does not grow with length.
+// It returns the number of render frames encoded.
+func (p *Pipeline) frames(ctx context.Context, s *stream) (int, error) {
+	cs, err := p.openCodecs(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	defer cs.close()
+	comp, err := p.newCompute(s)
+	if err != nil {
+		return 0, err
+	}
+	defer comp.close()
+
+	ln := newLanes()
+	total := s.info.Frames
+	if !s.video() {
+		total = 1
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range []struct {
+		on      bool
+		in, out string
+		what    string
+	}{{s.copySource, "", s.sourcePath, "source"}, {s.copyAlpha, "", s.alphaPath, "alpha"}} {
+		if !c.on {
+			continue
+		}
+		in := *s.req.Source
+		if c.what == "alpha" {
+			in = *s.req.Alpha
+		}
+		g.Go(func() error {
+			if err := codec.CopyVideo(gctx, in, c.out); err != nil {
+				return fmt.Errorf("worker: copy %s: %w", c.what, err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error { return decodeStage(gctx, s, cs, ln) })
+	g.Go(func() error { return comp.stage(gctx, s, cs, ln) })
+	var done int
+	g.Go(func() error {
+		return encodeAll(gctx, ln.toRender, cs.renderEnc, ln.outPool, "render", func() {
+			done++
+			if p.Progress != nil {
+				p.Progress(done, total)
+			}
+		})
+	})
+	g.Go(func() error { return encodeAll(gctx, ln.toAlpha, cs.alphaEnc, ln.alphaPool, "alpha", nil) })
+	g.Go(func() error { return encodeAll(gctx, ln.toSource, cs.sourceEnc, ln.srcPool, "source", nil) })
+	g.Go(func() error { return foregroundStage(gctx, cs.fgEnc, ln) })
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, err
+	}
+	return done, nil
+}
+
+// foregroundStage encodes the foreground's frame pairs (none without a
+// foreground encoder) and closes the encoder.
+func foregroundStage(ctx context.Context, enc *codec.ForegroundEncoder, ln *lanes) error {
+	for pair := range ln.toFG {
+		if err := enc.Write(ctx, pair[0], pair[1]); err != nil {
+			return fmt.Errorf("worker: encode foreground: %w", err)
+		}
+		ln.fgColPool.put(pair[0])
+		ln.fgAlphaPool.put(pair[1])
+	}
+	if enc == nil {
+		return nil
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("worker: finish foreground: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// decodeStage decodes the source (and the matte, when it is decoded) frame
+// by frame into pooled frames and sends them to the compute stage. Without
+// a decoded matte it sends an all-white one (fill) or one for the compute
+// stage to fill (select and auto). It checks that the matte has the
+// source's frame count.
+func decodeStage(ctx context.Context, s *stream, cs *codecs, ln *lanes) error {
+	defer close(ln.toCompute)
+	for i := 0; ; i++ {
+		f, err := ln.srcPool.get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := cs.srcDec.Next(ctx, f); err != nil {
+			if errors.Is(err, io.EOF) {
+				if i == 0 {
+					return inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
+				}
+				if cs.mDec != nil {
+					if err := cs.mDec.Next(ctx, &frame.HostFrame{}); err == nil {
+						return classify("alpha", fmt.Errorf("%w: the matte has more frames than the source's %d", job.ErrFrameCountMismatch, i))
+					}
+				}
+				return nil
+			}
+			return classify("source", err)
+		}
+		a, err := ln.alphaPool.get(ctx)
+		if err != nil {
+			return err
+		}
+		if cs.mDec != nil {
+			if err := cs.mDec.Next(ctx, a); err != nil {
+				if errors.Is(err, io.EOF) {
+					return classify("alpha", fmt.Errorf("%w: the matte ends after %d frames", job.ErrFrameCountMismatch, i))
+				}
+				return classify("alpha", err)
+			}
+		} else {
+			a.Format, a.Width, a.Height = frame.Gray8, s.w, s.h
+			if err := a.Alloc(); err != nil {
+				return err
+			}
+			if s.ms == nil { // fill; else the compute stage makes it
+				for k := range a.Planes[0] {
+					a.Planes[0][k] = 255
+				}
+			}
+		}
+		a.PTS = f.PTS
+		if err := send(ctx, ln.toCompute, work{src: f, alpha: a}); err != nil {
+			return err
+		}
+	}
+}
+
+// compute is the render stage's device state. Jobs whose matte comes
+// decoded (custom, fill, select on an image) render straight from the
+// host frames (Renderer.FrameFromHost: no full-resolution float image).
+// Select on a video and auto make the matte on the device from the
+// uploaded source, so they keep the source and matte images.
+type compute struct {
+	dev          kernels.Device
+	srcImg, aImg kernels.Image // nil unless the matte is made on the device
+}
+
+func (p *Pipeline) newCompute(s *stream) (*compute, error) {
+	c := &compute{dev: p.Device}
+	if s.ms == nil {
+		return c, nil
+	}
+	var err error
+	if c.srcImg, err = c.dev.NewImage(s.w, s.h, 3); err != nil {
+		return nil, err
+	}
+	if c.aImg, err = c.dev.NewImage(s.w, s.h, 1); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *compute) close() {
+	c.dev.Free(c.srcImg)
+	c.dev.Free(c.aImg)
+}
+
+// stage renders every frame of ln.toCompute into a pooled output frame and
+// hands the render, matte and source frames to their encoders (or back to
+// their pools when that output is a stream copy).
+func (c *compute) stage(ctx context.Context, s *stream, cs *codecs, ln *lanes) error {
+	defer close(ln.toRender)
+	defer close(ln.toAlpha)
+	defer close(ln.toSource)
+	defer close(ln.toFG)
+	for i := 0; ; i++ {
+		var wk work
+		select {
+		case v, ok := <-ln.toCompute:
+			if !ok {
+				return nil
+			}
+			wk = v
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		out, err := ln.outPool.get(ctx)
+		if err != nil {
+			return err
+		}
+		out.Format, out.Width, out.Height = s.srcFmt(), s.w, s.h
+		out.ColorSpace, out.FullRange = frame.BT709, false
+		if err := out.Alloc(); err != nil {
+			return err
+		}
+		if err := c.render(ctx, s, i, out, wk); err != nil {
+			return err
+		}
+		out.PTS = wk.src.PTS
+		if cs.fgEnc != nil {
+			pair, err := copyPair(ctx, ln.fgColPool, ln.fgAlphaPool, out, wk.alpha)
+			if err != nil {
+				return err
+			}
+			if err := send(ctx, ln.toFG, pair); err != nil {
+				return err
+			}
+		}
+		if err := send(ctx, ln.toRender, out); err != nil {
+			return err
+		}
+		if cs.alphaEnc != nil {
+			if err := send(ctx, ln.toAlpha, wk.alpha); err != nil {
+				return err
+			}
+		} else {
+			ln.alphaPool.put(wk.alpha)
+		}
+		if cs.sourceEnc != nil {
+			if err := send(ctx, ln.toSource, wk.src); err != nil {
+				return err
+			}
+		} else {
+			ln.srcPool.put(wk.src)
+		}
+	}
+}
+
+// render renders frame i of the job into out.
+func (c *compute) render(ctx context.Context, s *stream, i int, out *frame.HostFrame, wk work) error {
+	if s.ms == nil {
+		if err := s.rend.FrameFromHost(ctx, out, wk.src, wk.alpha); err != nil {
+			return fmt.Errorf("worker: render: %w", err)
+		}
+		return nil
+	}
+	dev := c.dev
+	if err := dev.Upload(c.srcImg, wk.src); err != nil {
+		return fmt.Errorf("worker: upload source: %w", err)
+	}
+	if err := s.ms.alpha(i, c.srcImg, c.aImg); err != nil {
+		return fmt.Errorf("worker: matte of frame %d: %w", i, err)
+	}
+	// The render uses exactly the 8-bit matte written to the alpha file
+	// (and so one clamped to [0,1]).
+	if err := dev.Download(wk.alpha, c.aImg); err != nil {
+		return fmt.Errorf("worker: download matte: %w", err)
+	}
+	if err := dev.Upload(c.aImg, wk.alpha); err != nil {
+		return fmt.Errorf("worker: upload matte: %w", err)
+	}
+	if err := s.rend.FrameHost(ctx, out, c.srcImg, c.aImg); err != nil {
+		return fmt.Errorf("worker: render: %w", err)
+	}
+	return nil
+}
