@@ -102,7 +102,7 @@ func benchJobMode(b *testing.B, typ, mode string, w, h, frames int, preset strin
 		pl.Net = m
 	}
 	in := func(s string) *codec.Input { i := codec.FileInput(s); return &i }
-	req := worker.Request{GenerationType: typ, Source: in(src), AlphaMode: mode, Alpha: in(alpha),
+	req := worker.RenderRequest{GenerationType: typ, Source: in(src), AlphaMode: mode, Alpha: in(alpha),
 		Reference: in(p.Reference), Prompt: "warm key light from the left", Seed: 1, Preset: preset, CRF: 18}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/srgb"
 )
 
 // Conversion tables of a CPU device.
@@ -74,20 +75,6 @@ type luts struct {
 	yuvOut  [2][2]yuvOut
 }
 
-func srgbEOTF(v float64) float64 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return math.Pow((v+0.055)/1.055, 2.4)
-}
-
-func srgbOETF(l float64) float64 {
-	if l <= 0.0031308 {
-		return 12.92 * l
-	}
-	return 1.055*math.Pow(l, 1/2.4) - 0.055
-}
-
 // matrixK returns Kr and Kb of a colour space.
 func matrixK(cs frame.ColorSpace) (kr, kb float64) {
 	if cs == frame.BT709 {
@@ -99,17 +86,17 @@ func matrixK(cs frame.ColorSpace) (kr, kb float64) {
 func newLUTs() *luts {
 	t := new(luts)
 	for i := range 256 {
-		t.eotf8[i] = float32(srgbEOTF(float64(i) / 255))
+		t.eotf8[i] = float32(srgb.ToLinear(float64(i) / 255))
 		t.gray8[i] = float32(float64(i) / 255)
 	}
 	for i := range t.eotfExt {
 		r := float64(i-eotfExtOff) / eotfFixN
-		t.eotfExt[i] = float32(srgbEOTF(max(0, min(r, 1))))
+		t.eotfExt[i] = float32(srgb.ToLinear(max(0, min(r, 1))))
 	}
 	// The code threshold is stored as the smallest float32 >= the exact
 	// value, so that v >= codeThr[k] decides exactly for every float32 v.
 	for k := range 255 {
-		th := srgbEOTF((float64(k) + 0.5) / 255)
+		th := srgb.ToLinear((float64(k) + 0.5) / 255)
 		t32 := float32(th)
 		if float64(t32) < th {
 			t32 = math.Nextafter32(t32, 2)
@@ -127,7 +114,7 @@ func newLUTs() *luts {
 		case k == obN-1:
 			t.oetfB[k] = 1
 		default:
-			t.oetfB[k] = float32(srgbOETF(float64(mid)))
+			t.oetfB[k] = float32(srgb.FromLinear(float64(mid)))
 		}
 		for code < 255 && lo >= t.codeThr[code] {
 			code++

@@ -179,7 +179,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			return err
 		}
 	}
-	j, err := newGCJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTable)
+	j, err := newCompositeJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTable)
 	if err != nil {
 		return err
 	}
@@ -376,7 +376,7 @@ func nonzeroSpanBytes(b []byte) (l, r int) {
 // width and band height, kept in the device between calls.
 type frameStrip struct {
 	w, band int
-	sc      *gcScratch
+	sc      *compositeScratch
 	pix     []float32 // output: two rows of 3 channels, [c*2*w + r*w : ...]
 	src     []float32 // source: the same layout
 	al      []float32 // the band's matte rows

@@ -470,7 +470,7 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 	if err := wantChannels(op, "dst", o, 3); err != nil {
 		return err
 	}
-	j, err := newGCJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := newCompositeJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
 		return err
 	}
@@ -478,7 +478,7 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 		return err
 	}
 	w := o.w
-	scr := make([]*gcScratch, d.workers)
+	scr := make([]*compositeScratch, d.workers)
 	band := bandRows(w)
 	d.parallel(o.h, band, func(wk, y0, y1 int) {
 		if scr[wk] == nil {
@@ -520,7 +520,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 		return fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, dst.Format)
 	}
 	w, h := dst.Width, dst.Height
-	j, err := newGCJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := newCompositeJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
 		return err
 	}
@@ -528,7 +528,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 		return err
 	}
 	type strip struct {
-		sc  *gcScratch
+		sc  *compositeScratch
 		pix []float32 // two rows of 3 channels: [c*2*w + r*w : ...]
 	}
 	band := bandRows(w)
@@ -576,9 +576,9 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 	return nil
 }
 
-// gcJob is a validated GainComposite: inputs and sampling tables. Its
+// compositeJob is a validated GainComposite: inputs and sampling tables. Its
 // rows are written by begin (once per band) and row (per row, in order).
-type gcJob struct {
+type compositeJob struct {
 	w, h           int
 	hasAlpha       bool
 	s, a, b, bb    *cpuImage // s and a are nil when the rows come from host frames
@@ -593,8 +593,8 @@ type gcJob struct {
 	shFirst, shLast []int
 }
 
-// gcScratch is the per-worker state of a gcJob.
-type gcScratch struct {
+// compositeScratch is the per-worker state of a compositeJob.
+type compositeScratch struct {
 	g       [3]*hrows
 	ab      *hrows
 	abx, wf []float32
@@ -609,7 +609,7 @@ type gcScratch struct {
 // setLook checks and records GainCompositeLook's optional inputs: each
 // nil or of gainLow's size; FgLow and BgOldLow 3 channels and both or
 // neither, ShadowLow 1 channel. Without alpha they are ignored.
-func (j *gcJob) setLook(op string, look CompositeLook) error {
+func (j *compositeJob) setLook(op string, look CompositeLook) error {
 	fm, err := optImg(op, "FgLow", look.FgLow)
 	if err != nil {
 		return err
@@ -668,8 +668,8 @@ func (j *gcJob) setLook(op string, look CompositeLook) error {
 	return nil
 }
 
-// newGCJob checks GainComposite's inputs against a w x h output.
-func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*gcJob, error) {
+// newCompositeJob checks GainComposite's inputs against a w x h output.
+func newCompositeJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*compositeJob, error) {
 	s, err := cpuImg(op, "src", src)
 	if err != nil {
 		return nil, err
@@ -717,7 +717,7 @@ func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow
 	if err := sameSize(op, s, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
 		return nil, err
 	}
-	j, err := newGCJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
+	j, err := newCompositeJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
 	if err != nil {
 		return nil, err
 	}
@@ -725,11 +725,11 @@ func newGCJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow
 	return j, nil
 }
 
-// newGCJobLow checks GainComposite's inputs other than src and alpha
+// newCompositeJobLow checks GainComposite's inputs other than src and alpha
 // against a w x h output (hasAlpha: a matte is given) and builds the
 // sampling tables.
-func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32,
-	table func(out, in int) bilin) (*gcJob, error) {
+func newCompositeJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32,
+	table func(out, in int) bilin) (*compositeJob, error) {
 	gl, err := cpuImg(op, "gainLow", gainLow)
 	if err != nil {
 		return nil, err
@@ -768,7 +768,7 @@ func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaB
 			return nil, shapeErr(op, "%s is %s, want %dx%d", x.n, dims(x.m), w, h)
 		}
 	}
-	j := &gcJob{w: w, h: h, hasAlpha: hasAlpha, b: b, bb: bb, gl: gl, abl: abl,
+	j := &compositeJob{w: w, h: h, hasAlpha: hasAlpha, b: b, bb: bb, gl: gl, abl: abl,
 		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue}
 	j.gx, j.gy = table(w, gl.w), table(h, gl.h)
 	if j.doWrap {
@@ -778,32 +778,32 @@ func newGCJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaB
 }
 
 // srcRows returns row y of the src image's three planes.
-func (j *gcJob) srcRows(y int) [3][]float32 {
+func (j *compositeJob) srcRows(y int) [3][]float32 {
 	lo := y * j.w
 	return [3][]float32{j.s.plane(0)[lo:][:j.w], j.s.plane(1)[lo:][:j.w], j.s.plane(2)[lo:][:j.w]}
 }
 
 // alphaSpan is the nonzero span of row y of the alpha image.
-func (j *gcJob) alphaSpan(y int) (int, int) { return nonzeroSpan(j.alphaRow(y)) }
+func (j *compositeJob) alphaSpan(y int) (int, int) { return nonzeroSpan(j.alphaRow(y)) }
 
 // alphaRow returns row y of the alpha image (nil without one).
-func (j *gcJob) alphaRow(y int) []float32 {
+func (j *compositeJob) alphaRow(y int) []float32 {
 	if j.a == nil {
 		return nil
 	}
 	return j.a.plane(0)[y*j.w:][:j.w]
 }
 
-// newFullScratch is a gcScratch for any gcJob of width w (wrap and
+// newFullScratch is a compositeScratch for any compositeJob of width w (wrap and
 // shadow rows included) and bands of up to band rows.
-func newFullScratch(w, band int) *gcScratch {
-	return &gcScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
+func newFullScratch(w, band int) *compositeScratch {
+	return &compositeScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
 		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w)}
 }
 
-func (j *gcJob) newScratch(band int) *gcScratch {
+func (j *compositeJob) newScratch(band int) *compositeScratch {
 	w := j.w
-	sc := &gcScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band)}
+	sc := &compositeScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band)}
 	if j.doWrap {
 		sc.ab = newHrows(w)
 		sc.abx = make([]float32, w)
@@ -820,7 +820,7 @@ func (j *gcJob) newScratch(band int) *gcScratch {
 // With a matte, the columns outside [first, last] nonzero alpha of a row
 // are pure background, and the gain and alphaBlur rows are only
 // resampled over the band's hull of the nonzero spans.
-func (j *gcJob) begin(sc *gcScratch, y0, y1 int, spanOf func(y int) (l, r int)) {
+func (j *compositeJob) begin(sc *compositeScratch, y0, y1 int, spanOf func(y int) (l, r int)) {
 	w := j.w
 	hl, hr := 0, w
 	if j.hasAlpha {
@@ -854,7 +854,7 @@ func (j *gcJob) begin(sc *gcScratch, y0, y1 int, spanOf func(y int) (l, r int)) 
 
 // shadowCols returns the output columns [sl, sr) of row y where the
 // shadow's sample may be nonzero (sl == sr when there is none).
-func (j *gcJob) shadowCols(y int) (sl, sr int) {
+func (j *compositeJob) shadowCols(y int) (sl, sr int) {
 	if j.sh == nil {
 		return 0, 0
 	}
@@ -877,7 +877,7 @@ func (j *gcJob) shadowCols(y int) (sl, sr int) {
 // ss is read only where al is nonzero; [xl, xr) must hold every nonzero
 // alpha and shadow column of the row. Without one, [xl, xr) is the whole
 // row.
-func (j *gcJob) row(sc *gcScratch, y, y0 int, ss [3][]float32, al []float32, xl, xr int, qs [3][]float32) {
+func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al []float32, xl, xr int, qs [3][]float32) {
 	w, b, bb := j.w, j.b, j.bb
 	gl, abl, doWrap, wrap, maxValue := j.gl, j.abl, j.doWrap, j.wrap, j.maxV
 	gx, gy, ax, ay := &j.gx, &j.gy, &j.ax, &j.ay

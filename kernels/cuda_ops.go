@@ -974,9 +974,9 @@ func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) er
 	return nil
 }
 
-// gcJob validates GainComposite's inputs against a w x h output (the
-// CPU's newGCJob rules) and returns the kernel argument.
-func (d *CUDA) gcJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*gcArg, error) {
+// compositeJob validates GainComposite's inputs against a w x h output (the
+// CPU's newCompositeJob rules) and returns the kernel argument.
+func (d *CUDA) compositeJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32) (*gcArg, error) {
 	s, err := d.img(op, "src", src)
 	if err != nil {
 		return nil, err
@@ -1074,7 +1074,7 @@ func (d *CUDA) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, al
 	if err := d.chans(op, "dst", o, 3); err != nil {
 		return err
 	}
-	j, err := d.gcJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := d.compositeJob(op, o.w, o.h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
 		return err
 	}
@@ -1112,7 +1112,7 @@ func (d *CUDA) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha
 	default:
 		return fmt.Errorf("kernels: %s: %s: unsupported format %v", d.name, op, dst.Format)
 	}
-	j, err := d.gcJob(op, dst.Width, dst.Height, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
+	j, err := d.compositeJob(op, dst.Width, dst.Height, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
 	if err != nil {
 		return err
 	}

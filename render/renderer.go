@@ -529,23 +529,6 @@ func jitterLights(ls []Light, rng *rand.Rand) {
 	}
 }
 
-// targetLighting mixes the environment's irradiance (the SH radiance of the
-// background convolved with the cosine lobe, its chroma reduced to
-// envChroma) with the prompt's lights and ambient light. The
-// environment's mean irradiance is scaled to luminance 1 with a reference
-// image and no prompt light, 0.6 with a reference and prompt lights, and
-// 0.3 for a synthesised backdrop (whose look already follows the prompt).
-// When the prompt has a key light, everything but the key and the rims
-// (environment, ambient, fills) is the fill side, scaled so that the
-// lighting ratio (irradiance of a normal facing the key over that of the
-// normal mirrored across the view axis) is KeyFillRatio: the photographic
-// ratio the words ask for. The rims' silhouette term (rimIrradiance) is
-// returned apart, in rim: it is evaluated on the silhouette band's normals.
-func targetLighting(l *Lighting, envL [3]kernels.SH9, hasRef bool) (e, rim [3][9]float64) {
-	p := lightingParts(l, envL, hasRef)
-	return p.combine(p.fill), p.rim
-}
-
 // lightParts are the target lighting's parts: the key (and the rims'
 // light), the rest (environment, ambient, fills), the rims' silhouette
 // term, and the factor on the rest that sets the key/fill ratio on the
@@ -573,7 +556,19 @@ func (p *lightParts) combine(f float64) (e [3][9]float64) {
 	return e
 }
 
-// lightingParts splits targetLighting's light into its parts.
+// lightingParts is the target lighting, in parts. It mixes the
+// environment's irradiance (the SH radiance of the background convolved
+// with the cosine lobe, its chroma reduced to envChroma) with the
+// prompt's lights and ambient light. The environment's mean irradiance is scaled to luminance 1 with a reference
+// image and no prompt light, 0.6 with a reference and prompt lights, and
+// 0.3 for a synthesised backdrop (whose look already follows the prompt).
+// When the prompt has a key light, everything but the key and the rims
+// (environment, ambient, fills) is the fill side, scaled so that the
+// lighting ratio (irradiance of a normal facing the key over that of the
+// normal mirrored across the view axis) is KeyFillRatio: the photographic
+// ratio the words ask for. The rims' silhouette term (rimIrradiance) is
+// kept apart, in p.rim: it is evaluated on the silhouette band's normals.
+// The rest of the light is p.combine(p.fill).
 func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts) {
 	var rest, key, rim [3][9]float64
 	var rimPoly [9]float64

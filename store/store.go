@@ -170,6 +170,10 @@ func normContentType(contentType string) (string, error) {
 	return ct, nil
 }
 
+// ContextReader returns a reader of r whose reads fail once ctx is done:
+// a copy from a network body stops at the next read after a cancel.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 // ctxReader makes reads fail once ctx is done.
 type ctxReader struct {
 	ctx context.Context

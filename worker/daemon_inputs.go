@@ -24,8 +24,8 @@ func precheck(jr job.JobRequest) error { return job.Validate(jr) }
 
 // fetch resolves the request's input URIs and spools each one once into
 // dir (the pipeline opens an input several times: probe, decode, audio).
-func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (Request, error) {
-	req := Request{
+func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (RenderRequest, error) {
+	req := RenderRequest{
 		GenerationType:     jr.GenerationType,
 		AlphaMode:          jr.AlphaMode,
 		AlphaKeyframeIndex: jr.AlphaKeyframeIndex,
@@ -53,7 +53,7 @@ func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (Req
 		}
 		path, err := dm.spool(ctx, in.what, in.uri, dir)
 		if err != nil {
-			return Request{}, err
+			return RenderRequest{}, err
 		}
 		ci := codec.FileInput(path)
 		*in.dst = &ci
@@ -73,7 +73,7 @@ func (dm *Daemon) spool(ctx context.Context, what, uri, dir string) (string, err
 	if err != nil {
 		return "", fmt.Errorf("worker: spool %s: %w", what, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(ctxReader{ctx, rc}, store.MaxUploadBytes+1))
+	n, err := io.Copy(f, io.LimitReader(store.ContextReader(ctx, rc), store.MaxUploadBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -130,17 +130,4 @@ func fetchError(what string, err error) error {
 		return fmt.Errorf("SOURCE_UNREACHABLE: %s: %w", what, err)
 	}
 	return fmt.Errorf("worker: fetch %s: %w", what, err)
-}
-
-// ctxReader makes reads fail once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

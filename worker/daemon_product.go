@@ -90,7 +90,7 @@ func (dm *Daemon) download(ctx context.Context, key, path string) error {
 	if err != nil {
 		return fmt.Errorf("worker: fetch parent render: %w", err)
 	}
-	_, err = io.Copy(f, ctxReader{ctx, rc})
+	_, err = io.Copy(f, store.ContextReader(ctx, rc))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -258,7 +258,7 @@ func lowBytes(frames, w, h int) int64 {
 // prepareMattes runs the first pass of select (video) and auto jobs. It
 // returns nil for the other modes and for select on an image (whose
 // keyframe matte is used as given).
-func (p *Pipeline) prepareMattes(ctx context.Context, req *Request, mode job.AlphaMode, video bool, w, h int) (*matteSource, error) {
+func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode job.AlphaMode, video bool, w, h int) (*matteSource, error) {
 	if mode != job.AlphaAuto && (mode != job.AlphaSelect || !video) {
 		return nil, nil
 	}

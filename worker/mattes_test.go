@@ -51,7 +51,7 @@ func TestRunVideoSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := netPipeline(t).Run(context.Background(), Request{
+	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "select", Alpha: in(fx.Keyframes[7]),
 		AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -76,7 +76,7 @@ func TestRunVideoSelect(t *testing.T) {
 func TestRunImageSelectResampled(t *testing.T) {
 	big := fixture(t, 128, 96, 1)
 	small := fixture(t, 64, 48, 1) // the same scene at half size: same aspect ratio
-	res, err := netPipeline(t).Run(context.Background(), Request{
+	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(small.StillMatte),
 		Prompt: "sunset", Seed: 1, CRF: -1,
 	}, t.TempDir())
@@ -89,7 +89,7 @@ func TestRunImageSelectResampled(t *testing.T) {
 		t.Errorf("resampled keyframe: J %.3f, want >= 0.9", j)
 	}
 	// At the same size the keyframe is used as given.
-	res, err = netPipeline(t).Run(context.Background(), Request{
+	res, err = netPipeline(t).Run(context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(big.StillMatte),
 		AlphaKeyframeIndex: 3, Prompt: "sunset", Seed: 1, CRF: -1, // the index is ignored for images
 	}, t.TempDir())
@@ -129,7 +129,7 @@ func TestRunAuto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := netPipeline(t).Run(context.Background(), Request{
+	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
@@ -146,7 +146,7 @@ func TestRunAuto(t *testing.T) {
 
 	// Real footage, the network: a whole clip as a video job.
 	src, masks := davisClip(t, "dog-agility")
-	res, err = netPipeline(t).Run(context.Background(), Request{
+	res, err = netPipeline(t).Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(src), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
@@ -164,7 +164,7 @@ func TestRunAuto(t *testing.T) {
 func TestRunWithoutModel(t *testing.T) {
 	src, _ := davisClip(t, "dog-agility")
 	for _, mode := range []string{"auto", "select"} {
-		req := Request{GenerationType: "video", Source: in(src), AlphaMode: mode, Prompt: "x", CRF: -1, Preset: "ultrafast"}
+		req := RenderRequest{GenerationType: "video", Source: in(src), AlphaMode: mode, Prompt: "x", CRF: -1, Preset: "ultrafast"}
 		if mode == "select" {
 			req.Alpha = in(filepath.Join(filepath.Dir(src), "masks", "00000.png"))
 		}

@@ -21,22 +21,22 @@ import (
 	"github.com/vfxrender/vfx/render"
 )
 
-// Request limits and defaults (docs/api.md, Limits).
+// RenderRequest limits and defaults (docs/api.md, Limits).
 const (
 	DefaultPreset = "medium"
 	DefaultCRF    = 18
 	// DefaultX264Params shortens x264's rate-control lookahead from the
 	// medium preset's 40 frames to 20: it halves the encoder's frame queue
 	// (about 200 MiB at 1080p) for a bitrate change within about 1% at the
-	// same CRF. Override with Request.X264Params.
+	// same CRF. Override with RenderRequest.X264Params.
 	DefaultX264Params = "rc-lookahead=20"
 	// alphaCRF keeps the matte output near-lossless (mattes are flat and
 	// compress well even so).
 	alphaCRF = 6
 )
 
-// Request is one job's inputs, already normalised by the caller.
-type Request struct {
+// RenderRequest is one job's inputs, already normalised by the caller.
+type RenderRequest struct {
 	GenerationType     string // "image" or "video"
 	Source             *codec.Input
 	AlphaMode          string // auto, fill, custom, select
@@ -128,7 +128,7 @@ const (
 // Validate checks the request's fields (not its media) and returns a
 // *job.InputError naming the first problem: job.Validate's rules, plus
 // the encoder settings.
-func Validate(req *Request) error {
+func Validate(req *RenderRequest) error {
 	jr := job.JobRequest{
 		GenerationType:     req.GenerationType,
 		AlphaMode:          req.AlphaMode,
@@ -168,7 +168,7 @@ func (p *Pipeline) limits() codec.Limits {
 // folder inside outDir and renamed at the end. Input problems are returned
 // as *job.InputError with an API code; other errors are internal. Run stops at
 // the next frame when ctx is cancelled.
-func (p *Pipeline) Run(ctx context.Context, req Request, outDir string) (Result, error) {
+func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (Result, error) {
 	start := time.Now()
 	if err := Validate(&req); err != nil {
 		return Result{}, err

@@ -75,7 +75,7 @@ func TestRunVideoCustom(t *testing.T) {
 	var calls, last int
 	p := newPipeline()
 	p.Progress = func(done, total int) { calls++; last = done }
-	res, err := p.Run(context.Background(), Request{
+	res, err := p.Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
 		Reference: in(fx.Reference), Prompt: "warm light from the left", Seed: 5, CRF: -1, Preset: "ultrafast",
 	}, out)
@@ -174,7 +174,7 @@ func TestRunImageFillAndCustom(t *testing.T) {
 	}{{"fill", nil}, {"custom", in(fx.StillMatte)}} {
 		t.Run(c.mode, func(t *testing.T) {
 			out := t.TempDir()
-			res, err := newPipeline().Run(context.Background(), Request{
+			res, err := newPipeline().Run(context.Background(), RenderRequest{
 				GenerationType: "image", Source: in(fx.Still), AlphaMode: c.mode, Alpha: c.alpha,
 				Prompt: "night city, neon magenta rim light", Seed: 1, CRF: -1,
 			}, out)
@@ -207,7 +207,7 @@ func TestRunImageFillAndCustom(t *testing.T) {
 func TestRunDeterministic(t *testing.T) {
 	fx := fixture(t, 64, 48, 2)
 	run := func(seed uint32) []byte {
-		res, err := newPipeline().Run(context.Background(), Request{
+		res, err := newPipeline().Run(context.Background(), RenderRequest{
 			GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
 			Prompt: "studio, soft key light from the right", Seed: seed, CRF: -1,
 		}, t.TempDir())
@@ -228,7 +228,7 @@ func TestRunDeterministic(t *testing.T) {
 
 func TestRunVideoScaledReencodes(t *testing.T) {
 	fx := fixture(t, 1296, 736, 3)
-	res, err := newPipeline().Run(context.Background(), Request{
+	res, err := newPipeline().Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
 		Prompt: "overcast daylight", MaxResolution: 720, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -260,7 +260,7 @@ func TestRunVideoScaledReencodes(t *testing.T) {
 
 func TestRunScalesToMaxResolution(t *testing.T) {
 	fx := fixture(t, 1600, 900, 1)
-	res, err := newPipeline().Run(context.Background(), Request{
+	res, err := newPipeline().Run(context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
 		Prompt: "daylight", MaxResolution: 720, CRF: -1,
 	}, t.TempDir())
@@ -300,39 +300,39 @@ func TestRunErrors(t *testing.T) {
 	huge := writePNG(t, filepath.Join(dir, "huge.png"), 2000, 1400)
 	long := strings.Repeat("é", job.MaxPromptChars+1)
 
-	base := func() Request {
-		return Request{GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "sunset", CRF: -1}
+	base := func() RenderRequest {
+		return RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "sunset", CRF: -1}
 	}
 	cases := []struct {
 		name   string
-		mod    func(*Request)
+		mod    func(*RenderRequest)
 		limits codec.Limits
 		code   string
 		msg    string
 	}{
-		{"generation type", func(r *Request) { r.GenerationType = "gif" }, codec.Limits{}, "INVALID_GENERATION_TYPE", "gif"},
-		{"missing source", func(r *Request) { r.Source = nil }, codec.Limits{}, "MISSING_SOURCE", "source"},
-		{"alpha mode", func(r *Request) { r.AlphaMode = "magic" }, codec.Limits{}, "INVALID_ALPHA_MODE", "magic"},
-		{"select video keyframe", func(r *Request) { r.AlphaMode = "select" }, codec.Limits{}, "ALPHA_MUST_BE_IMAGE", "video"},
-		{"select colour keyframe", func(r *Request) { r.AlphaMode = "select"; r.Alpha = in(fx.Still) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "grayscale"},
-		{"select keyframe aspect", func(r *Request) { r.AlphaMode = "select"; r.Alpha = in(other.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "aspect ratio"},
-		{"select keyframe index", func(r *Request) { r.AlphaMode = "select"; r.Alpha = in(fx.StillMatte); r.AlphaKeyframeIndex = 6 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "valid 0..5"},
-		{"missing alpha", func(r *Request) { r.Alpha = nil }, codec.Limits{}, "MISSING_ALPHA", "custom"},
-		{"missing style", func(r *Request) { r.Prompt = "" }, codec.Limits{}, "MISSING_STYLE_INPUT", "prompt"},
-		{"prompt too long", func(r *Request) { r.Prompt = long }, codec.Limits{}, "PROMPT_TOO_LONG", "2001 characters"},
-		{"max resolution", func(r *Request) { r.MaxResolution = 480 }, codec.Limits{}, "INVALID_MAX_RESOLUTION", "480"},
-		{"keyframe", func(r *Request) { r.AlphaKeyframeIndex = -1 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "-1"},
-		{"not media", func(r *Request) { r.Source = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "source"},
-		{"image for video", func(r *Request) { r.Source = in(fx.Still) }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs an MP4 or MOV"},
-		{"video for image", func(r *Request) { r.GenerationType = "image" }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs a PNG, JPEG or WebP"},
+		{"generation type", func(r *RenderRequest) { r.GenerationType = "gif" }, codec.Limits{}, "INVALID_GENERATION_TYPE", "gif"},
+		{"missing source", func(r *RenderRequest) { r.Source = nil }, codec.Limits{}, "MISSING_SOURCE", "source"},
+		{"alpha mode", func(r *RenderRequest) { r.AlphaMode = "magic" }, codec.Limits{}, "INVALID_ALPHA_MODE", "magic"},
+		{"select video keyframe", func(r *RenderRequest) { r.AlphaMode = "select" }, codec.Limits{}, "ALPHA_MUST_BE_IMAGE", "video"},
+		{"select colour keyframe", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(fx.Still) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "grayscale"},
+		{"select keyframe aspect", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(other.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "aspect ratio"},
+		{"select keyframe index", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(fx.StillMatte); r.AlphaKeyframeIndex = 6 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "valid 0..5"},
+		{"missing alpha", func(r *RenderRequest) { r.Alpha = nil }, codec.Limits{}, "MISSING_ALPHA", "custom"},
+		{"missing style", func(r *RenderRequest) { r.Prompt = "" }, codec.Limits{}, "MISSING_STYLE_INPUT", "prompt"},
+		{"prompt too long", func(r *RenderRequest) { r.Prompt = long }, codec.Limits{}, "PROMPT_TOO_LONG", "2001 characters"},
+		{"max resolution", func(r *RenderRequest) { r.MaxResolution = 480 }, codec.Limits{}, "INVALID_MAX_RESOLUTION", "480"},
+		{"keyframe", func(r *RenderRequest) { r.AlphaKeyframeIndex = -1 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "-1"},
+		{"not media", func(r *RenderRequest) { r.Source = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "source"},
+		{"image for video", func(r *RenderRequest) { r.Source = in(fx.Still) }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs an MP4 or MOV"},
+		{"video for image", func(r *RenderRequest) { r.GenerationType = "image" }, codec.Limits{}, "INVALID_FILE_FORMAT", "needs a PNG, JPEG or WebP"},
 		{"too many frames", nil, codec.Limits{MaxPixels: 2_770_000, MaxFrames: 5, MaxAspect: 4}, "VIDEO_TOO_MANY_FRAMES", "6"},
-		{"too many pixels", func(r *Request) { r.GenerationType = "image"; r.Source = in(huge); r.AlphaMode = "fill" }, codec.Limits{}, "SOURCE_TOO_LARGE", "2800000"},
-		{"extreme aspect", func(r *Request) { r.GenerationType = "image"; r.Source = in(wide); r.AlphaMode = "fill" }, codec.Limits{}, "EXTREME_ASPECT_RATIO", "410"},
-		{"image matte for video", func(r *Request) { r.Alpha = in(fx.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "image"},
-		{"matte size", func(r *Request) { r.Alpha = in(other.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "96x64"},
-		{"matte length", func(r *Request) { r.Alpha = in(short.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "4"},
-		{"matte not media", func(r *Request) { r.Alpha = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "alpha"},
-		{"reference video", func(r *Request) { r.Reference = in(fx.Source) }, codec.Limits{}, "INVALID_FILE_FORMAT", "reference"},
+		{"too many pixels", func(r *RenderRequest) { r.GenerationType = "image"; r.Source = in(huge); r.AlphaMode = "fill" }, codec.Limits{}, "SOURCE_TOO_LARGE", "2800000"},
+		{"extreme aspect", func(r *RenderRequest) { r.GenerationType = "image"; r.Source = in(wide); r.AlphaMode = "fill" }, codec.Limits{}, "EXTREME_ASPECT_RATIO", "410"},
+		{"image matte for video", func(r *RenderRequest) { r.Alpha = in(fx.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "image"},
+		{"matte size", func(r *RenderRequest) { r.Alpha = in(other.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "96x64"},
+		{"matte length", func(r *RenderRequest) { r.Alpha = in(short.Matte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "4"},
+		{"matte not media", func(r *RenderRequest) { r.Alpha = in(text) }, codec.Limits{}, "INVALID_FILE_FORMAT", "alpha"},
+		{"reference video", func(r *RenderRequest) { r.Reference = in(fx.Source) }, codec.Limits{}, "INVALID_FILE_FORMAT", "reference"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -363,7 +363,7 @@ func TestRunCancelled(t *testing.T) {
 	p := newPipeline()
 	p.Progress = func(done, total int) { cancel() }
 	out := t.TempDir()
-	_, err := p.Run(ctx, Request{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
+	_, err := p.Run(ctx, RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -384,7 +384,7 @@ func TestRunAudioPassthrough(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, out)
 	}
-	res, err := newPipeline().Run(context.Background(), Request{
+	res, err := newPipeline().Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "dusk", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // stream is the streaming part of one job: what frames needs to decode,
 // render and encode every frame.
 type stream struct {
-	req  *Request
+	req  *RenderRequest
 	mode job.AlphaMode
 	ms   *matteSource // select (video) and auto: makes the matte; nil otherwise
 	info codec.Info   // the source's

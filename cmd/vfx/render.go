@@ -63,7 +63,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkPreset(*preset); err != nil {
 		return err
 	}
-	req := worker.Request{
+	req := worker.RenderRequest{
 		GenerationType:     *typ,
 		AlphaMode:          *alphaMode,
 		AlphaKeyframeIndex: *keyframe,
