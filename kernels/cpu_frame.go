@@ -146,15 +146,8 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 // GainCompositeLookDownload.
 func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	const op = "GainCompositeLookFrame"
-	if err := dst.Validate(); err != nil {
-		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
-	}
-	switch dst.Format {
-	case frame.YUV420P, frame.RGB24:
-	case frame.Gray8:
-		return shapeErr(op, "3 channels into gray8")
-	default:
-		return fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, dst.Format)
+	if err := colourDst(op, dst); err != nil {
+		return err
 	}
 	w, h := dst.Width, dst.Height
 	if err := src.Validate(); err != nil {

@@ -508,7 +508,9 @@ func (d *CPU) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLo
 	return d.gainCompositeDownload("GainCompositeLookDownload", dst, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
 }
 
-func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+// colourDst checks a download's destination: a valid YUV420P or RGB24
+// frame.
+func colourDst(op string, dst *frame.HostFrame) error {
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
 	}
@@ -518,6 +520,13 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 		return shapeErr(op, "3 channels into gray8")
 	default:
 		return fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, dst.Format)
+	}
+	return nil
+}
+
+func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	if err := colourDst(op, dst); err != nil {
+		return err
 	}
 	w, h := dst.Width, dst.Height
 	j, err := newCompositeJob(op, w, h, src, alpha, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue)
@@ -677,44 +686,17 @@ func newCompositeJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alpha
 	if s.w != w || s.h != h {
 		return nil, shapeErr(op, "src %s, dst %dx%d", dims(s), w, h)
 	}
-	gl, err := cpuImg(op, "gainLow", gainLow)
-	if err != nil {
+	if err := wantChannels(op, "src", s, 3); err != nil {
 		return nil, err
 	}
 	a, err := optImg(op, "alpha", alpha)
 	if err != nil {
 		return nil, err
 	}
-	b, err := optImg(op, "bg", bg)
-	if err != nil {
-		return nil, err
-	}
-	bb, err := optImg(op, "bgBlur", bgBlur)
-	if err != nil {
-		return nil, err
-	}
-	abl, err := optImg(op, "alphaBlurLow", alphaBlurLow)
-	if err != nil {
-		return nil, err
-	}
-	if a != nil && b == nil {
-		return nil, shapeErr(op, "bg is required when alpha is given")
-	}
-	for _, x := range []struct {
-		n string
-		m *cpuImage
-	}{{"src", s}, {"gainLow", gl}, {"bg", b}, {"bgBlur", bb}} {
-		if err := wantChannels(op, x.n, x.m, 3); err != nil {
-			return nil, err
-		}
-	}
 	if err := wantChannels(op, "alpha", a, 1); err != nil {
 		return nil, err
 	}
-	if err := wantChannels(op, "alphaBlurLow", abl, 1); err != nil {
-		return nil, err
-	}
-	if err := sameSize(op, s, []string{"alpha", "bg", "bgBlur"}, a, b, bb); err != nil {
+	if err := sameSize(op, s, []string{"alpha"}, a); err != nil {
 		return nil, err
 	}
 	j, err := newCompositeJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
