@@ -214,12 +214,19 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 				return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
 			}
 		}
+		orig := data
 		if widen {
 			if data, err = Float32Graph(data); err != nil {
 				return nil, fmt.Errorf("infer: model %s in fp32: %w", c.Name, err)
 			}
 		}
 		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input}, []string{c.Output}, so)
+		if err != nil && widen {
+			// A graph that the fp32 rewrite does not cover (an fp16 type
+			// in an attribute it does not know, say) runs as it was:
+			// slower, never different.
+			sess, err = ort.NewDynamicAdvancedSessionWithONNXData(orig, []string{c.Input}, []string{c.Output}, so)
+		}
 	} else {
 		sess, err = ort.NewDynamicAdvancedSession(path, []string{c.Input}, []string{c.Output}, so)
 	}
