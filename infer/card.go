@@ -138,27 +138,58 @@ func ReadCard(path string) (Card, error) {
 // Verify checks the model file of card c in dir: present, of the card's
 // size and sha256. It returns the file's path.
 func (c Card) Verify(dir string) (string, error) {
-	if err := c.Validate(); err != nil {
+	f, path, err := c.open(dir)
+	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, c.File)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w: %s not found (%s); %s", ErrNoModel, c.Name, path, InstallHint)
-	}
-	if err != nil {
-		return "", fmt.Errorf("infer: model %s: %w", c.Name, err)
-	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && c.Bytes > 0 && st.Size() != c.Bytes {
-		return "", fmt.Errorf("%w: %s is %d bytes, its card says %d", ErrChecksum, path, st.Size(), c.Bytes)
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("infer: model %s: %w", c.Name, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
-		return "", fmt.Errorf("%w: %s has sha256 %s, its card says %s", ErrChecksum, path, got, c.SHA256)
+	return path, c.checkSum(path, h.Sum(nil))
+}
+
+// Read verifies c's file in dir as Verify does and returns its bytes, read
+// once: a graph rewritten in memory is made from exactly the bytes checked.
+func (c Card) Read(dir string) ([]byte, error) {
+	f, path, err := c.open(dir)
+	if err != nil {
+		return nil, err
 	}
-	return path, nil
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
+	}
+	sum := sha256.Sum256(data)
+	return data, c.checkSum(path, sum[:])
+}
+
+// open validates the card and opens its file, checking its size.
+func (c Card) open(dir string) (*os.File, string, error) {
+	if err := c.Validate(); err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(dir, c.File)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("%w: %s not found (%s); %s", ErrNoModel, c.Name, path, InstallHint)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("infer: model %s: %w", c.Name, err)
+	}
+	if st, err := f.Stat(); err == nil && c.Bytes > 0 && st.Size() != c.Bytes {
+		f.Close()
+		return nil, "", fmt.Errorf("%w: %s is %d bytes, its card says %d", ErrChecksum, path, st.Size(), c.Bytes)
+	}
+	return f, path, nil
+}
+
+// checkSum compares a file's sha256 with the card's.
+func (c Card) checkSum(path string, sum []byte) error {
+	if got := hex.EncodeToString(sum); got != c.SHA256 {
+		return fmt.Errorf("%w: %s has sha256 %s, its card says %s", ErrChecksum, path, got, c.SHA256)
+	}
+	return nil
 }

@@ -151,7 +151,24 @@ type Model struct {
 // cannot be used). Load reads the whole file to check it; ctx is checked
 // before the session is made.
 func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
-	path, err := c.Verify(r.o.Dir)
+	// The graph is rewritten in memory (the file stays the verified one):
+	// rescaled when a scalable model runs at another size (Card.At), and
+	// in fp32 on the CPU provider, which has no fp16 kernels for most ops
+	// on x86 and would otherwise wrap them in casts (Float32Graph: IS-Net
+	// runs about 7% faster, same output to 3e-4). CUDA keeps fp16. A
+	// rewritten graph is made from the bytes that were checked, read once.
+	rescale, widen := c.Native != 0, r.o.Provider == CPU
+	var (
+		path string
+		data []byte
+		err  error
+	)
+	if rescale || widen {
+		path = filepath.Join(r.o.Dir, c.File)
+		data, err = c.Read(r.o.Dir)
+	} else {
+		path, err = c.Verify(r.o.Dir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -193,22 +210,11 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 			return nil, fmt.Errorf("%w: cuda (needs libonnxruntime_providers_cuda.so beside the library, CUDA 12 and cuDNN 9): %v", ErrProvider, err)
 		}
 	}
-	// The graph is rewritten in memory (the file stays the verified one):
-	// rescaled when a scalable model runs at another size (Card.At), and
-	// in fp32 on the CPU provider, which has no fp16 kernels for most ops
-	// on x86 and would otherwise wrap them in casts (Float32Graph: IS-Net
-	// runs about 7% faster, same output to 3e-4). CUDA keeps fp16.
-	rescale, widen := c.Native != 0, r.o.Provider == CPU
 	var sess *ort.DynamicAdvancedSession
 	if rescale || widen {
 		// err is the function's: the session's error below is checked
 		// after the if (a := here shadowed it, and a failed session of a
 		// rescaled graph went unnoticed).
-		var data []byte
-		data, err = os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
-		}
 		if rescale {
 			if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
 				return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)

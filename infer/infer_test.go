@@ -2,6 +2,8 @@ package infer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -74,9 +76,30 @@ func TestVerifyRefusesAnotherFile(t *testing.T) {
 	if _, err := c.Verify(dir); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("wrong bytes: err = %v, want ErrChecksum naming the sha256", err)
 	}
+	if _, err := c.Read(dir); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("Read, wrong bytes: err = %v, want ErrChecksum naming the sha256", err)
+	}
 	os.Truncate(filepath.Join(dir, c.File), 10)
 	if _, err := c.Verify(dir); !errors.Is(err, ErrChecksum) {
 		t.Errorf("wrong size: err = %v, want ErrChecksum", err)
+	}
+	if _, err := c.Read(dir); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Read, wrong size: err = %v, want ErrChecksum", err)
+	}
+	if _, err := c.Read(t.TempDir()); !errors.Is(err, ErrNoModel) {
+		t.Errorf("Read, missing file: err = %v, want ErrNoModel", err)
+	}
+	// The file its card describes: Read returns exactly its bytes.
+	body := []byte("a small file standing in for a model")
+	sum := sha256.Sum256(body)
+	small := Card{Name: "small", File: "small.onnx", SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(body)),
+		Licence: "MIT", Input: "in", Output: "out", Width: 32, Height: 32, Scale: [3]float32{1, 1, 1}}
+	os.WriteFile(filepath.Join(dir, small.File), body, 0o644)
+	if got, err := small.Read(dir); err != nil || string(got) != string(body) {
+		t.Errorf("Read of the right file: %q, %v", got, err)
+	}
+	if _, err := small.Verify(dir); err != nil {
+		t.Errorf("Verify of the right file: %v", err)
 	}
 }
 
