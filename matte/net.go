@@ -328,7 +328,11 @@ func (f *netFuser) ramp(v float64) float64 {
 // beyond reach of the shape the object cannot be. In a region of another
 // object the evidence is 1-P with weight 1 whatever the trust, so that the
 // matte never leaks into another salient object and never swaps to it. A
-// region merged with something else gives no evidence.
+// region merged with something else gives evidence only inside the
+// carried shape (P, weighted by the trust in its positives): with the
+// network on every 2nd frame, a shape inside a merged region otherwise
+// shrinks a little between network frames and nothing restores it
+// (scooter-gray at k=2: J 0.12 without this, 0.29 with it).
 func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	sel, reach, shapeArea := f.selection(net, shape)
 	if f.all && flow != nil {
@@ -392,6 +396,14 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		case l != 0 && sel[l] == regionObject:
 			lp += g * wr[l] * logit(net[i])
 		case l != 0 && sel[l] == regionMerged:
+			// Inside the carried shape the network agrees that an
+			// object is there: its positives hold the shape against
+			// erosion between network frames, as far as they are
+			// trusted. Beyond the shape the region gives no evidence,
+			// so the matte never grows into what it is merged with.
+			if f.dist[i] == 0 {
+				lp += g * float32(tPos) * logit(net[i])
+			}
 		case l != 0:
 			lp += g * logit(1-net[i])
 		case !f.all && f.dist[i] > reach:

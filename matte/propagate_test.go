@@ -363,3 +363,47 @@ func TestSelectNoRescueInsideMergedRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFuseMergedRegionHoldsShape: a region of the network's map holds the
+// carried shape and much more (merged with something else). Inside the
+// shape, where propagation eroded the matte, the network's positives
+// restore it; beyond the shape the region gives no evidence, so the matte
+// does not grow into what the object is merged with.
+func TestFuseMergedRegionHoldsShape(t *testing.T) {
+	const w, h = 64, 32
+	f := newNetFuser(w, h, DefaultNetOptions())
+	f.tPos, f.trust = 1, 1
+	net := make([]float32, w*h)
+	shape := make([]float32, w*h)
+	prop := make([]float32, w*h)
+	for y := 4; y < 28; y++ {
+		for x := 4; x < 60; x++ {
+			net[y*w+x] = 0.95 // one region: the object and what it touches
+		}
+	}
+	for y := 10; y < 22; y++ {
+		for x := 8; x < 20; x++ {
+			shape[y*w+x], prop[y*w+x] = 1, 0.9
+		}
+	}
+	hole := 15*w + 12
+	prop[hole] = 0.3 // eroded by propagation inside the shape
+	far := 15*w + 50 // in the merged region, far from the shape
+	dst := make([]float32, w*h)
+	f.fuse(dst, prop, shape, net, nil)
+	if sel, _, _ := f.selection(net, shape); len(sel) != 2 || sel[1] != regionMerged {
+		t.Fatalf("the region is %v, want merged", sel)
+	}
+	if dst[hole] < 0.5 {
+		t.Errorf("eroded pixel inside the shape: %.3f, want >= 0.5", dst[hole])
+	}
+	if dst[far] >= 0.5 {
+		t.Errorf("merged region beyond the shape: %.3f, want < 0.5", dst[far])
+	}
+	// Without trust in the network's positives the erosion stands.
+	f.tPos = 0
+	f.fuse(dst, prop, shape, net, nil)
+	if dst[hole] >= 0.5 {
+		t.Errorf("untrusted positives restored the pixel: %.3f", dst[hole])
+	}
+}
