@@ -89,6 +89,9 @@ type LookOptions struct {
 	Sheet string
 	// Seed is the render seed.
 	Seed uint32
+	// NoPlateMatch renders without plate matching (render.Params), for
+	// the before figures.
+	NoPlateMatch bool
 }
 
 // LookRow is one prompt's result: the measure per subject and its median.
@@ -113,6 +116,9 @@ type LookReport struct {
 	// change of the subject's mean gain, and of its source luminance.
 	GainFlicker, SourceFlicker float64
 	FlickerValues              [][2]float64
+	// Plates: grain, sharpness and black level of the subject against the
+	// plate on the reference and the beach backdrop (lookplate.go).
+	Plates []LookPlateRow
 }
 
 // lookSubject is one decoded subject: linear RGB, soft matte, binary mask.
@@ -554,7 +560,12 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		refLum /= float64(len(y))
 	}
 
-	rep := &LookReport{Subjects: subjects, Rows: make([]LookRow, len(LookPrompts))}
+	rep := &LookReport{Subjects: subjects, Rows: make([]LookRow, len(LookPrompts)), Plates: make([]LookPlateRow, 2)}
+	for _, lp := range LookPrompts {
+		if k, name := lookPlateIndex(lp); k >= 0 {
+			rep.Plates[k].Name = name
+		}
+	}
 	for i := range rep.Rows {
 		rep.Rows[i].Prompt = LookPrompts[i]
 	}
@@ -576,7 +587,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
 		for pi, lp := range LookPrompts {
-			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h}
+			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch}
 			if lp.Reference {
 				p.Reference = ref
 			}
@@ -602,6 +613,11 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 				}
 			}
 			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refLum)
+			if k, _ := lookPlateIndex(lp); k >= 0 {
+				g, sh, bl := plateMeasure(s, out)
+				pr := &rep.Plates[k]
+				pr.Grain, pr.Sharp, pr.Black = append(pr.Grain, g), append(pr.Sharp, sh), append(pr.Black, bl)
+			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
 			row = append(row, makeThumb(out, s.w, s.h))
@@ -636,6 +652,9 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	}
 	rep.FGErrSource, rep.FGErrEstimate = median(e0), median(e1)
 	rep.GainFlicker, rep.SourceFlicker = median(g0), median(g1)
+	for i := range rep.Plates {
+		rep.Plates[i].finish()
+	}
 	if opt.Sheet != "" {
 		if err := writeSheet(opt.Sheet, sheet); err != nil {
 			return nil, err
@@ -805,6 +824,7 @@ func (r *LookReport) PerSubject() string {
 		line("gain change per frame", g)
 		line("source change per frame", sf)
 	}
+	r.platePerSubject(line)
 	return b.String()
 }
 
@@ -836,5 +856,6 @@ func (r *LookReport) String() string {
 	}
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "video, first frames", "gain change per frame", r.GainFlicker)
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "source luminance change per frame", r.SourceFlicker)
+	b.WriteString(r.plateString())
 	return b.String()
 }

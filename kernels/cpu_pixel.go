@@ -597,6 +597,9 @@ type compositeJob struct {
 	wrap, maxV     float32
 	fm, bm, sh     *cpuImage // CompositeLook's inputs (nil = none)
 	shSpan         [][2]int  // nonzero columns of each row of sh
+	gr             *cpuImage // CompositeLook.Grain (nil = no grain)
+	grAmt          float32
+	grX, grY       int // the grain's offsets, reduced modulo its size
 	// shFirst[c]: the first output column whose sample reads a column >= c;
 	// shLast[c]: one past the last that reads a column < c.
 	shFirst, shLast []int
@@ -648,6 +651,25 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 	}
 	if j.hasAlpha {
 		j.fm, j.bm, j.sh = fm, bm, sh
+	}
+	if look.GrainAmount > 0 {
+		gr, err := optImg(op, "Grain", look.Grain)
+		if err != nil {
+			return err
+		}
+		if gr == nil {
+			return shapeErr(op, "GrainAmount without Grain")
+		}
+		if err := wantChannels(op, "Grain", gr, 1); err != nil {
+			return err
+		}
+		if look.GrainX < 0 || look.GrainY < 0 {
+			return shapeErr(op, "negative grain offset")
+		}
+		if j.hasAlpha {
+			j.gr, j.grAmt = gr, look.GrainAmount
+			j.grX, j.grY = look.GrainX%gr.w, look.GrainY%gr.h
+		}
 	}
 	if j.sh != nil {
 		// The nonzero columns of each row of the darkness.
@@ -983,6 +1005,9 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 			}
 			u = v
 		}
+		if j.gr != nil {
+			j.grainRow(qs, al, y, x, xe)
+		}
 		xz := xe
 		for xz < r && al[xz] == 0 {
 			xz++
@@ -991,6 +1016,37 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 			bgCopy(qs[c], bs[c], xe, xz)
 		}
 		x = xz
+	}
+}
+
+// grainRow adds CompositeLook's grain to the composited pixels [x0, x1)
+// of row y (alpha al nonzero there; see CompositeLook.Grain).
+func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
+	gr, amt, maxV := j.gr, j.grAmt, j.maxV
+	gw := gr.w
+	gy := (y + j.grY) % gr.h
+	nrow := gr.plane(0)[gy*gw:][:gw]
+	gx := (x0 + j.grX) % gw
+	q0, q1, q2 := qs[0], qs[1], qs[2]
+	for x := x0; x < x1; x++ {
+		t := float32(al[x]*amt) * nrow[gx]
+		if gx++; gx == gw {
+			gx = 0
+		}
+		a, b, c := q0[x], q1[x], q2[x]
+		lum := float32(float32(float32(0.2126*a)+float32(0.7152*b)) + float32(0.0722*c))
+		if lum > 1e-8 {
+			s := float32(math.Sqrt(float64(lum))) + t
+			if !(s > 0) {
+				s = 0
+			}
+			f := float32(s*s) / lum
+			a, b, c = a*f, b*f, c*f
+		} else if t > 0 {
+			v := t * t
+			a, b, c = a+v, b+v, c+v
+		}
+		q0[x], q1[x], q2[x] = min(max(a, 0), maxV), min(max(b, 0), maxV), min(max(c, 0), maxV)
 	}
 }
 

@@ -932,6 +932,9 @@ type gcArg struct {
 	w, h, glw, glh, ablw, ablh  int32
 	wrap, maxV                  float32
 	fm, bm, sh                  cu.DevicePtr // CompositeLook (0 = none)
+	gr                          cu.DevicePtr // CompositeLook.Grain (0 = none)
+	grw, grh, grx, gry          int32
+	grain                       float32
 }
 
 // gcLook checks GainCompositeLook's optional inputs (the CPU's setLook
@@ -970,6 +973,26 @@ func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) er
 	}
 	if j.alpha != 0 {
 		j.fm, j.bm, j.sh = ptrOf(fm), ptrOf(bm), ptrOf(sh)
+	}
+	if look.GrainAmount > 0 {
+		gr, err := d.opt(op, "Grain", look.Grain)
+		if err != nil {
+			return err
+		}
+		if gr == nil {
+			return d.shapeErr(op, "GrainAmount without Grain")
+		}
+		if err := d.chans(op, "Grain", gr, 1); err != nil {
+			return err
+		}
+		if look.GrainX < 0 || look.GrainY < 0 {
+			return d.shapeErr(op, "negative grain offset")
+		}
+		if j.alpha != 0 {
+			j.gr, j.grain = gr.ptr, look.GrainAmount
+			j.grw, j.grh = int32(gr.w), int32(gr.h)
+			j.grx, j.gry = int32(look.GrainX%gr.w), int32(look.GrainY%gr.h)
+		}
 	}
 	return nil
 }

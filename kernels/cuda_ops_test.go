@@ -234,6 +234,17 @@ var opCases = append([]opCase{
 		look := CompositeLook{FgLow: g, BgOldLow: up(in.gainLow), ShadowLow: up(in.alphaLow)}
 		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
 	}),
+	imageOp("GainCompositeLook/grain", 1e-5, 3, func(o Ops, d Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		gr, err := d.NewImage(in.lw, in.lh, 1)
+		if err != nil {
+			return err
+		}
+		if err := d.WritePixels(gr, in.gainLow[:in.lw*in.lh]); err != nil {
+			return err
+		}
+		look := CompositeLook{ShadowLow: up(in.alphaLow), Grain: gr, GrainAmount: 0.2, GrainX: 5, GrainY: 3}
+		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
+	}),
 	imageOp("GainCompositeLook/shadow-nowrap", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), nil, nil, CompositeLook{ShadowLow: up(in.alphaLow)}, 0.4, 1.5)
 	}),

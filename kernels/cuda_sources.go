@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "e0ee50c91725c1ae2f6510071e52d89cf2383c20ea073adb1abbb0f8bfa316d2"
+const cudaSourcesSHA256 = "e51bd039e8a8fec9e823e194726d939ee967789682e9f5cb806e00d169b304a3"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "997dfdbdd56f200e24cf19dfaa8c95ceed56d779ee7ce3922995eef833eedf3f"
+const cudaFatbinSHA256 = "c623aa5abeac823ef294347b92a6c42d6f6ca29e78eb9a2ff4122e5d30fc06f8"

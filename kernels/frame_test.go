@@ -125,6 +125,7 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 				}
 			}
 			sh := img(t, d, 7, 4, 1, shv)
+			grain := img(t, d, 13, 5, 1, randVals(rng, 65, -3, 3))
 			bg := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
 			bgBlur := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1))
 			abLow := img(t, d, 5, 3, 1, randAlpha(rng, 15))
@@ -142,6 +143,9 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 				{"yuv/none-nowrap", frame.YUV420P, frame.YUV420P, false, false, CompositeLook{}, false},
 				{"yuv/fill", frame.YUV420P, frame.YUV420P, false, true, CompositeLook{}, true},
 				{"rgb/all", frame.RGB24, frame.RGB24, false, false, CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh}, true},
+				{"yuv/grain", frame.YUV420P, frame.YUV420P, false, false,
+					CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, Grain: grain, GrainAmount: 0.05, GrainX: 20, GrainY: 3}, true},
+				{"rgb/grain", frame.RGB24, frame.RGB24, true, false, CompositeLook{Grain: grain, GrainAmount: 0.05, GrainX: 4, GrainY: 9}, true},
 				{"rgb/fill", frame.RGB24, frame.RGB24, false, true, CompositeLook{}, false},
 			} {
 				t.Run(fmt.Sprintf("w%d/%dx%d/%s", workers, w, h, tc.name), func(t *testing.T) {

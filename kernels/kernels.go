@@ -245,4 +245,19 @@ type CompositeLook struct {
 	// background, which is multiplied by 1 - d: 0 is no shadow (backends
 	// skip rows and spans of exact zeros, where the result is bg).
 	ShadowLow Image
+	// Grain (1 channel, any size, repeated over the output) is zero-mean
+	// noise added to the subject (plate matching, issue 15) when
+	// GrainAmount > 0: where a > 0, with n the sample of Grain at
+	// ((x+GrainX) mod its width, (y+GrainY) mod its height), t =
+	// a*GrainAmount*n, the composite's pixel q (3 channels, luminance
+	// Y = 0.2126 q0 + 0.7152 q1 + 0.0722 q2) becomes
+	//   q*s'^2/Y, s' = max(sqrt(Y) + t, 0), where Y > 1e-8,
+	//   q + max(t, 0)^2 otherwise,
+	// clamped to [0, maxValue]: grain of standard deviation GrainAmount*a
+	// in the square root of linear luminance, shared by the channels
+	// (the hue is kept). Unlike the other inputs it is not gain-sized;
+	// GrainX, GrainY >= 0. Ignored without alpha.
+	Grain          Image
+	GrainAmount    float32
+	GrainX, GrainY int
 }

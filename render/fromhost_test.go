@@ -57,17 +57,25 @@ func TestFrameFromHostMatchesFrameHost(t *testing.T) {
 		w, h int
 		fill bool
 		ref  bool
+		// grainy: a grainy reference, so that plate matching adds grain
+		// (checked) and matches the black level.
+		grainy bool
 	}{
-		{frame.YUV420P, 96, 64, false, true},
-		{frame.YUV420P, 90, 54, false, false},
-		{frame.YUV420P, 64, 48, true, false},
-		{frame.RGB24, 81, 47, false, true},
+		{frame.YUV420P, 96, 64, false, true, false},
+		{frame.YUV420P, 90, 54, false, false, false},
+		{frame.YUV420P, 64, 48, true, false, false},
+		{frame.RGB24, 81, 47, false, true, false},
+		{frame.YUV420P, 96, 64, false, true, true},
+		{frame.RGB24, 81, 47, false, true, true},
 	} {
-		t.Run(fmt.Sprintf("%v/%dx%d/fill=%v", tc.f, tc.w, tc.h, tc.fill), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%dx%d/fill=%v/grainy=%v", tc.f, tc.w, tc.h, tc.fill, tc.grainy), func(t *testing.T) {
 			d := newDev(t)
 			p := Params{Prompt: "warm key light from the left, sunny beach", Seed: 3, Width: tc.w, Height: tc.h, Fill: tc.fill}
 			if tc.ref {
 				p.Reference = flatRef(40, 30, [3]uint8{200, 120, 60})
+			}
+			if tc.grainy {
+				p.Reference = grainyRef(tc.w, tc.h, 5)
 			}
 			a, err := New(ctx, d, p)
 			if err != nil {
@@ -113,6 +121,9 @@ func TestFrameFromHostMatchesFrameHost(t *testing.T) {
 						t.Fatalf("frame %d: plane %d differs", i, k)
 					}
 				}
+			}
+			if _, _, g, _ := b.PlateMatch(); tc.grainy && g == 0 {
+				t.Fatal("no grain added over the grainy reference")
 			}
 			small, _ := frame.New(tc.f, 8, 8)
 			if err := b.FrameFromHost(ctx, small, small, small); err == nil {

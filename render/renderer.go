@@ -89,6 +89,9 @@ type Params struct {
 	// Fill is alpha_mode fill: the whole frame is the subject, relit and
 	// harmonised, with no background replacement.
 	Fill bool
+	// NoPlateMatch turns off matching the subject's grain, black level
+	// and highlights to the background (for comparisons; see plate.go).
+	NoPlateMatch bool
 }
 
 // Renderer renders the frames of one job on a kernels.Device. Create it
@@ -141,6 +144,8 @@ type Renderer struct {
 	rimWidth                    float32
 	// Foreground estimation and shadows (not in fill mode).
 	look lookImages
+	// Matching the plate: grain, black level, highlights (plate.go).
+	plate plateMatch
 	// Harmonisation runs at half the low resolution: relitQ, its matte,
 	// the transferred image, its ratio to relitQ, and that ratio
 	// upsampled back (harmGain).
@@ -350,6 +355,12 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		return fmt.Errorf("render: background luminance: %w", err)
 	} else {
 		r.bgNewLum = st.Mean[0]
+	}
+	// Plate matching: the new background's grain, black level and
+	// highlights, once per job (relitQ is still bgLow area-resized).
+	r.plate.off = p.NoPlateMatch
+	if err := r.setupPlate(r.luma, r.relitQ, p.Seed); err != nil {
+		return err
 	}
 
 	// Statistics of the background for harmonisation.
@@ -750,7 +761,7 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 	if err := r.checkShapes(dst, src, alpha); err != nil {
 		return err
 	}
-	return r.frame(ctx, r.lowImages(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if r.fill {
 			return r.ops.GainComposite(dst, src, nil, r.gain, nil, nil, nil, 0, 1)
 		}
@@ -770,7 +781,7 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 	if dst == nil || dst.Width != r.w || dst.Height != r.h {
 		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
 	}
-	return r.frame(ctx, r.lowImages(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if r.fill {
 			return r.ops.GainCompositeDownload(dst, src, nil, r.gain, nil, nil, nil, 0, 1)
 		}
@@ -810,7 +821,23 @@ func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.Hos
 		}
 		return nil
 	}
-	return r.frame(ctx, low, func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+	// The plate's first-frame measure composites the uploads (once per
+	// job): the same result as FrameHost's.
+	comp := func(dst, alphaDst kernels.Image) error {
+		s, err := r.dev.NewImage(r.w, r.h, 3)
+		if err != nil {
+			return err
+		}
+		defer r.dev.Free(s)
+		if err := r.dev.Upload(s, src); err != nil {
+			return err
+		}
+		if err := r.dev.Upload(alphaDst, alpha); err != nil {
+			return err
+		}
+		return r.deviceComp(s, alphaDst)(dst, alphaDst)
+	}
+	return r.frame(ctx, low, comp, func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if alpha == nil {
 			return r.ops.GainCompositeLookFrame(dst, src, nil, nil, r.gain, nil, nil, nil, kernels.CompositeLook{}, 0, 1)
 		}
@@ -844,6 +871,20 @@ func (r *Renderer) bgHost(dst *frame.HostFrame) (*frame.HostFrame, error) {
 	return c, nil
 }
 
+// deviceComp returns frame's first-frame composite for device images:
+// GainCompositeLook into dst (without grain: the plate's grain is set
+// after it) and the matte copied into alphaDst.
+func (r *Renderer) deviceComp(src, alpha kernels.Image) func(dst, alphaDst kernels.Image) error {
+	return func(dst, alphaDst kernels.Image) error {
+		if alphaDst != alpha {
+			if err := r.ops.Copy(alphaDst, alpha); err != nil {
+				return err
+			}
+		}
+		return r.ops.GainCompositeLook(dst, src, alpha, r.gain, r.bg, r.bgBlur, r.alphaBlur, r.compositeLook(), r.wrap, 1)
+	}
+}
+
 // lowImages returns frame's first step for device images: their
 // low-resolution copies.
 func (r *Renderer) lowImages(src, alpha kernels.Image) func() error {
@@ -864,8 +905,8 @@ func (r *Renderer) lowImages(src, alpha kernels.Image) func() error {
 // in fill mode, alphaLow), the low-resolution analysis of one frame, then
 // finish, the fused full-resolution pass, with the matte, background,
 // blurred background, blurred low-resolution matte and wrap strength to
-// use.
-func (r *Renderer) frame(ctx context.Context, low func() error,
+// use. comp is the plate's first-frame composite (see matchGrain).
+func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, alphaDst kernels.Image) error,
 	finish func(bg, bgBlur, aBlur kernels.Image, wrap float32) error) error {
 	if r.closed {
 		return errors.New("render: renderer is closed")
@@ -1019,8 +1060,14 @@ func (r *Renderer) frame(ctx context.Context, low func() error,
 			// A shift of l by sqrt(3)*ln(c) scales L, M and S, so RGB, by c.
 			to.Mean[0] += math.Sqrt(3) * math.Log(c)
 		}
-		if err := step("harmonise", ops.LabTransfer(r.harmQ, r.relitQ, nil, r.fromLab, to, 1)); err != nil {
+		if err := step("harmonise", ops.LabTransfer(r.harmQ, r.relitQ, nil, r.fromLab, r.blackTarget(to), 1)); err != nil {
 			return err
+		}
+		if !r.fill {
+			// Plate matching: the black level (plate.go).
+			if err := step("plate black level", r.matchBlack(r.fromLab, to)); err != nil {
+				return err
+			}
 		}
 		if err := step("harmonise", ops.RatioRelight(r.ratioQ, r.onesQ, r.harmQ, r.relitQ, nil, gainEps, maxGain)); err != nil {
 			return err
@@ -1049,6 +1096,10 @@ func (r *Renderer) frame(ctx context.Context, low func() error,
 		return err
 	}
 	if err := r.shadows(step); err != nil {
+		return err
+	}
+	// Plate matching: the grain (plate.go).
+	if err := r.matchGrain(step, comp); err != nil {
 		return err
 	}
 	return step("composite", finish(r.bg, r.bgBlur, r.alphaBlur, r.wrap))
@@ -1360,7 +1411,9 @@ func (r *Renderer) exposure(mask kernels.Image) float64 {
 	if !(r.bgOldLum > 0) {
 		return 1
 	}
-	return math.Max(1.0/16, math.Min(maxGain, r.bgNewLum/r.bgOldLum))
+	x := math.Max(1.0/16, math.Min(maxGain, r.bgNewLum/r.bgOldLum))
+	// Plate matching: no clipping on a bright plate (plate.go).
+	return r.highlightCap(x, mask)
 }
 
 // compositeLook is the fused composite's foreground estimates and shadow.
@@ -1369,6 +1422,7 @@ func (r *Renderer) compositeLook() kernels.CompositeLook {
 	if r.look.haveShadow {
 		look.ShadowLow = r.look.shadow
 	}
+	r.grainLook(&look)
 	return look
 }
 
@@ -1446,6 +1500,7 @@ func (r *Renderer) Close() error {
 	}
 	r.closed = true
 	r.freeLook()
+	r.freePlate()
 	for _, img := range []*kernels.Image{
 		&r.bg, &r.bgBlur, &r.fillNormals, &r.srcLow, &r.alphaLow, &r.luma, &r.lumaBlur, &r.detail,
 		&r.dist, &r.distSmooth, &r.nSmooth, &r.nDetail, &r.eNew, &r.eOld, &r.relit, &r.gain,

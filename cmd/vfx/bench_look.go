@@ -24,11 +24,12 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	seed := fs.Uint("seed", 1, "render seed")
 	perSubject := fs.Bool("per-subject", false, "also print every measure per subject")
+	noPlate := fs.Bool("no-plate-match", false, "render without plate matching (grain, defocus, black level), for before figures")
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
 	codec.Quiet()
-	opt := bench.LookOptions{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed)}
+	opt := bench.LookOptions{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate}
 	if *frames < 2 {
 		opt.VideoFrames = -1
 	}

@@ -9,3 +9,4 @@
 #include "composite.cu"
 #include "scale.cu"
 #include "matte.cu"
+#include "grain.cu"

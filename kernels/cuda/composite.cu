@@ -13,7 +13,32 @@ struct GC {
     // background estimates (3 channels) and the shadow's darkness on bg
     // (1 channel: bg * (1 - d)).
     const float *fm, *bm, *sh;
+    // CompositeLook's grain (0 = none): a grw x grh tile of noise read at
+    // ((x + grx) mod grw, (y + gry) mod grh), grx < grw, gry < grh.
+    const float *gr;
+    int grw, grh, grx, gry;
+    float grain;
 };
+
+// CompositeLook's grain on the composited pixel q (alpha a > 0), as the
+// CPU's grainRow.
+__device__ __forceinline__ void gc_grain(const GC &j, int x, int y, float a, float *q) {
+    int gx = x % j.grw + j.grx, gy = y % j.grh + j.gry;
+    if (gx >= j.grw) gx -= j.grw;
+    if (gy >= j.grh) gy -= j.grh;
+    float t = (a * j.grain) * j.gr[(int64_t)gy * j.grw + gx];
+    float l = (0.2126f * q[0] + 0.7152f * q[1]) + 0.0722f * q[2];
+    if (l > 1e-8f) {
+        float s = sqrtf(l) + t;
+        if (!(s > 0)) s = 0;
+        float f = (s * s) / l;
+        q[0] *= f, q[1] *= f, q[2] *= f;
+    } else if (t > 0) {
+        float v = t * t;
+        q[0] += v, q[1] += v, q[2] += v;
+    }
+    for (int c = 0; c < 3; c++) q[c] = fminf(fmaxf(q[c], 0.0f), j.maxV);
+}
 
 // The three output channels of pixel (x, y).
 __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
@@ -68,6 +93,7 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         }
         q[c] = o;
     }
+    if (j.gr && j.alpha) gc_grain(j, x, y, a, q);
 }
 
 extern "C" __global__ void vfx_gain_composite(float *dst, GC j) {

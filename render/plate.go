@@ -1,0 +1,560 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// Matching the plate (issue 15): the subject takes the new background's
+// grain and black level, and its bright end is kept below the plate's.
+//
+// Everything is measured once per job: the plate in New, the subject on
+// the first frame; the frames then apply per-job constants on the device
+// (no per-frame readback, sort or host loop).
+//
+// Measures (MeasurePlate), on v = sqrt(linear luminance) (close to code
+// values, where a camera's grain is about constant), over the plate or
+// over the subject's interior:
+//   - grain: Donoho's robust noise estimate, sigma = median(|HH|)/0.6745
+//     of the finest diagonal subband HH of the orthonormal Haar
+//     transform (D. L. Donoho and I. M. Johnstone, "Ideal spatial
+//     adaptation by wavelet shrinkage", Biometrika 81(3), 1994, p. 446),
+//     pooled over the half of the 16x16-pixel blocks with the least
+//     gradient (mean |LH|+|HL|): texture and edges barely reach the
+//     median of the diagonal detail of flat blocks, noise does;
+//   - edge width: the blur (Gaussian sigma, pixels) of the strongest
+//     edges: at the 5% of pixels with the largest gradient after a blur of
+//     sigma 2 (above a floor well over the grain's), the ratio R of the
+//     unblurred central-difference gradient to the blurred one gives
+//     sigma = 2/sqrt(R^2-1) for a blurred step (median over those pixels);
+//     a sharp edge reads about 0.9 px; 0 when there are too few edges;
+//   - black level: the 2nd percentile of linear luminance.
+//
+// Applied:
+//   - grain: the subject's grain is measured on the first frame's
+//     composite without added grain (after relight and gain, as it will
+//     be seen), and grain of the missing standard deviation in
+//     quadrature, sqrt(plate^2 - subject^2), is added in the fused
+//     composite (kernels.CompositeLook.Grain) from a noise tile made once
+//     per job (kernels.GrainNoise of the job's seed), read at offsets
+//     drawn from the seed and the frame's index: temporally varying,
+//     deterministic. Only when the plate is grainier than the subject: a
+//     compositor adds grain, this does not denoise.
+//   - black level: the harmonisation's lαβ transfer scales the subject's
+//     log-luminance deviation by k (a contrast about its geometric mean
+//     G), with k = ln(bt/G)/ln(bs/G) chosen on the first frame so that
+//     its black bs (2nd percentile over the matte at a quarter of the
+//     working size) goes to the plate's bt, within [1/blackMaxK,
+//     blackMaxK]; a per-job constant.
+//   - highlight cap: a light subject put on a bright plate takes the
+//     scene's exposure only until its 95th percentile (of the source, on
+//     the first frame) reaches the plate's 90th percentile (at least
+//     hiFloor).
+//   - defocus: the edge widths are measured and reported (PlateMatch),
+//     not applied: a full-resolution blur of the subject would cost more
+//     than the render's budget for plate matching.
+
+const (
+	// plateBlurSigma is the blur of the edge-width measure.
+	plateBlurSigma = 2.0
+	// plateEdgeFloor is the smallest blurred gradient (square-root
+	// luminance per pixel) that counts as an edge.
+	plateEdgeFloor = 0.004
+	// plateMinGrain: less grain to add (square-root units, about a tenth
+	// of a code value) is skipped, and so is grain for a subject whose
+	// grain is already grainNear of the plate's or more.
+	plateMinGrain = 0.0005
+	grainNear     = 0.85
+	// plateMaxGrain caps the grain added.
+	plateMaxGrain = 0.05
+	// blackMaxK bounds the black level's contrast factor either way.
+	blackMaxK = 1.35
+	// blackMin is the smallest black level considered (linear).
+	blackMin = 1e-4
+	// grainTile is the side of the noise tile (a prime: the tile's
+	// repeats do not line up with 8x8 codec blocks).
+	grainTile = 509
+	// hiFloor is the least highlight target of the highlight cap
+	// (linear; about code 180).
+	hiFloor = 0.45
+	// madScale is the median of |N(0,1)|.
+	madScale = 0.6745
+)
+
+// PlateStats are the measures of MeasurePlate.
+type PlateStats struct {
+	// Grain is the grain's standard deviation in square-root luminance.
+	Grain float64
+	// Edge is the edge width (Gaussian sigma, pixels); 0 = unknown.
+	Edge float64
+	// Black is the 2nd percentile of linear luminance.
+	Black float64
+	// Pixels is the number of pixels measured.
+	Pixels int
+}
+
+// MeasurePlate measures lum (w x h linear luminance) over the pixels whose
+// weight is at least 0.98 and whose neighbours 3 pixels away are too (all
+// pixels when wt is nil): the subject's interior, not its silhouette.
+func MeasurePlate(lum []float32, w, h int, wt []float32) PlateStats {
+	st, in, v := measureBase(lum, w, h, wt)
+	if in == nil {
+		return st
+	}
+	st.Edge = edgeWidth(v, w, h, in, st.Grain)
+	return st
+}
+
+// measureBase is MeasurePlate without the edge width; it also returns
+// the interior and v (nil when too little is measured).
+func measureBase(lum []float32, w, h int, wt []float32) (PlateStats, []bool, []float32) {
+	n := w * h
+	if len(lum) < n || w < 16 || h < 16 || (wt != nil && len(wt) < n) {
+		return PlateStats{}, nil, nil
+	}
+	in := make([]bool, n)
+	var blacks []float32
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i := y*w + x
+			ok := true
+			if wt != nil {
+				const d = 3
+				ok = wt[i] >= 0.98 && x >= d && y >= d && x < w-d && y < h-d &&
+					wt[i-d] >= 0.98 && wt[i+d] >= 0.98 && wt[i-d*w] >= 0.98 && wt[i+d*w] >= 0.98
+			}
+			in[i] = ok
+			if ok {
+				blacks = append(blacks, lum[i])
+			}
+		}
+	}
+	if len(blacks) < 64 {
+		return PlateStats{}, nil, nil
+	}
+	st := PlateStats{Pixels: len(blacks)}
+	st.Black = float64(percentile32(blacks, 0.02))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(math.Sqrt(math.Max(float64(lum[i]), 0)))
+	}
+	st.Grain = grainMAD(v, w, h, in)
+	return st, in, v
+}
+
+// percentile32 returns the q-quantile of s (s is reordered).
+func percentile32(s []float32, q float64) float32 {
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// grainMAD is Donoho's median absolute deviation estimate of the noise
+// on the Haar diagonal subband of v, over the flatter half of the
+// 16x16-pixel blocks inside in (see the package comment above).
+func grainMAD(v []float32, w, h int, in []bool) float64 {
+	const b = 8 // Haar coefficients per block side (16 pixels)
+	type block struct {
+		grad float64
+		hh   []float32
+	}
+	var blocks []block
+	for by := 0; by+2*b <= h; by += 2 * b {
+		for bx := 0; bx+2*b <= w; bx += 2 * b {
+			var hh []float32
+			var grad, mean float64
+			for y := by; y < by+2*b; y += 2 {
+				for x := bx; x < bx+2*b; x += 2 {
+					i := y*w + x
+					if !in[i] || !in[i+1] || !in[i+w] || !in[i+w+1] {
+						continue
+					}
+					a, c, d, e := float64(v[i]), float64(v[i+1]), float64(v[i+w]), float64(v[i+w+1])
+					hh = append(hh, float32(math.Abs(a-c-d+e)/2))
+					grad += math.Abs(a+c-d-e)/2 + math.Abs(a-c+d-e)/2
+					mean += a + c + d + e
+				}
+			}
+			// Mostly inside, and not dark (8-bit quantisation dominates
+			// there).
+			if len(hh) < b*b*3/4 || mean/float64(4*len(hh)) < 0.1 {
+				continue
+			}
+			blocks = append(blocks, block{grad: grad / float64(len(hh)), hh: hh})
+		}
+	}
+	if len(blocks) < 4 {
+		return 0
+	}
+	slices.SortStableFunc(blocks, func(p, q block) int {
+		switch {
+		case p.grad < q.grad:
+			return -1
+		case p.grad > q.grad:
+			return 1
+		}
+		return 0
+	})
+	var all []float32
+	var sum float64
+	for _, bl := range blocks[:max(4, len(blocks)/2)] {
+		all = append(all, bl.hh...)
+		for _, x := range bl.hh {
+			sum += float64(x)
+		}
+	}
+	if m := float64(percentile32(all, 0.5)); m > 0 {
+		return m / madScale
+	}
+	// Half or more of the coefficients are exactly 0: an 8-bit plate
+	// whose grain is below a code value, flat in most of its flat
+	// areas. The mean absolute value (sqrt(2/pi) sigma for Gaussian
+	// noise) still reads the rest.
+	return sum / float64(len(all)) * math.Sqrt(math.Pi/2)
+}
+
+func edgeWidth(v []float32, w, h int, in []bool, grain float64) float64 {
+	vb := gaussBlurHost(v, w, h, plateBlurSigma)
+	floor := math.Max(plateEdgeFloor, 2*grain/plateBlurSigma)
+	type edge struct{ g2, r float64 }
+	var es []edge
+	for y := 1; y < h-1; y++ {
+		for x := 1; x < w-1; x++ {
+			i := y*w + x
+			if !in[i] {
+				continue
+			}
+			bx, by := float64(vb[i+1]-vb[i-1])/2, float64(vb[i+w]-vb[i-w])/2
+			g2 := math.Hypot(bx, by)
+			if g2 < floor {
+				continue
+			}
+			fx, fy := float64(v[i+1]-v[i-1])/2, float64(v[i+w]-v[i-w])/2
+			es = append(es, edge{g2, math.Hypot(fx, fy) / g2})
+		}
+	}
+	if len(es) < 50 {
+		return 0
+	}
+	slices.SortStableFunc(es, func(a, c edge) int {
+		switch {
+		case a.g2 > c.g2:
+			return -1
+		case a.g2 < c.g2:
+			return 1
+		}
+		return 0
+	})
+	es = es[:max(50, len(es)/20)]
+	rs := make([]float32, len(es))
+	for i, e := range es {
+		rs[i] = float32(e.r)
+	}
+	r := float64(percentile32(rs, 0.5))
+	if r <= 1.01 {
+		return 8
+	}
+	return math.Min(8, plateBlurSigma/math.Sqrt(r*r-1))
+}
+
+// gaussBlurHost is a separable Gaussian blur (edges clamped).
+func gaussBlurHost(src []float32, w, h int, sigma float64) []float32 {
+	r := int(math.Ceil(3 * sigma))
+	k := make([]float32, 2*r+1)
+	var sum float32
+	for i := range k {
+		d := float64(i - r)
+		k[i] = float32(math.Exp(-d * d / (2 * sigma * sigma)))
+		sum += k[i]
+	}
+	for i := range k {
+		k[i] /= sum
+	}
+	tmp := make([]float32, w*h)
+	out := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		row := src[y*w:][:w]
+		for x := 0; x < w; x++ {
+			var s float32
+			for j, kv := range k {
+				s += kv * row[min(max(x+j-r, 0), w-1)]
+			}
+			tmp[y*w+x] = s
+		}
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			var s float32
+			for j, kv := range k {
+				s += kv * tmp[min(max(y+j-r, 0), h-1)*w+x]
+			}
+			out[y*w+x] = s
+		}
+	}
+	return out
+}
+
+// plateMatch is the renderer's plate-matching state.
+type plateMatch struct {
+	off      bool       // Params.NoPlateMatch
+	active   bool       // not off, not fill, a plate measured
+	plate    PlateStats // the new background at full resolution (New)
+	blackQ   float64    // the plate's black level at a quarter of the working size
+	plateHi  float64    // the highlight cap's target: the plate's 90th percentile of luminance at the working size, at least hiFloor
+	measured bool       // the subject has been measured (first frame)
+	subject  PlateStats // the first frame's composite over the matte's interior
+	grain    float32    // grain added (square-root units); 0 = none
+	hiCap    float64    // the exposure's cap (0 = none yet)
+	capSet   bool
+	blackK   float64 // the subject's log-luminance contrast factor (1 = none)
+	blackSet bool
+	seed     uint32
+	frameN   uint32
+	tile     kernels.Image // the grain's noise tile (made when grain > 0)
+	gx, gy   int           // this frame's tile offsets
+}
+
+// setupPlate measures the new background once per job: its grain and
+// edge width at full resolution (r.bg), its 90th percentile at the
+// working size, at least hiFloor (lumLow: bgLow's luminance) and its black level at a
+// quarter of it (bgQ: bgLow area-resized). Not in fill mode.
+func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
+	pm := &r.plate
+	pm.blackK = 1
+	if r.fill || r.bg == nil || pm.off {
+		return nil
+	}
+	pm.seed = seed*0x9e3779b1 ^ 0x706c6174 // "plat"
+	lum, err := r.lumaHost(r.bg)
+	if err != nil {
+		return fmt.Errorf("render: plate: %w", err)
+	}
+	pm.plate = MeasurePlate(lum, r.w, r.h, nil)
+	low, err := r.dev.ReadPixels(lumLow)
+	if err != nil {
+		return fmt.Errorf("render: plate: %w", err)
+	}
+	pm.plateHi = math.Max(float64(percentile32(low, 0.9)), hiFloor)
+	q, err := r.lumaHost(bgQ)
+	if err != nil {
+		return fmt.Errorf("render: plate: %w", err)
+	}
+	pm.blackQ = float64(percentile32(q, 0.02))
+	pm.active = pm.plate.Pixels > 0
+	return nil
+}
+
+// lumaHost returns img's luminance on the host.
+func (r *Renderer) lumaHost(img kernels.Image) ([]float32, error) {
+	l, err := r.dev.NewImage(img.Width(), img.Height(), 1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.dev.Free(l)
+	if err := r.ops.Luma(l, img); err != nil {
+		return nil, err
+	}
+	return r.dev.ReadPixels(l)
+}
+
+// highlightCap limits the subject's exposure factor x (the scene's, from
+// exposure) so that the subject's bright end (the 95th percentile of its
+// source luminance over the matte at the working size, on the first
+// frame) is lifted at most to the plate's 90th percentile (at least
+// hiFloor): a light subject put on a bright beach takes the scene's
+// light without clipping to white. Never below 1: a dark scene still darkens. The cap is a
+// per-job constant.
+func (r *Renderer) highlightCap(x float64, mask kernels.Image) float64 {
+	pm := &r.plate
+	if !pm.active || mask == nil {
+		return x
+	}
+	if !pm.capSet {
+		pm.capSet = true
+		l, err1 := r.dev.ReadPixels(r.luma)
+		a, err2 := r.dev.ReadPixels(mask)
+		if err1 != nil || err2 != nil || len(a) != len(l) {
+			return x
+		}
+		var vals []float32
+		for i := range a {
+			if a[i] >= 0.5 {
+				vals = append(vals, l[i])
+			}
+		}
+		if len(vals) >= 32 {
+			if hi := float64(percentile32(vals, 0.95)); hi > 1e-4 && pm.plateHi > 0 {
+				pm.hiCap = math.Max(1, pm.plateHi/hi)
+			}
+		}
+	}
+	if pm.hiCap > 0 {
+		return math.Min(x, pm.hiCap)
+	}
+	return x
+}
+
+// blackTarget is the harmonisation's target with the black level's
+// contrast factor applied (measured on the first frame by matchBlack).
+func (r *Renderer) blackTarget(to kernels.LabStats) kernels.LabStats {
+	if k := r.plate.blackK; r.plate.blackSet && k != 1 {
+		to.Std[0] *= k
+	}
+	return to
+}
+
+// matchBlack runs on the first frame after the harmonisation's transfer
+// into harmQ (from relitQ, with from and to): it measures the subject's
+// black level bs and geometric mean G (luminance over the matte's
+// interior at a quarter of the working size), sets the job's contrast
+// factor so that bs goes to the plate's black, and when it is not 1
+// redoes the transfer with it. Later frames use blackTarget.
+func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
+	pm := &r.plate
+	if !pm.active || pm.blackSet {
+		return nil
+	}
+	pm.blackSet = true
+	if err := r.ops.Luma(r.lumQ, r.harmQ); err != nil {
+		return err
+	}
+	l, err := r.dev.ReadPixels(r.lumQ)
+	if err != nil {
+		return err
+	}
+	a, err := r.dev.ReadPixels(r.alphaQ)
+	if err != nil {
+		return err
+	}
+	var vals []float32
+	var logSum float64
+	for i := range a {
+		if a[i] >= 0.9 {
+			v := math.Max(float64(l[i]), blackMin)
+			vals = append(vals, float32(v))
+			logSum += math.Log(v)
+		}
+	}
+	if len(vals) < 32 {
+		return nil
+	}
+	g := math.Exp(logSum / float64(len(vals)))
+	bs := math.Max(float64(percentile32(vals, 0.02)), blackMin)
+	bt := math.Max(pm.blackQ, blackMin)
+	if !(g > 2*bs) || !(g > 2*bt) || math.Abs(bt-bs) < 0.05*bs {
+		return nil
+	}
+	k := math.Log(bt/g) / math.Log(bs/g)
+	k = math.Min(blackMaxK, math.Max(1/blackMaxK, k))
+	if math.Abs(k-1) < 0.01 {
+		return nil
+	}
+	pm.blackK = k
+	return r.ops.LabTransfer(r.harmQ, r.relitQ, nil, from, r.blackTarget(to), 1)
+}
+
+// PlateMatch reports the renderer's plate measures and the matching it
+// applies (after the first frame): the plate's and the subject's
+// measures, the grain added (square-root luminance) and the black
+// level's contrast factor (1 = none).
+func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, blackK float64) {
+	return r.plate.plate, r.plate.subject, r.plate.grain, r.plate.blackK
+}
+
+// matchGrain runs before the composite of each frame. On the first frame
+// comp composites it without grain into a full-resolution image and
+// copies its matte into another; the subject's grain is measured there
+// and the job's grain set (and its noise tile made). Every frame then
+// gets its tile offsets from the seed and its index.
+func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alphaDst kernels.Image) error) error {
+	pm := &r.plate
+	if !pm.active {
+		return nil
+	}
+	if !pm.measured {
+		pm.measured = true
+		if err := step("plate measure", r.measureSubject(comp)); err != nil {
+			return err
+		}
+	}
+	fn := pm.frameN
+	pm.frameN++
+	if pm.grain > 0 {
+		h := lowbias32(pm.seed ^ lowbias32(fn+0x9e37))
+		pm.gx, pm.gy = int(h%grainTile), int((h>>16)%grainTile)
+	}
+	return nil
+}
+
+// lowbias32 is Chris Wellons' 32-bit integer hash.
+func lowbias32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x7feb352d
+	h ^= h >> 15
+	h *= 0x846ca68b
+	h ^= h >> 16
+	return h
+}
+
+// measureSubject measures the subject on the first frame's composite and
+// sets the job's grain.
+func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) error {
+	pm := &r.plate
+	out, err := r.dev.NewImage(r.w, r.h, 3)
+	if err != nil {
+		return err
+	}
+	defer r.dev.Free(out)
+	al, err := r.dev.NewImage(r.w, r.h, 1)
+	if err != nil {
+		return err
+	}
+	defer r.dev.Free(al)
+	if err := comp(out, al); err != nil {
+		return err
+	}
+	lum, err := r.lumaHost(out)
+	if err != nil {
+		return err
+	}
+	a, err := r.dev.ReadPixels(al)
+	if err != nil {
+		return err
+	}
+	pm.subject = MeasurePlate(lum, r.w, r.h, a)
+	p, s := pm.plate, pm.subject
+	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
+		return nil // a compositor adds grain; this does not denoise
+	}
+	add := math.Sqrt(p.Grain*p.Grain - s.Grain*s.Grain)
+	if add < plateMinGrain {
+		return nil
+	}
+	pm.grain = float32(math.Min(add, plateMaxGrain))
+	if pm.tile, err = r.dev.NewImage(grainTile, grainTile, 1); err != nil {
+		return err
+	}
+	noise := make([]float32, grainTile*grainTile)
+	for y := range grainTile {
+		for x := range grainTile {
+			noise[y*grainTile+x] = kernels.GrainNoise(x, y, pm.seed)
+		}
+	}
+	return r.dev.WritePixels(pm.tile, noise)
+}
+
+// grainLook adds this frame's grain to the composite's look.
+func (r *Renderer) grainLook(look *kernels.CompositeLook) {
+	if pm := &r.plate; pm.grain > 0 && pm.tile != nil {
+		look.Grain, look.GrainAmount, look.GrainX, look.GrainY = pm.tile, pm.grain, pm.gx, pm.gy
+	}
+}
+
+func (r *Renderer) freePlate() {
+	if r.plate.tile != nil {
+		r.dev.Free(r.plate.tile)
+		r.plate.tile = nil
+	}
+}
