@@ -96,7 +96,7 @@ func TestPlateGrainDAVIS(t *testing.T) {
 
 // addPlateGrain returns f (RGB24) with grain of standard deviation amount
 // in square-root luminance added (AddGrain, seed 77), as RGB24.
-func addPlateGrain(t *testing.T, dev *kernels.CPU, f *frame.HostFrame, amount float32) *frame.HostFrame {
+func addPlateGrain(t testing.TB, dev *kernels.CPU, f *frame.HostFrame, amount float32) *frame.HostFrame {
 	t.Helper()
 	img, err := dev.NewImage(f.Width, f.Height, 3)
 	if err != nil {

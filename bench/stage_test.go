@@ -176,6 +176,54 @@ func BenchmarkStageRender1080p(b *testing.B) {
 	st.report(b, b.N)
 }
 
+// BenchmarkStageRenderPlateGrain1080p is BenchmarkStageRender1080p with
+// a grainy reference (the fixture's with AddGrain 0.02 in square-root
+// luminance): plate matching adds grain to the subject in every frame's
+// composite ("on"; the other stage benchmarks' plates are cleaner than
+// their subjects, so no grain is added there), against the same job
+// with Params.NoPlateMatch ("off").
+func BenchmarkStageRenderPlateGrain1080p(b *testing.B) {
+	ctx := context.Background()
+	p, _, srcs, mattes := stageFixture(b)
+	dev := kernels.NewCPU(0)
+	defer dev.Close()
+	ref := addPlateGrain(b, dev, decodeAll(b, p.Reference, frame.RGB24)[0], 0.02)
+	for _, off := range []bool{false, true} {
+		name := "on"
+		if off {
+			name = "off"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, err := render.New(ctx, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1,
+				Width: 1920, Height: 1080, NoPlateMatch: off})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			out, err := frame.New(frame.YUV420P, 1920, 1080)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out.ColorSpace = frame.BT709
+			if err := r.FrameFromHost(ctx, out, srcs[0], mattes[0]); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, g, _ := r.PlateMatch(); (g > 0) == off {
+				b.Fatalf("grain %v with NoPlateMatch %v", g, off)
+			}
+			b.ReportAllocs()
+			st := startStage(b)
+			for i := 0; i < b.N; i++ {
+				k := i % len(srcs)
+				if err := r.FrameFromHost(ctx, out, srcs[k], mattes[k]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st.report(b, b.N)
+		})
+	}
+}
+
 func benchStageEncode(b *testing.B, preset string) {
 	ctx := context.Background()
 	_, info, srcs, _ := stageFixture(b)

@@ -1027,27 +1027,47 @@ func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
 	gy := (y + j.grY) % gr.h
 	nrow := gr.plane(0)[gy*gw:][:gw]
 	gx := (x0 + j.grX) % gw
-	q0, q1, q2 := qs[0], qs[1], qs[2]
-	for x := x0; x < x1; x++ {
-		t := float32(al[x]*amt) * nrow[gx]
-		if gx++; gx == gw {
-			gx = 0
-		}
-		a, b, c := q0[x], q1[x], q2[x]
-		lum := float32(float32(float32(0.2126*a)+float32(0.7152*b)) + float32(0.0722*c))
-		if lum > 1e-8 {
-			s := float32(math.Sqrt(float64(lum))) + t
-			if !(s > 0) {
-				s = 0
+	for x := x0; x < x1; {
+		// A segment that does not wrap round the tile.
+		n := min(x1-x, gw-gx)
+		ns := nrow[gx:][:n]
+		as := al[x:][:n]
+		q0, q1, q2 := qs[0][x:][:n], qs[1][x:][:n], qs[2][x:][:n]
+		for i, nv := range ns {
+			t := float32(as[i]*amt) * nv
+			a, b, c := q0[i], q1[i], q2[i]
+			lum := float32(float32(float32(0.2126*a)+float32(0.7152*b)) + float32(0.0722*c))
+			if !(lum > 1e-8) {
+				lum = 1e-8
 			}
-			f := float32(s*s) / lum
+			v := 1 + float32(t*grainInvSqrt(lum))
+			if !(v > 0) {
+				v = 0
+			}
+			f := v * v
 			a, b, c = a*f, b*f, c*f
-		} else if t > 0 {
-			v := t * t
-			a, b, c = a+v, b+v, c+v
+			if a > maxV {
+				a = maxV
+			}
+			if b > maxV {
+				b = maxV
+			}
+			if c > maxV {
+				c = maxV
+			}
+			q0[i], q1[i], q2[i] = a, b, c
 		}
-		q0[x], q1[x], q2[x] = min(max(a, 0), maxV), min(max(b, 0), maxV), min(max(c, 0), maxV)
+		x += n
+		gx = 0
 	}
+}
+
+// grainInvSqrt is 1/sqrt(v) for v > 0 within 0.2% (relative): the
+// exponent-halving first guess 0x5f3759df - bits/2 and one Newton step,
+// as CompositeLook.Grain states (no square root or division per pixel).
+func grainInvSqrt(v float32) float32 {
+	y := math.Float32frombits(0x5f3759df - math.Float32bits(v)>>1)
+	return y * (1.5 - float32(float32(0.5*v)*y)*y)
 }
 
 // nonzeroSpan returns [l, r): from the first to one past the last nonzero

@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "e51bd039e8a8fec9e823e194726d939ee967789682e9f5cb806e00d169b304a3"
+const cudaSourcesSHA256 = "a6f88f92704d06b27b8b8419f084a2cc2b1d6f52a0ab4f1f85feed5244dbd592"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "c623aa5abeac823ef294347b92a6c42d6f6ca29e78eb9a2ff4122e5d30fc06f8"
+const cudaFatbinSHA256 = "ac59d44f2d012fce838ee4ef3530c1b4866d4b59f8620c3edd7fa12a4f2db9f5"

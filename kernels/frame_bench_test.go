@@ -25,8 +25,18 @@ func BenchmarkResizeAreaFrameGray8(b *testing.B)   { benchAreaFrame(b, frame.Gra
 // BenchmarkGainCompositeLookFrame is the fused full-resolution pass of a
 // 1080p frame from 8-bit source and matte to YUV420P, with the background
 // codes (an ellipse subject over the background, wrap, no look inputs).
-func BenchmarkGainCompositeLookFrame(b *testing.B) {
+func BenchmarkGainCompositeLookFrame(b *testing.B) { benchGCLF(b, false) }
+
+// BenchmarkGainCompositeLookFrameGrain is BenchmarkGainCompositeLookFrame
+// with CompositeLook's grain (a 509x509 tile, as the renderer's).
+func BenchmarkGainCompositeLookFrameGrain(b *testing.B) { benchGCLF(b, true) }
+
+func benchGCLF(b *testing.B, grain bool) {
 	e := newBench(b)
+	var look CompositeLook
+	if grain {
+		look = CompositeLook{Grain: e.img(509, 509, 1, -3, 3), GrainAmount: 0.01, GrainX: 100, GrainY: 7}
+	}
 	src := randFrame(frame.YUV420P, fw, fh)
 	am := e.alpha(fw, fh)
 	alpha, _ := frame.New(frame.Gray8, fw, fh)
@@ -45,6 +55,6 @@ func BenchmarkGainCompositeLookFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.run(frameBytes(src)+frameBytes(alpha), func() error {
-		return e.d.GainCompositeLookFrame(dst, src, alpha, codes, gain, bg, bgBlur, ab, CompositeLook{}, 0.3, 1)
+		return e.d.GainCompositeLookFrame(dst, src, alpha, codes, gain, bg, bgBlur, ab, look, 0.3, 1)
 	})
 }

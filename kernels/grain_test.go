@@ -91,9 +91,11 @@ func TestAddGrain(t *testing.T) {
 }
 
 // TestGainCompositeLookGrain checks CompositeLook's grain against the
-// formula on the composite without grain: pixels with a == 0 are
-// unchanged, others follow q*s'^2/Y with the tile read at the offsets;
-// and a GrainAmount without a tile is refused.
+// exact formula (sqrt(Y) becomes max(sqrt(Y) + t, 0)) on the composite
+// without grain, within the approximate 1/sqrt's error: pixels with
+// a == 0 are unchanged, others follow it with the tile read at the
+// offsets; grainInvSqrt is within 0.2%; and a GrainAmount without a tile
+// is refused.
 func TestGainCompositeLookGrain(t *testing.T) {
 	d := NewCPU(3)
 	const w, h, lw, lh, maxV = 41, 29, 9, 7, 1.5
@@ -142,14 +144,13 @@ func TestGainCompositeLookGrain(t *testing.T) {
 			l := 0.2126*q[0] + 0.7152*q[1] + 0.0722*q[2]
 			for c := range 3 {
 				var want float64
-				if l > 1e-8 {
-					s := math.Max(math.Sqrt(l)+tv, 0)
-					want = q[c] * s * s / l
-				} else {
-					want = q[c] + math.Pow(math.Max(tv, 0), 2)
-				}
-				want = math.Min(math.Max(want, 0), maxV)
-				if math.Abs(float64(g[c*n+i])-want) > 1e-5 {
+				lf := math.Max(l, 1e-8)
+				s := math.Max(math.Sqrt(lf)+tv, 0)
+				want = q[c] * s * s / lf
+				want = math.Min(want, maxV)
+				// 1/sqrt within 0.2%: f = (1+t r)^2 within 0.4% |t r|(1+|t r|).
+				tr := math.Abs(tv) / math.Sqrt(math.Max(l, 1e-8))
+				if math.Abs(float64(g[c*n+i])-want) > 1e-5+0.004*tr*(1+tr)*q[c] {
 					t.Fatalf("pixel %d,%d,%d: %v want %v", x, y, c, g[c*n+i], want)
 				}
 				if g[c*n+i] != p[c*n+i] {
@@ -163,5 +164,13 @@ func TestGainCompositeLookGrain(t *testing.T) {
 	}
 	if err := d.GainCompositeLook(withG, src, alpha, gain, bg, nil, nil, CompositeLook{GrainAmount: 0.1}, 0, maxV); err == nil {
 		t.Fatal("GrainAmount without a tile accepted")
+	}
+}
+
+func TestGrainInvSqrt(t *testing.T) {
+	for v := float32(1e-8); v < 4; v *= 1.01 {
+		if e := math.Abs(float64(grainInvSqrt(v))*math.Sqrt(float64(v)) - 1); e > 0.002 {
+			t.Fatalf("grainInvSqrt(%g): relative error %.5f", v, e)
+		}
 	}
 }

@@ -251,12 +251,15 @@ type CompositeLook struct {
 	// ((x+GrainX) mod its width, (y+GrainY) mod its height), t =
 	// a*GrainAmount*n, the composite's pixel q (3 channels, luminance
 	// Y = 0.2126 q0 + 0.7152 q1 + 0.0722 q2) becomes
-	//   q*s'^2/Y, s' = max(sqrt(Y) + t, 0), where Y > 1e-8,
-	//   q + max(t, 0)^2 otherwise,
-	// clamped to [0, maxValue]: grain of standard deviation GrainAmount*a
-	// in the square root of linear luminance, shared by the channels
-	// (the hue is kept). Unlike the other inputs it is not gain-sized;
-	// GrainX, GrainY >= 0. Ignored without alpha.
+	//   q*max(1 + t*r, 0)^2, r = 1/sqrt(max(Y, 1e-8)) within 0.2%,
+	// then capped at maxValue: sqrt(Y) becomes max(sqrt(Y) + t, 0), grain
+	// of standard deviation GrainAmount*a in the square root of linear
+	// luminance, shared by the channels (the hue is kept; black stays
+	// black). r is the
+	// exponent-halving guess 0x5f3759df - bits(Y)/2 refined by one Newton
+	// step, y*(1.5 - 0.5*Y*y*y) (Y floored), the same on every backend (no square
+	// root or division per pixel). Unlike the other inputs Grain is not
+	// gain-sized; GrainX, GrainY >= 0. Ignored without alpha.
 	Grain          Image
 	GrainAmount    float32
 	GrainX, GrainY int

@@ -53,9 +53,11 @@ import (
 //     scene's exposure only until its 95th percentile (of the source, on
 //     the first frame) reaches the plate's 90th percentile (at least
 //     hiFloor).
-//   - defocus: the edge widths are measured and reported (PlateMatch),
-//     not applied: a full-resolution blur of the subject would cost more
-//     than the render's budget for plate matching.
+//   - defocus: not applied. MeasurePlate's edge width compares the
+//     subject's sharpness with the plate's (vfx bench look reports it),
+//     but blurring the subject means blurring the full-resolution
+//     source and matte every frame (FrameFromHost has no float source
+//     to blur), more than the render's budget for plate matching.
 
 const (
 	// plateBlurSigma is the blur of the edge-width measure.
@@ -316,8 +318,8 @@ type plateMatch struct {
 	gx, gy   int           // this frame's tile offsets
 }
 
-// setupPlate measures the new background once per job: its grain and
-// edge width at full resolution (r.bg), its 90th percentile at the
+// setupPlate measures the new background once per job: its grain at
+// full resolution (r.bg), its 90th percentile at the
 // working size, at least hiFloor (lumLow: bgLow's luminance) and its black level at a
 // quarter of it (bgQ: bgLow area-resized). Not in fill mode.
 func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
@@ -331,7 +333,7 @@ func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plate = MeasurePlate(lum, r.w, r.h, nil)
+	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil) // no edge width: defocus is not applied
 	low, err := r.dev.ReadPixels(lumLow)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
@@ -457,7 +459,7 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 
 // PlateMatch reports the renderer's plate measures and the matching it
 // applies (after the first frame): the plate's and the subject's
-// measures, the grain added (square-root luminance) and the black
+// measures (Edge not measured: 0), the grain added (square-root luminance) and the black
 // level's contrast factor (1 = none).
 func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, blackK float64) {
 	return r.plate.plate, r.plate.subject, r.plate.grain, r.plate.blackK
@@ -523,7 +525,7 @@ func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) 
 	if err != nil {
 		return err
 	}
-	pm.subject = MeasurePlate(lum, r.w, r.h, a)
+	pm.subject, _, _ = measureBase(lum, r.w, r.h, a)
 	p, s := pm.plate, pm.subject
 	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
 		return nil // a compositor adds grain; this does not denoise
