@@ -102,7 +102,7 @@ type PlateStats struct {
 // weight is at least 0.98 and whose neighbours 3 pixels away are too (all
 // pixels when wt is nil): the subject's interior, not its silhouette.
 func MeasurePlate(lum []float32, w, h int, wt []float32) PlateStats {
-	st, in, v := measureBase(lum, w, h, wt)
+	st, in, v := measureBase(lum, w, h, wt, true)
 	if in == nil {
 		return st
 	}
@@ -110,15 +110,17 @@ func MeasurePlate(lum []float32, w, h int, wt []float32) PlateStats {
 	return st
 }
 
-// measureBase is MeasurePlate without the edge width; it also returns
-// the interior and v (nil when too little is measured).
-func measureBase(lum []float32, w, h int, wt []float32) (PlateStats, []bool, []float32) {
+// measureBase is MeasurePlate without the edge width, and without the
+// black level unless black is set (a sort of the measured pixels); it
+// also returns the interior and v (nil when too little is measured).
+func measureBase(lum []float32, w, h int, wt []float32, black bool) (PlateStats, []bool, []float32) {
 	n := w * h
 	if len(lum) < n || w < 16 || h < 16 || (wt != nil && len(wt) < n) {
 		return PlateStats{}, nil, nil
 	}
 	in := make([]bool, n)
 	var blacks []float32
+	count := 0
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			i := y*w + x
@@ -130,15 +132,20 @@ func measureBase(lum []float32, w, h int, wt []float32) (PlateStats, []bool, []f
 			}
 			in[i] = ok
 			if ok {
-				blacks = append(blacks, lum[i])
+				count++
+				if black {
+					blacks = append(blacks, lum[i])
+				}
 			}
 		}
 	}
-	if len(blacks) < 64 {
+	if count < 64 {
 		return PlateStats{}, nil, nil
 	}
-	st := PlateStats{Pixels: len(blacks)}
-	st.Black = float64(percentile32(blacks, 0.02))
+	st := PlateStats{Pixels: count}
+	if black {
+		st.Black = float64(percentile32(blacks, 0.02))
+	}
 	v := make([]float32, n)
 	for i := range v {
 		v[i] = float32(math.Sqrt(math.Max(float64(lum[i]), 0)))
@@ -159,13 +166,14 @@ func percentile32(s []float32, q float64) float32 {
 func grainMAD(v []float32, w, h int, in []bool) float64 {
 	const b = 8 // Haar coefficients per block side (16 pixels)
 	type block struct {
-		grad float64
-		hh   []float32
+		grad   float64
+		lo, hi int // the block's |HH| in hh[lo:hi]
 	}
 	var blocks []block
+	hh := make([]float32, 0, (w/2)*(h/2))
 	for by := 0; by+2*b <= h; by += 2 * b {
 		for bx := 0; bx+2*b <= w; bx += 2 * b {
-			var hh []float32
+			lo := len(hh)
 			var grad, mean float64
 			for y := by; y < by+2*b; y += 2 {
 				for x := bx; x < bx+2*b; x += 2 {
@@ -179,12 +187,14 @@ func grainMAD(v []float32, w, h int, in []bool) float64 {
 					mean += a + c + d + e
 				}
 			}
+			k := len(hh) - lo
 			// Mostly inside, and not dark (8-bit quantisation dominates
 			// there).
-			if len(hh) < b*b*3/4 || mean/float64(4*len(hh)) < 0.1 {
+			if k < b*b*3/4 || mean/float64(4*k) < 0.1 {
+				hh = hh[:lo]
 				continue
 			}
-			blocks = append(blocks, block{grad: grad / float64(len(hh)), hh: hh})
+			blocks = append(blocks, block{grad: grad / float64(k), lo: lo, hi: len(hh)})
 		}
 	}
 	if len(blocks) < 4 {
@@ -202,8 +212,8 @@ func grainMAD(v []float32, w, h int, in []bool) float64 {
 	var all []float32
 	var sum float64
 	for _, bl := range blocks[:max(4, len(blocks)/2)] {
-		all = append(all, bl.hh...)
-		for _, x := range bl.hh {
+		all = append(all, hh[bl.lo:bl.hi]...)
+		for _, x := range hh[bl.lo:bl.hi] {
 			sum += float64(x)
 		}
 	}
@@ -333,7 +343,7 @@ func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil) // no edge width: defocus is not applied
+	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil, false) // grain only: blackQ is the black level used
 	low, err := r.dev.ReadPixels(lumLow)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
@@ -459,7 +469,8 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 
 // PlateMatch reports the renderer's plate measures and the matching it
 // applies (after the first frame): the plate's and the subject's
-// measures (Edge not measured: 0), the grain added (square-root luminance) and the black
+// grain and pixels measured (Edge and Black not measured: 0), the grain
+// added (square-root luminance) and the black
 // level's contrast factor (1 = none).
 func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, blackK float64) {
 	return r.plate.plate, r.plate.subject, r.plate.grain, r.plate.blackK
@@ -525,7 +536,7 @@ func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) 
 	if err != nil {
 		return err
 	}
-	pm.subject, _, _ = measureBase(lum, r.w, r.h, a)
+	pm.subject, _, _ = measureBase(lum, r.w, r.h, a, false)
 	p, s := pm.plate, pm.subject
 	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
 		return nil // a compositor adds grain; this does not denoise
