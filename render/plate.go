@@ -51,7 +51,7 @@ import (
 //     blackMaxK]; a per-job constant.
 //   - highlight cap: a light subject put on a bright plate takes the
 //     scene's exposure only until its 95th percentile (of the source, on
-//     the first frame) reaches the plate's 90th percentile (at least
+//     the first frame) reaches the plate's 95th percentile (at least
 //     hiFloor).
 //   - defocus: not applied. MeasurePlate's edge width compares the
 //     subject's sharpness with the plate's (vfx bench look reports it),
@@ -80,8 +80,8 @@ const (
 	// repeats do not line up with 8x8 codec blocks).
 	grainTile = 509
 	// hiFloor is the least highlight target of the highlight cap
-	// (linear; about code 180).
-	hiFloor = 0.45
+	// (linear; about code 203).
+	hiFloor = 0.6
 	// madScale is the median of |N(0,1)|.
 	madScale = 0.6745
 )
@@ -314,7 +314,7 @@ type plateMatch struct {
 	active   bool       // not off, not fill, a plate measured
 	plate    PlateStats // the new background at full resolution (New)
 	blackQ   float64    // the plate's black level at a quarter of the working size
-	plateHi  float64    // the highlight cap's target: the plate's 90th percentile of luminance at the working size, at least hiFloor
+	plateHi  float64    // the highlight cap's target: the plate's 95th percentile of luminance at the working size, at least hiFloor
 	measured bool       // the subject has been measured (first frame)
 	subject  PlateStats // the first frame's composite over the matte's interior
 	grain    float32    // grain added (square-root units); 0 = none
@@ -329,7 +329,7 @@ type plateMatch struct {
 }
 
 // setupPlate measures the new background once per job: its grain at
-// full resolution (r.bg), its 90th percentile at the
+// full resolution (r.bg), its 95th percentile at the
 // working size, at least hiFloor (lumLow: bgLow's luminance) and its black level at a
 // quarter of it (bgQ: bgLow area-resized). Not in fill mode.
 func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
@@ -348,7 +348,7 @@ func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plateHi = math.Max(float64(percentile32(low, 0.9)), hiFloor)
+	pm.plateHi = math.Max(float64(percentile32(low, 0.95)), hiFloor)
 	q, err := r.lumaHost(bgQ)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
@@ -374,7 +374,7 @@ func (r *Renderer) lumaHost(img kernels.Image) ([]float32, error) {
 // highlightCap limits the subject's exposure factor x (the scene's, from
 // exposure) so that the subject's bright end (the 95th percentile of its
 // source luminance over the matte at the working size, on the first
-// frame) is lifted at most to the plate's 90th percentile (at least
+// frame) is lifted at most to the plate's 95th percentile (at least
 // hiFloor): a light subject put on a bright beach takes the scene's
 // light without clipping to white. Never below 1: a dark scene still darkens. The cap is a
 // per-job constant.
