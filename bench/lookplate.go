@@ -13,8 +13,9 @@ import (
 // subject over the matte's interior (alpha >= 0.98, 3 px in), the plate
 // over the background's interior (alpha <= 0.02, 3 px out), both at the
 // output size:
-//   - grain ratio: the subject's grain over the plate's (robust sigma of
-//     a high-pass of sqrt luminance, lower quartile over 8x8 blocks);
+//   - grain ratio: the subject's grain over the plate's (Donoho's MAD
+//     estimate on the Haar diagonal subband of sqrt luminance over the
+//     flatter half of 16x16 blocks, as the renderer measures them);
 //   - sharpness ratio: the plate's edge width over the subject's (edge
 //     blur sigma at the strongest 5% of edges): above 1 the subject is
 //     sharper than the plate; undefined where the plate shows no edges;

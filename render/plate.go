@@ -12,8 +12,9 @@ import (
 // grain and black level, and its bright end is kept below the plate's.
 //
 // Everything is measured once per job: the plate in New, the subject on
-// the first frame; the frames then apply per-job constants on the device
-// (no per-frame readback, sort or host loop).
+// the first frame that shows enough of it (among the first plateTries);
+// the frames then apply per-job constants on the device (no per-frame
+// readback, sort or host loop once measured).
 //
 // Measures (MeasurePlate), on v = sqrt(linear luminance) (close to code
 // values, where a camera's grain is about constant), over the plate or
@@ -82,6 +83,9 @@ const (
 	// hiFloor is the least highlight target of the highlight cap
 	// (linear; about code 203).
 	hiFloor = 0.6
+	// plateTries: the subject is measured on the first frame that shows
+	// enough of it, among the first plateTries frames (then never).
+	plateTries = 8
 	// madScale is the median of |N(0,1)|.
 	madScale = 0.6745
 )
@@ -315,7 +319,7 @@ type plateMatch struct {
 	plate    PlateStats // the new background at full resolution (New)
 	blackQ   float64    // the plate's black level at a quarter of the working size
 	plateHi  float64    // the highlight cap's target: the plate's 95th percentile of luminance at the working size, at least hiFloor
-	measured bool       // the subject has been measured (first frame)
+	measured bool       // the subject's grain has been measured (or plateTries frames tried)
 	subject  PlateStats // the first frame's composite over the matte's interior
 	grain    float32    // grain added (square-root units); 0 = none
 	hiCap    float64    // the exposure's cap (0 = none yet)
@@ -326,6 +330,9 @@ type plateMatch struct {
 	frameN   uint32
 	tile     kernels.Image // the grain's noise tile (made when grain > 0)
 	gx, gy   int           // this frame's tile offsets
+
+	// Frames tried for the cap, the black level and the grain.
+	capTries, blackTries, grainTries int
 }
 
 // setupPlate measures the new background once per job: its grain at
@@ -384,7 +391,8 @@ func (r *Renderer) highlightCap(x float64, mask kernels.Image) float64 {
 		return x
 	}
 	if !pm.capSet {
-		pm.capSet = true
+		pm.capTries++
+		pm.capSet = pm.capTries >= plateTries
 		l, err1 := r.dev.ReadPixels(r.luma)
 		a, err2 := r.dev.ReadPixels(mask)
 		if err1 != nil || err2 != nil || len(a) != len(l) {
@@ -397,6 +405,7 @@ func (r *Renderer) highlightCap(x float64, mask kernels.Image) float64 {
 			}
 		}
 		if len(vals) >= 32 {
+			pm.capSet = true
 			if hi := float64(percentile32(vals, 0.95)); hi > 1e-4 && pm.plateHi > 0 {
 				pm.hiCap = math.Max(1, pm.plateHi/hi)
 			}
@@ -417,7 +426,8 @@ func (r *Renderer) blackTarget(to kernels.LabStats) kernels.LabStats {
 	return to
 }
 
-// matchBlack runs on the first frame after the harmonisation's transfer
+// matchBlack runs on the first frame (until one shows enough of the
+// subject, see plateTries) after the harmonisation's transfer
 // into harmQ (from relitQ, with from and to): it measures the subject's
 // black level bs and geometric mean G (luminance over the matte's
 // interior at a quarter of the working size), sets the job's contrast
@@ -428,7 +438,8 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 	if !pm.active || pm.blackSet {
 		return nil
 	}
-	pm.blackSet = true
+	pm.blackTries++
+	pm.blackSet = pm.blackTries >= plateTries
 	if err := r.ops.Luma(r.lumQ, r.harmQ); err != nil {
 		return err
 	}
@@ -450,8 +461,9 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 		}
 	}
 	if len(vals) < 32 {
-		return nil
+		return nil // too little of the subject: the next frame tries
 	}
+	pm.blackSet = true
 	g := math.Exp(logSum / float64(len(vals)))
 	bs := math.Max(float64(percentile32(vals, 0.02)), blackMin)
 	bt := math.Max(pm.blackQ, blackMin)
@@ -477,20 +489,22 @@ func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, black
 }
 
 // matchGrain runs before the composite of each frame. On the first frame
-// comp composites it without grain into a full-resolution image and
-// copies its matte into another; the subject's grain is measured there
-// and the job's grain set (and its noise tile made). Every frame then
-// gets its tile offsets from the seed and its index.
+// (until one shows enough of the subject, see plateTries) comp
+// composites it without grain into a full-resolution image and copies
+// its matte into another; the subject's grain is measured there and the
+// job's grain set (and its noise tile made). Every frame then gets its
+// tile offsets from the seed and its index.
 func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alphaDst kernels.Image) error) error {
 	pm := &r.plate
 	if !pm.active {
 		return nil
 	}
 	if !pm.measured {
-		pm.measured = true
+		pm.grainTries++
 		if err := step("plate measure", r.measureSubject(comp)); err != nil {
 			return err
 		}
+		pm.measured = pm.subject.Pixels > 0 || pm.grainTries >= plateTries
 	}
 	fn := pm.frameN
 	pm.frameN++

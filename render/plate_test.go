@@ -137,3 +137,52 @@ func TestMeasurePlateGrain(t *testing.T) {
 		}
 	}
 }
+
+// TestPlateLateSubject: a job whose first frames have no subject (an empty
+// matte) measures it on the first frame that shows it: grain is added
+// from then on, and FrameFromHost still equals FrameHost.
+func TestPlateLateSubject(t *testing.T) {
+	ctx := context.Background()
+	d := newDev(t)
+	const w, h = 128, 96
+	p := Params{Prompt: "soft light from the left", Reference: grainyRef(w, h, 9), Seed: 4, Width: w, Height: h}
+	src, alpha := hostScene(t, frame.YUV420P, w, h, w/2, h/2)
+	empty, _ := frame.New(frame.Gray8, w, h)
+	a, err := New(ctx, d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(ctx, d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	srcImg, aImg := upload(t, d, w, h, 3, nil), upload(t, d, w, h, 1, nil)
+	for i, m := range []*frame.HostFrame{empty, empty, alpha, alpha} {
+		want, _ := frame.New(frame.YUV420P, w, h)
+		got, _ := frame.New(frame.YUV420P, w, h)
+		want.ColorSpace, got.ColorSpace = frame.BT709, frame.BT709
+		if err := d.Upload(srcImg, src); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Upload(aImg, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.FrameHost(ctx, want, srcImg, aImg); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.FrameFromHost(ctx, got, src, m); err != nil {
+			t.Fatal(err)
+		}
+		for k := range want.Planes {
+			if !bytes.Equal(got.Planes[k], want.Planes[k]) {
+				t.Fatalf("frame %d: plane %d differs between FrameFromHost and FrameHost", i, k)
+			}
+		}
+		_, sub, g, _ := b.PlateMatch()
+		if (i < 2) != (g == 0) || (i >= 2) != (sub.Pixels > 0) {
+			t.Fatalf("frame %d: grain %v, subject pixels %d", i, g, sub.Pixels)
+		}
+	}
+}
