@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/vfxrender/vfx/kernels"
@@ -509,20 +510,12 @@ func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alp
 	fn := pm.frameN
 	pm.frameN++
 	if pm.grain > 0 {
-		h := lowbias32(pm.seed ^ lowbias32(fn+0x9e37))
-		pm.gx, pm.gy = int(h%grainTile), int((h>>16)%grainTile)
+		// The frame's offsets into the tile, from the job's seed and
+		// the frame's index.
+		rng := rand.New(rand.NewPCG(uint64(pm.seed), uint64(fn)^0x677261696e)) // "grain"
+		pm.gx, pm.gy = rng.IntN(grainTile), rng.IntN(grainTile)
 	}
 	return nil
-}
-
-// lowbias32 is Chris Wellons' 32-bit integer hash.
-func lowbias32(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x7feb352d
-	h ^= h >> 15
-	h *= 0x846ca68b
-	h ^= h >> 16
-	return h
 }
 
 // measureSubject measures the subject on the first frame's composite and
