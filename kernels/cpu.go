@@ -108,6 +108,11 @@ func (d *CPU) Free(img Image) {
 	}
 }
 
+// TrimPool drops the freed buffers the device keeps for reuse, so that
+// the Go heap can reclaim them (see PoolTrimmer). Images in use are not
+// touched; later allocations fill the pool again.
+func (d *CPU) TrimPool() { d.pool.drain() }
+
 // ReadPixels returns a copy of src, planar, channel-major.
 func (d *CPU) ReadPixels(src Image) ([]float32, error) {
 	s, err := cpuImg("ReadPixels", "src", src)

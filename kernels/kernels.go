@@ -264,3 +264,11 @@ type CompositeLook struct {
 	GrainAmount    float32
 	GrainX, GrainY int
 }
+
+// PoolTrimmer is implemented by a Device that keeps freed host memory for
+// reuse (the CPU backend): TrimPool lets the Go heap reclaim it after a
+// one-off use of large images, so that a job's live heap stays what its
+// memory limit (worker.Plan.HeapBytes) expects.
+type PoolTrimmer interface {
+	TrimPool()
+}

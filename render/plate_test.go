@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
 )
 
 // grainyRef is a w x h RGB24 reference with strong grain (±24 codes,
@@ -183,6 +184,41 @@ func TestPlateLateSubject(t *testing.T) {
 		_, sub, g, _ := b.PlateMatch()
 		if (i < 2) != (g == 0) || (i >= 2) != (sub.Pixels > 0) {
 			t.Fatalf("frame %d: grain %v, subject pixels %d", i, g, sub.Pixels)
+		}
+	}
+}
+
+// trimCounter is the CPU device, counting TrimPool calls.
+type trimCounter struct {
+	*kernels.CPU
+	n int
+}
+
+func (d *trimCounter) TrimPool() { d.n++; d.CPU.TrimPool() }
+
+// TestPlateMeasureTrimsPool: the subject's measure composites full-size
+// images once; the device's pool is trimmed right after, once per job,
+// so that they do not stay live for the rest of the job.
+func TestPlateMeasureTrimsPool(t *testing.T) {
+	ctx := context.Background()
+	d := &trimCounter{CPU: newDev(t)}
+	const w, h = 128, 96
+	src, alpha := hostScene(t, frame.YUV420P, w, h, w/2, h/2)
+	for _, off := range []bool{false, true} {
+		d.n = 0
+		r, err := New(ctx, d, Params{Prompt: "soft light", Reference: grainyRef(w, h, 9), Seed: 4, Width: w, Height: h, NoPlateMatch: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := frame.New(frame.YUV420P, w, h)
+		for range 3 {
+			if err := r.FrameFromHost(ctx, o, src, alpha); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Close()
+		if want := map[bool]int{false: 1, true: 0}[off]; d.n != want {
+			t.Errorf("NoPlateMatch %v: TrimPool called %d times, want %d", off, d.n, want)
 		}
 	}
 }

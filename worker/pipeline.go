@@ -114,6 +114,12 @@ type Plan struct {
 	HeapBytes int64
 }
 
+// MemoryLimit is the Go memory limit (debug.SetMemoryLimit) for a process
+// that runs this one job: HeapBytes plus a tenth and 16 MiB for the
+// garbage the frames leave between collections. A job whose live heap
+// passed it would collect without pause (TestRunHeapWithinPlan).
+func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20 }
+
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images,
 // 1.5 of its YUV codes and about 17.5 of pooled 8-bit frames; 16 more of

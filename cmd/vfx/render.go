@@ -142,7 +142,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// One job per process: keep the Go heap near the job's live set
 		// instead of letting it grow to twice that before collecting.
-		p.OnPlan = func(pl worker.Plan) { debug.SetMemoryLimit(pl.HeapBytes + pl.HeapBytes/10 + 16<<20) }
+		p.OnPlan = func(pl worker.Plan) { debug.SetMemoryLimit(pl.MemoryLimit()) }
 	}
 	var bar *progressBar
 	if !*quiet && isTerminal(stderr) {
