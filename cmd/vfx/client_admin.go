@@ -42,7 +42,13 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	var (
 		method, path string
 		body         any
-		oneArg       = func(pos []string, what string) (string, error) {
+		// oneArg parses the flags and the one operand, what, they
+		// surround.
+		oneArg = func(what string) (string, error) {
+			pos, err := parseInterspersed(fs, rest)
+			if err != nil {
+				return "", err
+			}
 			if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 				return "", usageError{fmt.Sprintf("want one %s: vfx admin %s %s", what, name, what)}
 			}
@@ -88,11 +94,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			fmt.Fprintln(fs.Output(), "usage: vfx admin accounts update ID [flags]\n\nAny rate-limit flag replaces all four rate limits; those not given go back to the defaults (5, 5, 5, 10).")
 			fs.PrintDefaults()
 		}
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
+		id, err := oneArg("ACCOUNT_ID")
 		if err != nil {
 			return err
 		}
@@ -113,31 +115,19 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		method, path, body = http.MethodPatch, "/admin/v1/accounts/"+url.PathEscape(id), in
 	case "keys create":
 		kind := fs.String("kind", "personal", "personal (account limits apply) or organization (no request limits)")
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
+		id, err := oneArg("ACCOUNT_ID")
 		if err != nil {
 			return err
 		}
 		method, path, body = http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(id)+"/keys", map[string]string{"kind": *kind}
 	case "keys revoke":
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "KEY_ID")
+		id, err := oneArg("KEY_ID")
 		if err != nil {
 			return err
 		}
 		method, path = http.MethodDelete, "/admin/v1/keys/"+url.PathEscape(id)
 	case "webhook-secret":
-		pos, err := parseInterspersed(fs, rest)
-		if err != nil {
-			return err
-		}
-		id, err := oneArg(pos, "ACCOUNT_ID")
+		id, err := oneArg("ACCOUNT_ID")
 		if err != nil {
 			return err
 		}
