@@ -40,6 +40,27 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		return d.Upload(dst, src)
 	}
 	tx, ty := d.areaTable(o.w, sw), d.areaTable(o.h, sh)
+	if src.Format == frame.YUV420P && sw == 4*o.w && sh == 4*o.h && exact4(tx, o.w) && exact4(ty, o.h) {
+		csi, fri := fullRangeIdx(src)
+		t, lut := &d.lut.yuvIn[csi][fri], &d.lut.eotfExt
+		n := o.w * o.h
+		R, G, B := o.pix[:n], o.pix[n:2*n], o.pix[2*n:3*n]
+		d.parallel(o.h, bandRows(o.w), func(_, y0, y1 int) {
+			for y := y0; y < y1; y++ {
+				areaYUV4Row(R[y*o.w:][:o.w], G[y*o.w:][:o.w], B[y*o.w:][:o.w], src, y, t, lut)
+			}
+		})
+		return nil
+	}
+	if src.Format == frame.Gray8 && sw == 4*o.w && sh == 4*o.h && exact4(tx, o.w) && exact4(ty, o.h) {
+		lut := &d.lut.gray8
+		d.parallel(o.h, bandRows(o.w), func(_, y0, y1 int) {
+			for y := y0; y < y1; y++ {
+				areaGray4Row(o.pix[y*o.w:][:o.w], src, y, lut)
+			}
+		})
+		return nil
+	}
 	maxK := 0
 	for y := range o.h {
 		maxK = max(maxK, int(ty.off[y+1]-ty.off[y]))
@@ -411,4 +432,97 @@ func (d *CPU) bilinTable(out, in int) bilin {
 	t := bilinTable(out, in)
 	v, _ := d.tabs.LoadOrStore(k, &t)
 	return *v.(*bilin)
+}
+
+// exact4 reports whether t is an exact 4x box downsampling to n outputs:
+// output i reads inputs 4i..4i+3, each with weight 1/4.
+func exact4(t *taps, n int) bool {
+	if t.fixed != 4 || len(t.start) < n || len(t.w) < 4*n {
+		return false
+	}
+	for i := range n {
+		if t.start[i] != int32(4*i) {
+			return false
+		}
+	}
+	for _, w := range t.w[:4*n] {
+		if w != 0.25 {
+			return false
+		}
+	}
+	return true
+}
+
+// areaYUV4Row writes output row y of an exact 4x area downsampling of a
+// YUV420P frame (width and height 4 times the output's) into ro, gr and
+// br: input rows 4y..4y+3, whose chroma rows are 2y and 2y+1. It equals
+// Upload then ResizeArea bit for bit: every weight is 1/4, and scaling
+// by a power of two is exact, so vtaps' ((r0/4+r1/4)+r2/4)+r3/4 is
+// (((r0+r1)+r2)+r3)/4, and htaps' (s0/4+s2/4)+(s1/4+s3/4) is
+// ((s0+s2)+(s1+s3))/4. The row sums stay in registers: no converted
+// row is stored.
+func areaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut *[eotfExtSize]float32) {
+	n := len(ro)
+	gr, br = gr[:n], br[:n]
+	var yr [4][]byte
+	for k := range yr {
+		yr[k] = f.Planes[0][(4*y+k)*f.Strides[0]:][:4*n]
+	}
+	ur0 := f.Planes[1][(2*y)*f.Strides[1]:][:2*n]
+	vr0 := f.Planes[2][(2*y)*f.Strides[2]:][:2*n]
+	ur1 := f.Planes[1][(2*y+1)*f.Strides[1]:][:2*n]
+	vr1 := f.Planes[2][(2*y+1)*f.Strides[2]:][:2*n]
+	y0, y1, y2, y3 := yr[0], yr[1], yr[2], yr[3]
+	for x := range ro {
+		// Chroma of the left and right pixel pairs, upper and lower
+		// chroma rows.
+		cx := 2 * x
+		rA, gA, bA := t.rv[vr0[cx]], t.gu[ur0[cx]]+t.gv[vr0[cx]], t.bu[ur0[cx]]
+		rB, gB, bB := t.rv[vr0[cx+1]], t.gu[ur0[cx+1]]+t.gv[vr0[cx+1]], t.bu[ur0[cx+1]]
+		rC, gC, bC := t.rv[vr1[cx]], t.gu[ur1[cx]]+t.gv[vr1[cx]], t.bu[ur1[cx]]
+		rD, gD, bD := t.rv[vr1[cx+1]], t.gu[ur1[cx+1]]+t.gv[vr1[cx+1]], t.bu[ur1[cx+1]]
+		lx := 4 * x
+		var sr, sg, sb [4]float32
+		for j := range 4 {
+			cr, cg, cb := rA, gA, bA
+			cr2, cg2, cb2 := rC, gC, bC
+			if j >= 2 {
+				cr, cg, cb = rB, gB, bB
+				cr2, cg2, cb2 = rD, gD, bD
+			}
+			a, b := t.y[y0[lx+j]], t.y[y1[lx+j]]
+			c, d := t.y[y2[lx+j]], t.y[y3[lx+j]]
+			sr[j] = ((lut[extIdx(a+cr)] + lut[extIdx(b+cr)]) + lut[extIdx(c+cr2)]) + lut[extIdx(d+cr2)]
+			sg[j] = ((lut[extIdx(a+cg)] + lut[extIdx(b+cg)]) + lut[extIdx(c+cg2)]) + lut[extIdx(d+cg2)]
+			sb[j] = ((lut[extIdx(a+cb)] + lut[extIdx(b+cb)]) + lut[extIdx(c+cb2)]) + lut[extIdx(d+cb2)]
+		}
+		ro[x] = 0.0625 * ((sr[0] + sr[2]) + (sr[1] + sr[3]))
+		gr[x] = 0.0625 * ((sg[0] + sg[2]) + (sg[1] + sg[3]))
+		br[x] = 0.0625 * ((sb[0] + sb[2]) + (sb[1] + sb[3]))
+	}
+}
+
+// areaGray4Row is areaYUV4Row for a Gray8 frame: output row y of an
+// exact 4x area downsampling, bit for bit grayVtaps then htaps.
+func areaGray4Row(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
+	n := len(o)
+	r0 := f.Planes[0][(4*y)*f.Strides[0]:][:4*n]
+	r1 := f.Planes[0][(4*y+1)*f.Strides[0]:][:4*n]
+	r2 := f.Planes[0][(4*y+2)*f.Strides[0]:][:4*n]
+	r3 := f.Planes[0][(4*y+3)*f.Strides[0]:][:4*n]
+	l0 := lut[0]
+	z := ((l0 + l0) + l0) + l0
+	zero := 0.0625 * ((z + z) + (z + z)) // a block of code 0 (background)
+	for x := range o {
+		a, b, c, d := r0[4*x:][:4], r1[4*x:][:4], r2[4*x:][:4], r3[4*x:][:4]
+		if binary.LittleEndian.Uint32(a)|binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(c)|binary.LittleEndian.Uint32(d) == 0 {
+			o[x] = zero
+			continue
+		}
+		s0 := ((lut[a[0]] + lut[b[0]]) + lut[c[0]]) + lut[d[0]]
+		s1 := ((lut[a[1]] + lut[b[1]]) + lut[c[1]]) + lut[d[1]]
+		s2 := ((lut[a[2]] + lut[b[2]]) + lut[c[2]]) + lut[d[2]]
+		s3 := ((lut[a[3]] + lut[b[3]]) + lut[c[3]]) + lut[d[3]]
+		o[x] = 0.0625 * ((s0 + s2) + (s1 + s3))
+	}
 }

@@ -50,14 +50,6 @@ func mul3(a, b [9]float64) [9]float64 {
 	return o
 }
 
-// logLMS returns the floored natural log of M*rgb and the floored LMS.
-func logLMS(r, g, b float64) (l0, l1, l2, m0, m1, m2 float64) {
-	m0 = max(labM[0]*r+labM[1]*g+labM[2]*b, labFloor)
-	m1 = max(labM[3]*r+labM[4]*g+labM[5]*b, labFloor)
-	m2 = max(labM[6]*r+labM[7]*g+labM[8]*b, labFloor)
-	return fastLog(m0), fastLog(m1), fastLog(m2), m0, m1, m2
-}
-
 // Tables of fastLog and fastExp (read-only after package initialisation).
 var (
 	// logTab[j] = (1/c_j, ln c_j) for c_j = 1 + (j+0.5)/128.
@@ -84,16 +76,27 @@ var (
 // to r^4 (remainder < 2e-13). Other inputs give meaningless values but
 // never panic.
 func fastLog(x float64) float64 {
+	v := [1]float64{x}
+	fastLogs(v[:])
+	return v[0]
+}
+
+// fastLogs replaces every v[i] by fastLog(v[i]): the same arithmetic in
+// one loop (fastLog is too large for Go to inline, and a call per value
+// cost more than the logarithm).
+func fastLogs(v []float64) {
 	const ln2 = 0.693147180559945309417232121458176568
-	b := math.Float64bits(x)
-	e := float64(int64(b>>52&0x7ff) - 1023)
-	m := math.Float64frombits(b&(1<<52-1) | 1023<<52)
-	t := &logTab[b>>45&127]
-	c := 1 + (float64(b>>45&127)+0.5)/128
-	r := (m - c) * t[0]
-	r2 := r * r
-	p := r - r2*0.5 + r2*r*(1.0/3-r*0.25)
-	return (e*ln2 + t[1]) + p
+	for i, x := range v {
+		b := math.Float64bits(x)
+		e := float64(int64(b>>52&0x7ff) - 1023)
+		m := math.Float64frombits(b&(1<<52-1) | 1023<<52)
+		t := &logTab[b>>45&127]
+		c := 1 + (float64(b>>45&127)+0.5)/128
+		r := (m - c) * t[0]
+		r2 := r * r
+		p := r - r2*0.5 + r2*r*(1.0/3-r*0.25)
+		v[i] = (e*ln2 + t[1]) + p
+	}
 }
 
 // fastExp is e^x with a relative error below 1e-11 for x in [-700, 700]
@@ -102,19 +105,61 @@ func fastLog(x float64) float64 {
 // of ln2), e^x = 2^k' * 2^(j/32) * e^r, e^r by its series to r^4
 // (remainder < 2e-12).
 func fastExp(x float64) float64 {
+	v := [1]float64{x}
+	fastExps(v[:])
+	return v[0]
+}
+
+// fastExps replaces every v[i] by fastExp(v[i]) (see fastLogs).
+func fastExps(v []float64) {
 	const (
 		inv   = 32 / 0.693147180559945309417232121458176568
 		ln2hi = 6.93147180369123816490e-01 / 32
 		ln2lo = 1.90821492927058770002e-10 / 32
 	)
-	x = max(-700, min(x, 700))
-	k := int64(x*inv+65536.5) - 65536 // round(x*32/ln2)
-	fk := float64(k)
-	r := x - fk*ln2hi - fk*ln2lo
-	r2 := r * r
-	p := (1 + r) + r2*(0.5+r*(1.0/6)) + r2*r2*(1.0/24)
-	s := math.Float64frombits(math.Float64bits(exp2Tab[k&31]) + uint64(k>>5)<<52)
-	return s * p
+	for i, x := range v {
+		x = max(-700, min(x, 700))
+		k := int64(x*inv+65536.5) - 65536 // round(x*32/ln2)
+		fk := float64(k)
+		r := x - fk*ln2hi - fk*ln2lo
+		r2 := r * r
+		p := (1 + r) + r2*(0.5+r*(1.0/6)) + r2*r2*(1.0/24)
+		sc := math.Float64frombits(math.Float64bits(exp2Tab[k&31]) + uint64(k>>5)<<52)
+		v[i] = sc * p
+	}
+}
+
+// lmsRows holds one row's floored LMS and their logarithms (see
+// logLMSRow), and the exponents of LabTransfer.
+type lmsRows struct {
+	m, l, e [3][]float64
+}
+
+func newLMSRows(n int) *lmsRows {
+	b := make([]float64, 9*n)
+	var r lmsRows
+	for c := range 3 {
+		r.m[c] = b[c*n:][:n]
+		r.l[c] = b[(3+c)*n:][:n]
+		r.e[c] = b[(6+c)*n:][:n]
+	}
+	return &r
+}
+
+// setLMS sets entry i of t.m to the floored LMS of r, g, b (as logLMS).
+func (t *lmsRows) setLMS(i int, r, g, b float64) {
+	t.m[0][i] = max(labM[0]*r+labM[1]*g+labM[2]*b, labFloor)
+	t.m[1][i] = max(labM[3]*r+labM[4]*g+labM[5]*b, labFloor)
+	t.m[2][i] = max(labM[6]*r+labM[7]*g+labM[8]*b, labFloor)
+}
+
+// logs sets the first n entries of t.l to the logarithms of t.m's.
+func (t *lmsRows) logs(n int) {
+	for c := range 3 {
+		l := t.l[c][:n]
+		copy(l, t.m[c][:n])
+		fastLogs(l)
+	}
 }
 
 // LabStats returns mask-weighted lαβ mean and std of a 3-channel linear
@@ -145,25 +190,40 @@ func (d *CPU) LabStats(src, mask Image) (LabStats, error) {
 	A := labA
 	sums := d.reduce(w, s.h, 7, func(part []float64, y0, y1 int) {
 		var acc [7]float64
-		for i := y0 * w; i < y1*w; i++ {
-			wt := 1.0
-			if m != nil {
-				wt = float64(m.pix[i])
-				if wt == 0 {
-					continue
+		// Row by row: the pixels of nonzero weight, then their
+		// logarithms in one loop (see fastLogs), then the sums in pixel
+		// order.
+		t := newLMSRows(w)
+		wts := make([]float64, w)
+		for y := y0; y < y1; y++ {
+			n := 0
+			for i := y * w; i < (y+1)*w; i++ {
+				wt := 1.0
+				if m != nil {
+					wt = float64(m.pix[i])
+					if wt == 0 {
+						continue
+					}
 				}
+				wts[n] = wt
+				t.setLMS(n, float64(R[i]), float64(G[i]), float64(B[i]))
+				n++
 			}
-			l0, l1, l2, _, _, _ := logLMS(float64(R[i]), float64(G[i]), float64(B[i]))
-			a0 := A[0]*l0 + A[1]*l1 + A[2]*l2
-			a1 := A[3]*l0 + A[4]*l1 + A[5]*l2
-			a2 := A[6]*l0 + A[7]*l1 + A[8]*l2
-			acc[0] += wt
-			acc[1] += wt * a0
-			acc[2] += wt * a1
-			acc[3] += wt * a2
-			acc[4] += wt * a0 * a0
-			acc[5] += wt * a1 * a1
-			acc[6] += wt * a2 * a2
+			t.logs(n)
+			L0, L1, L2 := t.l[0][:n], t.l[1][:n], t.l[2][:n]
+			for j, wt := range wts[:n] {
+				l0, l1, l2 := L0[j], L1[j], L2[j]
+				a0 := A[0]*l0 + A[1]*l1 + A[2]*l2
+				a1 := A[3]*l0 + A[4]*l1 + A[5]*l2
+				a2 := A[6]*l0 + A[7]*l1 + A[8]*l2
+				acc[0] += wt
+				acc[1] += wt * a0
+				acc[2] += wt * a1
+				acc[3] += wt * a2
+				acc[4] += wt * a0 * a0
+				acc[5] += wt * a1 * a1
+				acc[6] += wt * a2 * a2
+			}
 		}
 		copy(part, acc[:])
 	})
@@ -233,23 +293,47 @@ func (d *CPU) LabTransfer(dst, src, mask Image, from, to LabStats, strength floa
 	R, G, B := s.plane(0), s.plane(1), s.plane(2)
 	OR, OG, OB := o.plane(0), o.plane(1), o.plane(2)
 	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
-		for i := y0 * w; i < y1*w; i++ {
-			k := str
-			if m != nil {
-				k *= float64(m.pix[i])
+		// Row by row: the logarithms, then the exponents, each in one
+		// loop (see fastLogs); the same arithmetic per pixel.
+		t := newLMSRows(w)
+		for y := y0; y < y1; y++ {
+			row := y * w
+			for x := range w {
+				t.setLMS(x, float64(R[row+x]), float64(G[row+x]), float64(B[row+x]))
 			}
-			r, g, b := float64(R[i]), float64(G[i]), float64(B[i])
-			if k == 0 {
-				OR[i], OG[i], OB[i] = R[i], G[i], B[i]
-				continue
+			t.logs(w)
+			L0, L1, L2 := t.l[0][:w], t.l[1][:w], t.l[2][:w]
+			E0, E1, E2 := t.e[0][:w], t.e[1][:w], t.e[2][:w]
+			for x := range w {
+				k := str
+				if m != nil {
+					k *= float64(m.pix[row+x])
+				}
+				l0, l1, l2 := L0[x], L1[x], L2[x]
+				E0[x] = l0 + k*(P[0]*l0+P[1]*l1+P[2]*l2+q[0])
+				E1[x] = l1 + k*(P[3]*l0+P[4]*l1+P[5]*l2+q[1])
+				E2[x] = l2 + k*(P[6]*l0+P[7]*l1+P[8]*l2+q[2])
 			}
-			l0, l1, l2, m0, m1, m2 := logLMS(r, g, b)
-			e0 := fastExp(l0+k*(P[0]*l0+P[1]*l1+P[2]*l2+q[0])) - m0
-			e1 := fastExp(l1+k*(P[3]*l0+P[4]*l1+P[5]*l2+q[1])) - m1
-			e2 := fastExp(l2+k*(P[6]*l0+P[7]*l1+P[8]*l2+q[2])) - m2
-			OR[i] = float32(r + Mi[0]*e0 + Mi[1]*e1 + Mi[2]*e2)
-			OG[i] = float32(g + Mi[3]*e0 + Mi[4]*e1 + Mi[5]*e2)
-			OB[i] = float32(b + Mi[6]*e0 + Mi[7]*e1 + Mi[8]*e2)
+			fastExps(E0)
+			fastExps(E1)
+			fastExps(E2)
+			M0, M1, M2 := t.m[0][:w], t.m[1][:w], t.m[2][:w]
+			for x := range w {
+				i := row + x
+				k := str
+				if m != nil {
+					k *= float64(m.pix[i])
+				}
+				if k == 0 {
+					OR[i], OG[i], OB[i] = R[i], G[i], B[i]
+					continue
+				}
+				r, g, b := float64(R[i]), float64(G[i]), float64(B[i])
+				e0, e1, e2 := E0[x]-M0[x], E1[x]-M1[x], E2[x]-M2[x]
+				OR[i] = float32(r + Mi[0]*e0 + Mi[1]*e1 + Mi[2]*e2)
+				OG[i] = float32(g + Mi[3]*e0 + Mi[4]*e1 + Mi[5]*e2)
+				OB[i] = float32(b + Mi[6]*e0 + Mi[7]*e1 + Mi[8]*e2)
+			}
 		}
 	})
 	return nil
