@@ -2,6 +2,12 @@
 # on a fresh Debian 12 machine (see `deps`).
 SHELL := /bin/bash
 GO ?= go
+# The CPU kernels' hottest loops are AVX2 vector loops written with Go's simd/archsimd, which exists
+# only under GOEXPERIMENT=simd; every vfx build, vet, test and benchmark here sets it (tools such as
+# minio and staticcheck are built without). Without it (a plain `go build`) the kernels run their
+# scalar loops: the same output bit for bit, slower (see the README's Performance section).
+VFX_GOEXPERIMENT ?= simd
+GOV := GOEXPERIMENT=$(VFX_GOEXPERIMENT) $(GO)
 BIN := bin
 FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
 	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq
@@ -39,16 +45,16 @@ models:
 
 ## build: the vfx binary (CPU backend).
 build: deps
-	$(GO) build -o $(BIN)/vfx ./cmd/vfx
+	$(GOV) build -o $(BIN)/vfx ./cmd/vfx
 
 ## test: every test, with real FFmpeg.
 test: deps minio models
-	$(GO) vet ./...
-	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GOV) vet ./...
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GOV) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-short: the tests without the slow ones (-short skips the fault drill and real product renders).
 test-short: deps minio models
-	VFX_MODEL_DIR=$(MODEL_DIR) VFX_MINIO_BIN=$(MINIO_BIN) $(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_MINIO_BIN=$(MINIO_BIN) $(GOV) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## minio: build the MinIO server that the S3 tests run (store/storetest) into .tools/bin when missing
 ## (about 3 minutes the first time; AGPL, used only as a separate test process).
@@ -61,7 +67,7 @@ $(MINIO_BIN):
 
 ## bench: go test benchmarks of every package.
 bench: deps
-	$(GO) test -run=NONE -bench=. -timeout 30m ./...
+	$(GOV) test -run=NONE -bench=. -timeout 30m ./...
 
 ## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on a 240-frame 1080p custom-matte job with
 ## a reference image, at x264 veryfast and medium (one round each; `bin/vfx bench ffmpeg --rounds 3` for best of 3).
@@ -87,7 +93,7 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 ## vet: go vet on every package.
 vet: deps
-	$(GO) vet ./...
+	$(GOV) vet ./...
 
 ## staticcheck: staticcheck with its default checks on every package (installed into .tools/bin when
 ## missing, like minio; a justified exception is a //lint:ignore comment at its line).
@@ -150,15 +156,15 @@ kernels/cuda_sources.go: $(CUDA_SOURCES) kernels/cuda/vfx.fatbin
 ## machine without a GPU (gorgonia.org/cu's init); the default build (bin/vfx) has the CPU backend only.
 build-cuda: deps
 	@[ -f /usr/include/cuda.h ] || { echo "build-cuda: CUDA headers missing; run make cuda-deps"; exit 1; }
-	$(GO) build -tags cuda -o $(BIN)/vfx-cuda ./cmd/vfx
+	$(GOV) build -tags cuda -o $(BIN)/vfx-cuda ./cmd/vfx
 
 ## cuda-check: compile and vet the cuda build and its test binaries (no GPU needed; run by .ci/run when
 ## the CUDA headers are installed).
 cuda-check: deps
-	$(GO) build -tags cuda ./...
-	$(GO) vet -tags cuda ./...
-	$(GO) test -tags cuda -c -o /dev/null ./kernels
-	$(GO) test -tags cuda -c -o /dev/null ./render
+	$(GOV) build -tags cuda ./...
+	$(GOV) vet -tags cuda ./...
+	$(GOV) test -tags cuda -c -o /dev/null ./kernels
+	$(GOV) test -tags cuda -c -o /dev/null ./render
 
 ## gpu-bundle: the cuda test and benchmark binaries (kernels, render: no FFmpeg) and run.sh in
 ## ./gpu-bundle (git-ignored). On a GPU machine: `bash gpu-bundle/run.sh` runs every test, then every
@@ -166,8 +172,8 @@ cuda-check: deps
 gpu-bundle:
 	@[ -f /usr/include/cuda.h ] || { echo "gpu-bundle: CUDA headers missing; run make cuda-deps"; exit 1; }
 	rm -rf gpu-bundle && mkdir -p gpu-bundle
-	$(GO) test -tags cuda -c -o gpu-bundle/kernels.test ./kernels
-	$(GO) test -tags cuda -c -o gpu-bundle/render.test ./render
+	$(GOV) test -tags cuda -c -o gpu-bundle/kernels.test ./kernels
+	$(GOV) test -tags cuda -c -o gpu-bundle/render.test ./render
 	cp scripts/gpu-bundle-run.sh gpu-bundle/run.sh && chmod +x gpu-bundle/run.sh
 	@if ldd gpu-bundle/*.test | grep -q 'libav'; then echo "gpu-bundle: a test binary links FFmpeg"; exit 1; fi
 	@echo "gpu-bundle: $$(du -sh gpu-bundle | cut -f1) in gpu-bundle/ (no FFmpeg: ldd shows no libav*)"
@@ -175,7 +181,7 @@ gpu-bundle:
 ## bench-finish: frames/s of the vfx_finish upscaler's device work (upload, UpscaleEdge, SharpenDownload), 1080 -> 2160, CPU backend.
 .PHONY: bench-finish
 bench-finish: deps
-	$(GO) test -run=NONE -bench 'FinishUpscale|UpscaleEdge' -benchtime 20x ./kernels
+	$(GOV) test -run=NONE -bench 'FinishUpscale|UpscaleEdge' -benchtime 20x ./kernels
 ## ---- Deploy and fault drill (issue 8) ----
 .PHONY: drill nats-server docker docker-gpu
 NATS_SERVER_BIN := $(BIN)/nats-server
@@ -194,7 +200,7 @@ drill: build nats-server minio
 	rm -rf out/drill
 	VFX_DRILL=full VFX_DRILL_BIN=$(CURDIR)/$(BIN)/vfx VFX_NATS_SERVER_BIN=$(CURDIR)/$(NATS_SERVER_BIN) \
 		VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 VFX_DRILL_LOGS=$(CURDIR)/out/drill \
-		$(GO) test -count=1 -run '^TestDrill$$' -v -timeout 20m ./deploy/drill
+		$(GOV) test -count=1 -run '^TestDrill$$' -v -timeout 20m ./deploy/drill
 
 ## docker, docker-gpu: the CPU and GPU images (needs a Docker engine; deploy/docker/).
 docker:
@@ -206,7 +212,7 @@ docker-gpu:
 ## exact mattes, 854x480): J, F, J decay, flicker and matte frames/s per case. Not a quality claim.
 .PHONY: bench-matte-synthetic
 bench-matte-synthetic: deps
-	$(GO) test -run=NONE -bench='BenchmarkMatte' -benchtime=1x -timeout 30m ./bench/
+	$(GOV) test -run=NONE -bench='BenchmarkMatte' -benchtime=1x -timeout 30m ./bench/
 
 ## ---- Container images built and run with buildah (issue 17) ----
 .PHONY: images image-test
@@ -226,8 +232,8 @@ images: deps cuda-deps models
 	bash scripts/images.sh tools
 	$(IMAGES_ENV) bash scripts/images.sh base
 	$(IMAGES_ENV) bash scripts/images.sh models "$(MODEL_DIR)"
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx ./cmd/vfx
-	CGO_ENABLED=1 $(GO) build -tags cuda -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx-cuda ./cmd/vfx
+	CGO_ENABLED=1 $(GOV) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx ./cmd/vfx
+	CGO_ENABLED=1 $(GOV) build -tags cuda -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGES_CACHE)/vfx-cuda ./cmd/vfx
 	$(IMAGES_ENV) bash scripts/images.sh build cpu $(IMAGES_CACHE)/vfx
 	$(IMAGES_ENV) bash scripts/images.sh build gpu $(IMAGES_CACHE)/vfx-cuda
 

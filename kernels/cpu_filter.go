@@ -89,7 +89,7 @@ func gaussCol(q, tp []float32, w, h, y int, k []float32) {
 	n := len(q)
 	t0 := tp[y*w:][:n]
 	k0 := k[0]
-	for x := range q {
+	for x := scaleRowSIMD(q, t0, k0); x < n; x++ {
 		q[x] = k0 * t0[x]
 	}
 	i := 1
@@ -101,7 +101,7 @@ func gaussCol(q, tp []float32, w, h, y int, k []float32) {
 		c := tp[max(y-i-1, 0)*w:][:n]
 		e := tp[min(y+i+1, h-1)*w:][:n]
 		ki, kj := k[i], k[i+1]
-		for x := range q {
+		for x := pair2RowSIMD(q, a, b, c, e, ki, kj); x < n; x++ {
 			q[x] = q[x] + ki*(a[x]+b[x]) + kj*(c[x]+e[x])
 		}
 	}
@@ -109,7 +109,7 @@ func gaussCol(q, tp []float32, w, h, y int, k []float32) {
 		a := tp[max(y-i, 0)*w:][:n]
 		b := tp[min(y+i, h-1)*w:][:n]
 		ki := k[i]
-		for x := range q {
+		for x := pairRowSIMD(q, a, b, ki); x < n; x++ {
 			q[x] += ki * (a[x] + b[x])
 		}
 	}
@@ -140,7 +140,7 @@ func gaussRow(o, s, k []float32) {
 	oi := o[r : w-r]
 	n := len(oi)
 	c := s[r:][:n]
-	for x := range oi {
+	for x := scaleRowSIMD(oi, c, k0); x < n; x++ {
 		oi[x] = k0 * c[x]
 	}
 	i := 1
@@ -148,14 +148,14 @@ func gaussRow(o, s, k []float32) {
 		a, b := s[r-i:][:n], s[r+i:][:n]
 		a2, b2 := s[r-i-1:][:n], s[r+i+1:][:n]
 		ki, kj := k[i], k[i+1]
-		for x := range oi {
+		for x := pair2RowSIMD(oi, a, b, a2, b2, ki, kj); x < n; x++ {
 			oi[x] = oi[x] + ki*(a[x]+b[x]) + kj*(a2[x]+b2[x])
 		}
 	}
 	for ; i <= r; i++ {
 		a, b := s[r-i:][:n], s[r+i:][:n]
 		ki := k[i]
-		for x := range oi {
+		for x := pairRowSIMD(oi, a, b, ki); x < n; x++ {
 			oi[x] += ki * (a[x] + b[x])
 		}
 	}

@@ -267,6 +267,12 @@ func (d *CPU) RatioRelight(dst, src, eNew, eOld, alpha Image, eps, maxGain float
 // ratioRow writes q = s*(1 + a*(g-1)), g = clamp(en/max(eo, eps), 0, maxG)
 // (a = 1 when al is nil; a NaN ratio counts as 0).
 func ratioRow(q, s, en, eo, al []float32, eps, maxG float32) {
+	if v := ratioRowSIMD(q, s, en, eo, al, eps, maxG); v > 0 {
+		q, s, en, eo = q[v:], s[v:], en[v:], eo[v:]
+		if al != nil {
+			al = al[v:]
+		}
+	}
 	n := len(q)
 	s, en, eo = s[:n], en[:n], eo[:n]
 	if al == nil {
@@ -331,6 +337,9 @@ func hlerp(o, r []float32, xt *bilin) {
 
 // vlerp writes o = w0*a + w1*b.
 func vlerp(o, a, b []float32, w0, w1 float32) {
+	if v := lerpRowSIMD(o, a, b, w0, w1); v > 0 {
+		o, a, b = o[v:], a[v:], b[v:]
+	}
 	n := len(o)
 	a, b = a[:n], b[:n]
 	for x := range o {
@@ -1104,14 +1113,15 @@ func bits(v float32) uint32 { return math.Float32bits(v) }
 // wrapFactor writes wf = wrap * a * (1 - ab) (a = 1 when al is nil).
 func wrapFactor(wf, al, ab []float32, wrap float32) {
 	ab = ab[:len(wf)]
+	v := wrapFactorSIMD(wf, al, ab, wrap)
 	if al == nil {
-		for x := range wf {
+		for x := v; x < len(wf); x++ {
 			wf[x] = wrap * 1 * (1 - ab[x])
 		}
 		return
 	}
 	al = al[:len(wf)]
-	for x := range wf {
+	for x := v; x < len(wf); x++ {
 		wf[x] = wrap * al[x] * (1 - ab[x])
 	}
 }
@@ -1123,7 +1133,8 @@ func wrapFactor(wf, al, ab []float32, wrap float32) {
 func gainRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkPlain, q, s, g0, g1, w0, w1, maxV, nil, nil, nil, nil)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1138,7 +1149,8 @@ func gainCompWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
 	al, b, wf, bb = al[:n], b[:n], wf[:n], bb[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkCompWrap, q, s, g0, g1, w0, w1, maxV, al, b, wf, bb)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1154,7 +1166,8 @@ func gainCompRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b []float32) 
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
 	al, b = al[:n], b[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkComp, q, s, g0, g1, w0, w1, maxV, al, b, nil, nil)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1170,7 +1183,8 @@ func gainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32)
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
 	wf, bb = wf[:n], bb[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkWrap, q, s, g0, g1, w0, w1, maxV, nil, nil, wf, bb)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1189,7 +1203,8 @@ func gainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32)
 func gainOneRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkOne, q, s, g0, g1, w0, w1, maxV, nil, nil, nil, nil)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1204,7 +1219,8 @@ func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
 	wf, bb = wf[:n], bb[:n]
-	for x := range q {
+	v := gainRowsSIMD(gkOneWrap, q, s, g0, g1, w0, w1, maxV, nil, nil, wf, bb)
+	for x := v; x < n; x++ {
 		f := s[x] * (w0*g0[x] + w1*g1[x])
 		if f < 0 {
 			f = 0
@@ -1219,7 +1235,7 @@ func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float
 func shadeRow(q, b, d []float32) {
 	n := len(q)
 	b, d = b[:n], d[:n]
-	for x := range q {
+	for x := shadeRowSIMD(q, b, d); x < n; x++ {
 		q[x] = b[x] * (1 - d[x])
 	}
 }

@@ -151,7 +151,7 @@ func vtaps(t, sp []float32, sw, st int, ws []float32) {
 	case len(ws) >= 4:
 		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
 		w0, w1, w2, w3 := ws[0], ws[1], ws[2], ws[3]
-		for x := range t {
+		for x := taps4RowSIMD(t, r0, r1, r2, r3, w0, w1, w2, w3); x < n; x++ {
 			t[x] = w0*r0[x] + w1*r1[x] + w2*r2[x] + w3*r3[x]
 		}
 		k = 4
@@ -165,13 +165,13 @@ func vtaps(t, sp []float32, sw, st int, ws []float32) {
 	case len(ws) == 2:
 		r0, r1 := row(0), row(1)
 		w0, w1 := ws[0], ws[1]
-		for x := range t {
+		for x := lerpRowSIMD(t, r0, r1, w0, w1); x < n; x++ {
 			t[x] = w0*r0[x] + w1*r1[x]
 		}
 		k = 2
 	default:
 		r0, w0 := row(0), ws[0]
-		for x := range t {
+		for x := scaleRowSIMD(t, r0, w0); x < n; x++ {
 			t[x] = w0 * r0[x]
 		}
 		k = 1

@@ -347,16 +347,26 @@ func (d *CPU) SHEval(dst, normals Image, coeffs []SH9) error {
 // shEvalRows is SHEval's loop for one or three channels (len(outs) ==
 // len(cf)), with the basis and every sum in the general loop's order (so
 // bit-identical to it) and no bounds checks inside.
+// The real SH basis constants of shEvalRows.
+const (
+	shK0 = float32(0.282095)
+	shK1 = float32(0.488603)
+	shK2 = float32(1.092548)
+	shK3 = float32(0.315392)
+	shK4 = float32(0.546274)
+)
+
 func shEvalRows(outs [][]float32, nx, ny, nz []float32, cf []SH9) {
 	n := len(nx)
 	ny, nz = ny[:n], nz[:n]
-	const (
-		c0 = float32(0.282095)
-		c1 = float32(0.488603)
-		c2 = float32(1.092548)
-		c3 = float32(0.315392)
-		c4 = float32(0.546274)
-	)
+	const c0, c1, c2, c3, c4 = shK0, shK1, shK2, shK3, shK4
+	if v := shEvalSIMD(outs, nx, ny, nz, cf); v > 0 {
+		tail := make([][]float32, len(cf))
+		for c := range cf {
+			tail[c] = outs[c][v:n]
+		}
+		outs, nx, ny, nz, n = tail, nx[v:], ny[v:n], nz[v:n], n-v
+	}
 	k := cf[0]
 	o0 := outs[0][:n]
 	if len(cf) == 1 {

@@ -1,0 +1,246 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import "simd/archsimd"
+
+// The CPU backend's hottest row loops in AVX2 (Go's simd/archsimd, built
+// with GOEXPERIMENT=simd: the Makefile and the Dockerfiles set it). Each
+// vector loop does the scalar loop's operations in the same order, with no
+// fused multiply-add, so its results are bit for bit the scalar ones
+// (TestSIMDMatchesScalar); the tails and machines without AVX2 take the
+// scalar loops.
+
+// simdOn reports whether the vector loops run (the CPU has AVX2). It is
+// set once at package initialisation and only read after.
+var simdOn = archsimd.X86.AVX2()
+
+const lanes = 8
+
+func load(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8Slice(s) }
+func bcast(v float32) archsimd.Float32x8  { return archsimd.BroadcastFloat32x8(v) }
+
+// ratioRowSIMD is ratioRow's vector loop over the first multiple of 8
+// values; it returns how many it did (0 without AVX2).
+func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(q) &^ (lanes - 1)
+	s, en, eo = s[:len(q)], en[:len(q)], eo[:len(q)]
+	E, M, Z, O := bcast(eps), bcast(maxG), bcast(0), bcast(1)
+	for i := 0; i < n; i += lanes {
+		d := load(eo[i:])
+		g := load(en[i:]).Div(d.Max(E))
+		// !(g > 0) -> 0 (NaN included; a NaN eOld makes g NaN in the
+		// scalar max), else at most maxG.
+		g = g.Min(M).Masked(g.Greater(Z).And(d.Equal(d)))
+		a := O
+		if al != nil {
+			a = load(al[i:])
+		}
+		load(s[i:]).Mul(O.Add(a.Mul(g.Sub(O)))).StoreSlice(q[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// shEvalSIMD is shEvalRows' vector loop (see ratioRowSIMD).
+func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf []SH9) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(nx) &^ (lanes - 1)
+	ny, nz = ny[:len(nx)], nz[:len(nx)]
+	C0, C1, C2, C3, C4 := bcast(shK0), bcast(shK1), bcast(shK2), bcast(shK3), bcast(shK4)
+	three, one := bcast(3), bcast(1)
+	var k [3][9]archsimd.Float32x8
+	for c := range cf {
+		for j := range 9 {
+			k[c][j] = bcast(cf[c][j])
+		}
+	}
+	for c := range cf {
+		outs[c] = outs[c][:len(nx)]
+	}
+	for i := 0; i < n; i += lanes {
+		x, y, z := load(nx[i:]), load(ny[i:]), load(nz[i:])
+		b1, b2, b3 := C1.Mul(y), C1.Mul(z), C1.Mul(x)
+		b4, b5 := C2.Mul(x).Mul(y), C2.Mul(y).Mul(z)
+		b6 := C3.Mul(three.Mul(z).Mul(z).Sub(one))
+		b7, b8 := C2.Mul(x).Mul(z), C4.Mul(x.Mul(x).Sub(y.Mul(y)))
+		for c := range cf {
+			kc := &k[c]
+			kc[0].Mul(C0).Add(kc[1].Mul(b1)).Add(kc[2].Mul(b2)).Add(kc[3].Mul(b3)).Add(kc[4].Mul(b4)).
+				Add(kc[5].Mul(b5)).Add(kc[6].Mul(b6)).Add(kc[7].Mul(b7)).Add(kc[8].Mul(b8)).StoreSlice(outs[c][i:])
+		}
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// scaleRowSIMD: o[x] = k*c[x].
+func scaleRowSIMD(o, c []float32, k float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(o) &^ (lanes - 1)
+	c = c[:len(o)]
+	K := bcast(k)
+	for i := 0; i < n; i += lanes {
+		K.Mul(load(c[i:])).StoreSlice(o[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// pairRowSIMD: o[x] = o[x] + ki*(a[x]+b[x]).
+func pairRowSIMD(o, a, b []float32, ki float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(o) &^ (lanes - 1)
+	a, b = a[:len(o)], b[:len(o)]
+	K := bcast(ki)
+	for i := 0; i < n; i += lanes {
+		load(o[i:]).Add(K.Mul(load(a[i:]).Add(load(b[i:])))).StoreSlice(o[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// pair2RowSIMD: o[x] = o[x] + ki*(a[x]+b[x]) + kj*(c[x]+e[x]).
+func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(o) &^ (lanes - 1)
+	a, b, c, e = a[:len(o)], b[:len(o)], c[:len(o)], e[:len(o)]
+	KI, KJ := bcast(ki), bcast(kj)
+	for i := 0; i < n; i += lanes {
+		load(o[i:]).Add(KI.Mul(load(a[i:]).Add(load(b[i:])))).Add(KJ.Mul(load(c[i:]).Add(load(e[i:])))).StoreSlice(o[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// lerpRowSIMD: o[x] = w0*a[x] + w1*b[x].
+func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(o) &^ (lanes - 1)
+	a, b = a[:len(o)], b[:len(o)]
+	W0, W1 := bcast(w0), bcast(w1)
+	for i := 0; i < n; i += lanes {
+		W0.Mul(load(a[i:])).Add(W1.Mul(load(b[i:]))).StoreSlice(o[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// taps4RowSIMD: t[x] = w0*r0[x] + w1*r1[x] + w2*r2[x] + w3*r3[x].
+func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(t) &^ (lanes - 1)
+	r0, r1, r2, r3 = r0[:len(t)], r1[:len(t)], r2[:len(t)], r3[:len(t)]
+	W0, W1, W2, W3 := bcast(w0), bcast(w1), bcast(w2), bcast(w3)
+	for i := 0; i < n; i += lanes {
+		W0.Mul(load(r0[i:])).Add(W1.Mul(load(r1[i:]))).Add(W2.Mul(load(r2[i:]))).Add(W3.Mul(load(r3[i:]))).StoreSlice(t[i:])
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
+// clampV is the scalar clamp "if f < 0 {0} else if f > maxV {maxV}":
+// NaN and -0 pass unchanged.
+func clampV(f, Z, M archsimd.Float32x8) archsimd.Float32x8 {
+	f = Z.Merge(f, f.Less(Z))
+	return M.Merge(f, f.Greater(M))
+}
+
+// The composite's row kernels (gainRow, gainCompRow, gainCompWrapRow,
+// gainWrapRow, gainOneRow, gainOneWrapRow): f = clamp(s*(w0*g0 + w1*g1),
+// 0, maxV), then their blends. kind names the kernel.
+const (
+	gkPlain = iota
+	gkComp
+	gkCompWrap
+	gkWrap
+	gkOne
+	gkOneWrap
+)
+
+func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(q)
+	n := m &^ (lanes - 1)
+	s, g0, g1 = s[:m], g0[:m], g1[:m]
+	switch kind {
+	case gkComp, gkCompWrap:
+		al, b = al[:m], b[:m]
+	}
+	switch kind {
+	case gkCompWrap, gkWrap, gkOneWrap:
+		wf, bb = wf[:m], bb[:m]
+	}
+	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
+	for i := 0; i < n; i += lanes {
+		f := clampV(load(s[i:]).Mul(W0.Mul(load(g0[i:])).Add(W1.Mul(load(g1[i:])))), Z, M)
+		switch kind {
+		case gkComp, gkCompWrap:
+			a := load(al[i:])
+			f = a.Mul(f).Add(O.Sub(a).Mul(load(b[i:])))
+		case gkOne, gkOneWrap:
+			f = f.Add(Z)
+		}
+		switch kind {
+		case gkCompWrap, gkWrap, gkOneWrap:
+			f = f.Add(load(wf[i:]).Mul(load(bb[i:])))
+		}
+		f.StoreSlice(q[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
+// shadeRowSIMD: q = b*(1-d).
+func shadeRowSIMD(q, b, d []float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(q) &^ (lanes - 1)
+	b, d = b[:len(q)], d[:len(q)]
+	O := bcast(1)
+	for i := 0; i < n; i += lanes {
+		load(b[i:]).Mul(O.Sub(load(d[i:]))).StoreSlice(q[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
+// wrapFactorSIMD: wf = wrap*al*(1-ab) (al nil: wrap*1*(1-ab)).
+func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(wf) &^ (lanes - 1)
+	ab = ab[:len(wf)]
+	W, O := bcast(wrap), bcast(1)
+	if al != nil {
+		al = al[:len(wf)]
+	}
+	for i := 0; i < n; i += lanes {
+		a := O
+		if al != nil {
+			a = load(al[i:])
+		}
+		W.Mul(a).Mul(O.Sub(load(ab[i:]))).StoreSlice(wf[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
