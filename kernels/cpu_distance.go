@@ -191,7 +191,12 @@ func (d *CPU) NormalsFromMatte(dst, dist, detail Image, radius, detailStrength f
 	}
 	band := bandRows(w)
 	d.parallel(h, band, func(_, y0, y1 int) {
-		for i := y0 * w; i < y1*w; i++ {
+		var dtb []float32
+		if DT != nil {
+			dtb = DT[y0*w : y1*w]
+		}
+		v := y0*w + heightRowSIMD(H[y0*w:y1*w], DS[y0*w:y1*w], dtb, radius, detailStrength)
+		for i := v; i < y1*w; i++ {
 			var hv float32
 			if radius > 0 {
 				t := min(DS[i]/radius, 1)
@@ -212,7 +217,13 @@ func (d *CPU) NormalsFromMatte(dst, dist, detail Image, radius, detailStrength f
 			dn := H[min(y+1, h-1)*w:][:w]
 			dr := DS[y*w:][:w]
 			nx, ny, nz := NX[y*w:][:w], NY[y*w:][:w], NZ[y*w:][:w]
+			// The interior in vectors, then the rest (every column without
+			// AVX2).
+			xe := normalRowSIMD(nx, ny, nz, hr, up, dn, dr)
 			for x := range hr {
+				if x >= 1 && x < xe {
+					continue
+				}
 				if !(dr[x] > 0) {
 					nx[x], ny[x], nz[x] = 0, 0, 1
 					continue

@@ -244,3 +244,62 @@ func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int {
 	archsimd.ClearAVXUpperBits()
 	return n
 }
+
+// heightRowSIMD is NormalsFromMatte's first loop: H = radius*sqrt(max(1 -
+// u*u, 0)), u = 1 - min(D/radius, 1) (0 when radius <= 0), plus
+// detailStrength*DT when DT is given. A float32 square root equals the
+// float64 one rounded to float32 (binary64 has more than 2*24+2 bits).
+func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(H) &^ (lanes - 1)
+	D = D[:len(H)]
+	if DT != nil {
+		DT = DT[:len(H)]
+	}
+	R, O, Z, S := bcast(radius), bcast(1), bcast(0), bcast(detailStrength)
+	for i := 0; i < n; i += lanes {
+		hv := Z
+		if radius > 0 {
+			t := load(D[i:]).Div(R)
+			t = O.Merge(t, t.Greater(O)) // min(t, 1), NaN kept
+			u := O.Sub(t)
+			v := O.Sub(u.Mul(u))
+			v = Z.Merge(v, v.LessEqual(Z)) // max(v, 0), NaN kept
+			hv = R.Mul(v.Sqrt())
+		}
+		if DT != nil {
+			hv = hv.Add(S.Mul(load(DT[i:])))
+		}
+		hv.StoreSlice(H[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
+// normalRowSIMD is NormalsFromMatte's second loop for columns 1 ..
+// len(hr)-2 in blocks of 8 (the clamped edge columns stay scalar); it
+// returns one past the last column done (1 when none).
+func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int {
+	w := len(hr)
+	if !simdOn || w < 2+lanes {
+		return 1
+	}
+	up, dn, dr = up[:w], dn[:w], dr[:w]
+	nx, ny, nz = nx[:w], ny[:w], nz[:w]
+	H, O, Z := bcast(0.5), bcast(1), bcast(0)
+	sign := archsimd.BroadcastInt32x8(-1 << 31)
+	x := 1
+	for ; x+lanes <= w-1; x += lanes {
+		gx := load(hr[x+1:]).Sub(load(hr[x-1:])).Mul(H)
+		gy := load(dn[x:]).Sub(load(up[x:])).Mul(H)
+		inv := O.Div(gx.Mul(gx).Add(gy.Mul(gy)).Add(O).Sqrt())
+		in := load(dr[x:]).Greater(Z)
+		gx.Mul(inv).AsInt32x8().Xor(sign).AsFloat32x8().Masked(in).StoreSlice(nx[x:])
+		gy.Mul(inv).Masked(in).StoreSlice(ny[x:])
+		inv.Merge(O, in).StoreSlice(nz[x:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return x
+}

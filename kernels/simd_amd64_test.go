@@ -139,6 +139,19 @@ func TestSIMDOpsMatchScalar(t *testing.T) {
 			}
 			sameBits(t, fmt.Sprintf("%s %dx%d", name, w, h), pixels(t, d, a), pixels(t, d, b))
 		}
+		dist := img(t, d, w, h, 1, edgy(uint64(w), w*h, -2, 20))
+		det := img(t, d, w, h, 1, randVals(rng, w*h, -0.3, 0.3))
+		for _, c := range []struct {
+			detail    Image
+			radius, k float32
+		}{{det, 8, 1.5}, {nil, 8, 0}, {det, 0, 1.5}, {nil, 3, 0}} {
+			a, b := img(t, d, w, h, 3, nil), img(t, d, w, h, 3, nil)
+			if err := d.NormalsFromMatte(a, dist, c.detail, c.radius, c.k); err != nil {
+				t.Fatal(err)
+			}
+			withScalar(func() { _ = d.NormalsFromMatte(b, dist, c.detail, c.radius, c.k) })
+			sameBits(t, fmt.Sprintf("NormalsFromMatte r%g %dx%d", c.radius, w, h), pixels(t, d, a), pixels(t, d, b))
+		}
 		for _, f := range []int{2, 3, 4} {
 			a, b := img(t, d, w/f, h/f, 3, nil), img(t, d, w/f, h/f, 3, nil)
 			if err := d.ResizeArea(a, src); err != nil {

@@ -27,5 +27,7 @@ const (
 func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
 	return 0
 }
-func shadeRowSIMD(q, b, d []float32) int                    { return 0 }
-func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int { return 0 }
+func shadeRowSIMD(q, b, d []float32) int                                   { return 0 }
+func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int                { return 0 }
+func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int { return 0 }
+func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int               { return 1 }
