@@ -1130,6 +1130,17 @@ func wrapFactor(wf, al, ab []float32, wrap float32) {
 // (the gain sample as ResizeBilinear computes it) and then the
 // Composite / LightWrap arithmetic, in the same order as those ops.
 
+// The kinds of row kernel of gainRowsSIMD: gainRow, gainCompRow,
+// gainCompWrapRow, gainWrapRow, gainOneRow and gainOneWrapRow.
+const (
+	gkPlain = iota
+	gkComp
+	gkCompWrap
+	gkWrap
+	gkOne
+	gkOneWrap
+)
+
 func gainRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]

@@ -161,17 +161,8 @@ func clampV(f, Z, M archsimd.Float32x8) archsimd.Float32x8 {
 	return M.Merge(f, f.Greater(M))
 }
 
-// The composite's row kernels (gainRow, gainCompRow, gainCompWrapRow,
-// gainWrapRow, gainOneRow, gainOneWrapRow): f = clamp(s*(w0*g0 + w1*g1),
-// 0, maxV), then their blends. kind names the kernel.
-const (
-	gkPlain = iota
-	gkComp
-	gkCompWrap
-	gkWrap
-	gkOne
-	gkOneWrap
-)
+// gainRowsSIMD is the composite's row kernels' vector loop (kind: see
+// gkPlain): f = clamp(s*(w0*g0 + w1*g1), 0, maxV), then their blends.
 
 func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
 	if !simdOn {

@@ -5,8 +5,6 @@ package kernels
 // Without GOEXPERIMENT=simd (or off amd64) the vector loops of
 // simd_amd64.go do nothing and the scalar loops do all the work.
 
-const simdOn = false
-
 func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int       { return 0 }
 func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf []SH9) int      { return 0 }
 func scaleRowSIMD(o, c []float32, k float32) int                           { return 0 }
@@ -14,15 +12,6 @@ func pairRowSIMD(o, a, b []float32, ki float32) int                        { ret
 func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int             { return 0 }
 func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int                    { return 0 }
 func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int { return 0 }
-
-const (
-	gkPlain = iota
-	gkComp
-	gkCompWrap
-	gkWrap
-	gkOne
-	gkOneWrap
-)
 
 func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
 	return 0
