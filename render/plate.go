@@ -385,19 +385,26 @@ func (r *Renderer) lumaHost(img kernels.Image) ([]float32, error) {
 // frame) is lifted at most to the plate's 95th percentile (at least
 // hiFloor): a light subject put on a bright beach takes the scene's
 // light without clipping to white. Never below 1: a dark scene still darkens. The cap is a
-// per-job constant.
-func (r *Renderer) highlightCap(x float64, mask kernels.Image) float64 {
+// per-job constant. A device that fails to read the images back is an
+// error (not a frame without the cap).
+func (r *Renderer) highlightCap(x float64, mask kernels.Image) (float64, error) {
 	pm := &r.plate
 	if !pm.active || mask == nil {
-		return x
+		return x, nil
 	}
 	if !pm.capSet {
 		pm.capTries++
 		pm.capSet = pm.capTries >= plateTries
-		l, err1 := r.dev.ReadPixels(r.luma)
-		a, err2 := r.dev.ReadPixels(mask)
-		if err1 != nil || err2 != nil || len(a) != len(l) {
-			return x
+		l, err := r.dev.ReadPixels(r.luma)
+		if err != nil {
+			return x, fmt.Errorf("highlight cap: luminance: %w", err)
+		}
+		a, err := r.dev.ReadPixels(mask)
+		if err != nil {
+			return x, fmt.Errorf("highlight cap: matte: %w", err)
+		}
+		if len(a) != len(l) {
+			return x, fmt.Errorf("highlight cap: matte of %d values, luminance of %d: %w", len(a), len(l), kernels.ErrShape)
 		}
 		var vals []float32
 		for i := range a {
@@ -413,9 +420,9 @@ func (r *Renderer) highlightCap(x float64, mask kernels.Image) float64 {
 		}
 	}
 	if pm.hiCap > 0 {
-		return math.Min(x, pm.hiCap)
+		return math.Min(x, pm.hiCap), nil
 	}
-	return x
+	return x, nil
 }
 
 // blackTarget is the harmonisation's target with the black level's

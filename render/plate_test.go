@@ -3,8 +3,10 @@ package render
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/vfxrender/vfx/frame"
@@ -220,5 +222,48 @@ func TestPlateMeasureTrimsPool(t *testing.T) {
 		if want := map[bool]int{false: 1, true: 0}[off]; d.n != want {
 			t.Errorf("NoPlateMatch %v: TrimPool called %d times, want %d", off, d.n, want)
 		}
+	}
+}
+
+// readFailDev is a CPU device whose ReadPixels of one image fails.
+type readFailDev struct {
+	*kernels.CPU
+	fail kernels.Image
+}
+
+var errReadBack = errors.New("injected read-back failure")
+
+func (d *readFailDev) ReadPixels(m kernels.Image) ([]float32, error) {
+	if d.fail != nil && m == d.fail {
+		return nil, errReadBack
+	}
+	return d.CPU.ReadPixels(m)
+}
+
+// TestPlateReadBackErrorFails: a device that fails to read back the
+// first frame's images makes the frame fail with that error, named by
+// the step (the highlight cap's read-back once dropped it and rendered
+// the frame without the cap).
+func TestPlateReadBackErrorFails(t *testing.T) {
+	ctx := context.Background()
+	d := &readFailDev{CPU: kernels.NewCPU(1)}
+	defer d.Close()
+	const w, h = 128, 96
+	r, err := New(ctx, d, Params{Prompt: "soft light from the left", Reference: grainyRef(w, h, 9), Seed: 4, Width: w, Height: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src, alpha := hostScene(t, frame.YUV420P, w, h, w/2, h/2)
+	o, _ := frame.New(frame.YUV420P, w, h)
+	o.ColorSpace = frame.BT709
+	d.fail = r.luma // the luminance that the highlight cap reads back
+	err = r.FrameFromHost(ctx, o, src, alpha)
+	if !errors.Is(err, errReadBack) || !strings.Contains(err.Error(), "highlight cap") {
+		t.Fatalf("got %v, want the injected error from the highlight cap's read-back", err)
+	}
+	d.fail = nil
+	if err := r.FrameFromHost(ctx, o, src, alpha); err != nil {
+		t.Fatalf("the next frame, with the device working again: %v", err)
 	}
 }

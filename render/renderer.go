@@ -990,7 +990,11 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 		}
 		lumNew := 0.2126*mNew[0] + 0.7152*mNew[1] + 0.0722*mNew[2]
 		relight = oldMean > 1e-6 && lumNew > 1e-9 && !math.IsInf(oldMean, 0)
-		x := float64(r.light.Intensity) * r.exposure(mask)
+		e, err := r.exposure(mask)
+		if err != nil {
+			return step("exposure", err)
+		}
+		x := float64(r.light.Intensity) * e
 		r.curX = x
 		s := x * oldMean / lumNew
 		m := r.relightMix
@@ -1387,29 +1391,30 @@ func (r *Renderer) meteredExposure() (float64, error) {
 // keeps the relation to its surroundings that the source had: a night
 // stays a night and a bright beach is not dim. Between 1/16 and maxGain;
 // 1 in fill mode or when too little of the old background is visible.
-func (r *Renderer) exposure(mask kernels.Image) float64 {
+func (r *Renderer) exposure(mask kernels.Image) (float64, error) {
 	if r.fill || mask == nil || !(r.bgNewLum > 0) {
-		return 1
+		return 1, nil
 	}
-	all, err1 := r.ops.MaskedStats(r.luma, nil)
-	sub, err2 := r.ops.MaskedStats(r.luma, mask)
-	r.srcSubLum = 0
-	if err2 == nil {
-		r.srcSubLum = sub.Mean[0]
+	all, err := r.ops.MaskedStats(r.luma, nil)
+	if err != nil {
+		return 1, err
 	}
-	if err1 == nil && err2 == nil {
-		if bw := all.Weight - sub.Weight; bw >= 0.05*all.Weight {
-			old := (all.Mean[0]*all.Weight - sub.Mean[0]*sub.Weight) / bw
-			if old > 1e-4 && !math.IsInf(old, 0) {
-				if r.bgOldLum > 0 {
-					old = r.bgOldLum + emaNew*(old-r.bgOldLum)
-				}
-				r.bgOldLum = old
+	sub, err := r.ops.MaskedStats(r.luma, mask)
+	if err != nil {
+		return 1, err
+	}
+	r.srcSubLum = sub.Mean[0]
+	if bw := all.Weight - sub.Weight; bw >= 0.05*all.Weight {
+		old := (all.Mean[0]*all.Weight - sub.Mean[0]*sub.Weight) / bw
+		if old > 1e-4 && !math.IsInf(old, 0) {
+			if r.bgOldLum > 0 {
+				old = r.bgOldLum + emaNew*(old-r.bgOldLum)
 			}
+			r.bgOldLum = old
 		}
 	}
 	if !(r.bgOldLum > 0) {
-		return 1
+		return 1, nil
 	}
 	x := math.Max(1.0/16, math.Min(maxGain, r.bgNewLum/r.bgOldLum))
 	// Plate matching: no clipping on a bright plate (plate.go).
