@@ -95,10 +95,24 @@ func (d *CPU) DistanceTransform(dst, mask Image, threshold float32) error {
 		}
 		for y := y0; y < y1; y++ {
 			row := D[y*w:][:w]
+			if allZero(row) {
+				continue // background only: every distance is 0 already
+			}
 			edtRow(row, sc.f, sc.z, sc.v)
 		}
 	})
 	return nil
+}
+
+// allZero reports whether every value of row is +0 (a row of background
+// in the column pass: edtRow would leave it as it is).
+func allZero(row []float32) bool {
+	for _, v := range row {
+		if math.Float32bits(v) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // edtRow replaces the squared column distances in row (+Inf where a

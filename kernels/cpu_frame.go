@@ -510,13 +510,20 @@ func areaGray4Row(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
 	r1 := f.Planes[0][(4*y+1)*f.Strides[0]:][:4*n]
 	r2 := f.Planes[0][(4*y+2)*f.Strides[0]:][:4*n]
 	r3 := f.Planes[0][(4*y+3)*f.Strides[0]:][:4*n]
-	l0 := lut[0]
-	z := ((l0 + l0) + l0) + l0
+	l0, l1 := lut[0], lut[255]
+	z, s := ((l0+l0)+l0)+l0, ((l1+l1)+l1)+l1
 	zero := 0.0625 * ((z + z) + (z + z)) // a block of code 0 (background)
+	full := 0.0625 * ((s + s) + (s + s)) // a block of code 255 (subject)
 	for x := range o {
 		a, b, c, d := r0[4*x:][:4], r1[4*x:][:4], r2[4*x:][:4], r3[4*x:][:4]
-		if binary.LittleEndian.Uint32(a)|binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(c)|binary.LittleEndian.Uint32(d) == 0 {
+		wa, wb := binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b)
+		wc, wd := binary.LittleEndian.Uint32(c), binary.LittleEndian.Uint32(d)
+		if wa|wb|wc|wd == 0 {
 			o[x] = zero
+			continue
+		}
+		if wa&wb&wc&wd == 0xFFFFFFFF {
+			o[x] = full
 			continue
 		}
 		s0 := ((lut[a[0]] + lut[b[0]]) + lut[c[0]]) + lut[d[0]]
