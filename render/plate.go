@@ -107,7 +107,7 @@ type PlateStats struct {
 // weight is at least 0.98 and whose neighbours 3 pixels away are too (all
 // pixels when wt is nil): the subject's interior, not its silhouette.
 func MeasurePlate(lum []float32, w, h int, wt []float32) PlateStats {
-	st, in, v := measureBase(lum, w, h, wt, true)
+	st, in, v := measureBase(lum, w, h, wt, true, true)
 	if in == nil {
 		return st
 	}
@@ -117,8 +117,10 @@ func MeasurePlate(lum []float32, w, h int, wt []float32) PlateStats {
 
 // measureBase is MeasurePlate without the edge width, and without the
 // black level unless black is set (a sort of the measured pixels); it
-// also returns the interior and v (nil when too little is measured).
-func measureBase(lum []float32, w, h int, wt []float32, black bool) (PlateStats, []bool, []float32) {
+// also returns the interior and v, the square-root luminance (nil when
+// too little is measured), which is 0 outside the interior unless edges
+// is set (the edge width reads it everywhere).
+func measureBase(lum []float32, w, h int, wt []float32, black, edges bool) (PlateStats, []bool, []float32) {
 	n := w * h
 	if len(lum) < n || w < 16 || h < 16 || (wt != nil && len(wt) < n) {
 		return PlateStats{}, nil, nil
@@ -151,9 +153,13 @@ func measureBase(lum []float32, w, h int, wt []float32, black bool) (PlateStats,
 	if black {
 		st.Black = float64(percentile32(blacks, 0.02))
 	}
+	// Square-root luminance: everywhere for the edge width (its blur
+	// reads outside), else only inside, where grainMAD reads it.
 	v := make([]float32, n)
 	for i := range v {
-		v[i] = float32(math.Sqrt(math.Max(float64(lum[i]), 0)))
+		if edges || in[i] {
+			v[i] = float32(math.Sqrt(math.Max(float64(lum[i]), 0)))
+		}
 	}
 	st.Grain = grainMAD(v, w, h, in)
 	return st, in, v
@@ -351,7 +357,7 @@ func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil, false) // grain only: blackQ is the black level used
+	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil, false, false) // grain only: blackQ is the black level used
 	low, err := r.dev.ReadPixels(lumLow)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
@@ -560,7 +566,7 @@ func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) 
 	if err != nil {
 		return err
 	}
-	pm.subject, _, _ = measureBase(lum, r.w, r.h, a, false)
+	pm.subject, _, _ = measureBase(lum, r.w, r.h, a, false, false)
 	p, s := pm.plate, pm.subject
 	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
 		return nil // a compositor adds grain; this does not denoise
