@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -95,34 +94,17 @@ func (d *timedDevice) Ops() kernels.Ops { return d.ops }
 // worker with every op the frame calls timed: -v logs the ms a frame of
 // each op (by size) and their sum, to show where a frame's CPU goes.
 func BenchmarkStageRenderOps1080p(b *testing.B) {
-	ctx := context.Background()
 	p, _, srcs, mattes := stageFixture(b)
 	ref := decodeAll(b, p.Reference, frame.RGB24)[0]
 	cpu := kernels.NewCPU(1)
 	defer cpu.Close()
 	ops := &timedOps{Ops: cpu.Ops(), t: map[string]time.Duration{}, n: map[string]int{}}
-	r, err := render.New(ctx, &timedDevice{Device: cpu, ops: ops}, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1, Width: 1920, Height: 1080})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	out, err := frame.New(frame.YUV420P, 1920, 1080)
-	if err != nil {
-		b.Fatal(err)
-	}
-	out.ColorSpace = frame.BT709
-	if err := r.FrameFromHost(ctx, out, srcs[0], mattes[0]); err != nil { // once per job: not counted
-		b.Fatal(err)
-	}
+	r, out := stageRenderer(b, &timedDevice{Device: cpu, ops: ops},
+		render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1, Width: 1920, Height: 1080}, srcs[0], mattes[0])
 	clear(ops.t)
 	clear(ops.n)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		k := i % len(srcs)
-		if err := r.FrameFromHost(ctx, out, srcs[k], mattes[k]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	renderFrames(b, r, out, srcs, mattes)
 	b.StopTimer()
 	names := make([]string, 0, len(ops.t))
 	var sum time.Duration

@@ -146,34 +146,51 @@ func benchStageDecode(b *testing.B, threads int) {
 // into a reused YUV420P frame: the whole per-frame work between the
 // decoders and the encoder.
 func BenchmarkStageRender1080p(b *testing.B) {
-	ctx := context.Background()
 	p, _, srcs, mattes := stageFixture(b)
-	ref := decodeAll(b, p.Reference, frame.RGB24)[0]
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
-	r, err := render.New(ctx, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1, Width: 1920, Height: 1080})
+	ref := decodeAll(b, p.Reference, frame.RGB24)[0]
+	r, out := stageRenderer(b, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1, Width: 1920, Height: 1080}, srcs[0], mattes[0])
+	b.ReportAllocs()
+	st := startStage(b)
+	renderFrames(b, r, out, srcs, mattes)
+	st.report(b, b.N)
+}
+
+// stageRenderer makes the render stage's renderer on dev with p, and its
+// reused YUV420P output, and renders the first frame (src, matte) into
+// it: what is made once per job is not counted. The renderer is closed
+// when b ends.
+func stageRenderer(b *testing.B, dev kernels.Device, p render.Params, src, matte *frame.HostFrame) (*render.Renderer, *frame.HostFrame) {
+	b.Helper()
+	ctx := context.Background()
+	r, err := render.New(ctx, dev, p)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	out, err := frame.New(frame.YUV420P, 1920, 1080)
+	b.Cleanup(func() { r.Close() })
+	out, err := frame.New(frame.YUV420P, p.Width, p.Height)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out.ColorSpace = frame.BT709
-	// One frame first: what is made once per job is not counted.
-	if err := r.FrameFromHost(ctx, out, srcs[0], mattes[0]); err != nil {
+	if err := r.FrameFromHost(ctx, out, src, matte); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	st := startStage(b)
+	return r, out
+}
+
+// renderFrames renders b.N frames into out, cycling through srcs and
+// mattes.
+func renderFrames(b *testing.B, r *render.Renderer, out *frame.HostFrame, srcs, mattes []*frame.HostFrame) {
+	b.Helper()
+	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		k := i % len(srcs)
 		if err := r.FrameFromHost(ctx, out, srcs[k], mattes[k]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	st.report(b, b.N)
 }
 
 // BenchmarkStageRenderPlateGrain1080p is BenchmarkStageRender1080p with
@@ -183,7 +200,6 @@ func BenchmarkStageRender1080p(b *testing.B) {
 // their subjects, so no grain is added there), against the same job
 // with Params.NoPlateMatch ("off").
 func BenchmarkStageRenderPlateGrain1080p(b *testing.B) {
-	ctx := context.Background()
 	p, _, srcs, mattes := stageFixture(b)
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
@@ -194,31 +210,14 @@ func BenchmarkStageRenderPlateGrain1080p(b *testing.B) {
 			name = "off"
 		}
 		b.Run(name, func(b *testing.B) {
-			r, err := render.New(ctx, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1,
-				Width: 1920, Height: 1080, NoPlateMatch: off})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			out, err := frame.New(frame.YUV420P, 1920, 1080)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out.ColorSpace = frame.BT709
-			if err := r.FrameFromHost(ctx, out, srcs[0], mattes[0]); err != nil {
-				b.Fatal(err)
-			}
+			r, out := stageRenderer(b, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1,
+				Width: 1920, Height: 1080, NoPlateMatch: off}, srcs[0], mattes[0])
 			if _, _, g, _ := r.PlateMatch(); (g > 0) == off {
 				b.Fatalf("grain %v with NoPlateMatch %v", g, off)
 			}
 			b.ReportAllocs()
 			st := startStage(b)
-			for i := 0; i < b.N; i++ {
-				k := i % len(srcs)
-				if err := r.FrameFromHost(ctx, out, srcs[k], mattes[k]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			renderFrames(b, r, out, srcs, mattes)
 			st.report(b, b.N)
 		})
 	}
