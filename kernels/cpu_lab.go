@@ -50,7 +50,7 @@ func mul3(a, b [9]float64) [9]float64 {
 	return o
 }
 
-// Tables of fastLog and fastExp (read-only after package initialisation).
+// Tables of fastLogs and fastExps (read-only after package initialisation).
 var (
 	// logTab[j] = (1/c_j, ln c_j) for c_j = 1 + (j+0.5)/128.
 	logTab = func() (t [128][2]float64) {
@@ -69,21 +69,13 @@ var (
 	}()
 )
 
-// fastLog is the natural logarithm of a positive, finite, normal x with an
-// absolute error below 1e-12 (about 4x faster than math.Log, no division):
-// x = m*2^e with m in [1, 2); the top 7 mantissa bits pick c near m, and
+// fastLogs replaces every v[i] by its natural logarithm (for x = v[i]
+// positive, finite and normal) with an absolute error below 1e-12 (about
+// 4x faster than math.Log, no division): x = m*2^e with m in [1, 2); the top 7 mantissa bits pick c near m, and
 // ln(m) = ln(c) + ln(1 + r), r = (m-c)/c in [-1/256, 1/256], by its series
 // to r^4 (remainder < 2e-13). Other inputs give meaningless values but
-// never panic.
-func fastLog(x float64) float64 {
-	v := [1]float64{x}
-	fastLogs(v[:])
-	return v[0]
-}
-
-// fastLogs replaces every v[i] by fastLog(v[i]): the same arithmetic in
-// one loop (fastLog is too large for Go to inline, and a call per value
-// cost more than the logarithm).
+// never panic. It works on slices: a function of one value is too large
+// for Go to inline, and a call per value cost more than the logarithm.
 func fastLogs(v []float64) {
 	const ln2 = 0.693147180559945309417232121458176568
 	for i, x := range v {
@@ -99,18 +91,11 @@ func fastLogs(v []float64) {
 	}
 }
 
-// fastExp is e^x with a relative error below 1e-11 for x in [-700, 700]
-// (inputs outside are clamped; NaN gives a meaningless value but no
-// panic): x = (32k' + j) ln2/32 + r with |r| <= ln2/64 (Cody-Waite split
+// fastExps replaces every v[i] by e^v[i], with a relative error below
+// 1e-11 for x = v[i] in [-700, 700] (inputs outside are clamped; NaN
+// gives a meaningless value but no panic): x = (32k' + j) ln2/32 + r with |r| <= ln2/64 (Cody-Waite split
 // of ln2), e^x = 2^k' * 2^(j/32) * e^r, e^r by its series to r^4
-// (remainder < 2e-12).
-func fastExp(x float64) float64 {
-	v := [1]float64{x}
-	fastExps(v[:])
-	return v[0]
-}
-
-// fastExps replaces every v[i] by fastExp(v[i]) (see fastLogs).
+// (remainder < 2e-12). On slices, as fastLogs.
 func fastExps(v []float64) {
 	const (
 		inv   = 32 / 0.693147180559945309417232121458176568
@@ -129,8 +114,8 @@ func fastExps(v []float64) {
 	}
 }
 
-// lmsRows holds one row's floored LMS and their logarithms (see
-// logLMSRow), and the exponents of LabTransfer.
+// lmsRows holds one row's floored LMS (setLMS) and their logarithms
+// (logs), and the exponents of LabTransfer.
 type lmsRows struct {
 	m, l, e [3][]float64
 }

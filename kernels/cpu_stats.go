@@ -360,12 +360,12 @@ func shEvalRows(outs [][]float32, nx, ny, nz []float32, cf []SH9) {
 	n := len(nx)
 	ny, nz = ny[:n], nz[:n]
 	const c0, c1, c2, c3, c4 = shK0, shK1, shK2, shK3, shK4
+	var tail [3][]float32
 	if v := shEvalSIMD(outs, nx, ny, nz, cf); v > 0 {
-		tail := make([][]float32, len(cf))
 		for c := range cf {
 			tail[c] = outs[c][v:n]
 		}
-		outs, nx, ny, nz, n = tail, nx[v:], ny[v:n], nz[v:n], n-v
+		outs, nx, ny, nz, n = tail[:len(cf)], nx[v:], ny[v:n], nz[v:n], n-v
 	}
 	k := cf[0]
 	o0 := outs[0][:n]

@@ -60,8 +60,9 @@ func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf []SH9) int {
 			k[c][j] = bcast(cf[c][j])
 		}
 	}
+	var o [3][]float32
 	for c := range cf {
-		outs[c] = outs[c][:len(nx)]
+		o[c] = outs[c][:len(nx)]
 	}
 	for i := 0; i < n; i += lanes {
 		x, y, z := load(nx[i:]), load(ny[i:]), load(nz[i:])
@@ -72,7 +73,7 @@ func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf []SH9) int {
 		for c := range cf {
 			kc := &k[c]
 			kc[0].Mul(C0).Add(kc[1].Mul(b1)).Add(kc[2].Mul(b2)).Add(kc[3].Mul(b3)).Add(kc[4].Mul(b4)).
-				Add(kc[5].Mul(b5)).Add(kc[6].Mul(b6)).Add(kc[7].Mul(b7)).Add(kc[8].Mul(b8)).StoreSlice(outs[c][i:])
+				Add(kc[5].Mul(b5)).Add(kc[6].Mul(b6)).Add(kc[7].Mul(b7)).Add(kc[8].Mul(b8)).StoreSlice(o[c][i:])
 		}
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
