@@ -35,7 +35,15 @@ const (
 	// on, without propagation or fusion (a diagnostic: what the pipeline
 	// adds to the network; not in "all").
 	NetAlone MatteMode = "net"
+	// NetSelect is the network's own map restricted to the regions that
+	// select's fusion (keyframe 0) takes as the object, on the frames the
+	// network ran on: what the network gives for the picked object without
+	// the carried shape (a diagnostic; select should not lose to it).
+	NetSelect MatteMode = "net-select"
 )
+
+// diagnosticModes are the modes outside "all".
+var diagnosticModes = []MatteMode{NetAlone, NetSelect}
 
 // AllMatteModes are the modes in report order.
 var AllMatteModes = []MatteMode{SelectFirst, SelectMiddle, SelectInverse, AutoVideo, AutoStill}
@@ -48,7 +56,7 @@ func ParseMatteModes(s string) ([]MatteMode, error) {
 	var out []MatteMode
 	for _, f := range strings.Split(s, ",") {
 		ok := false
-		for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], NetAlone) {
+		for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], diagnosticModes...) {
 			if string(m) == f {
 				out, ok = append(out, m), true
 			}
@@ -87,6 +95,73 @@ type RealMatteConfig struct {
 	Keep map[string]bool
 	// Progress, when set, receives a line per clip and mode.
 	Progress io.Writer
+	// Net, when set, replaces the default fusion options (matte.
+	// DefaultNetOptions): another fitted model, or the hand rules.
+	NetOptions *matte.NetOptions
+	// SelectBand, when not 0, replaces select's snap band
+	// (matte.SelectOptions.Band); negative turns the snap off.
+	SelectBand float32
+	// Fit, when set, collects the fusion's and gap fill's features with
+	// the true mattes (select, select-mid and auto) for FitFusion.
+	Fit *FitData
+}
+
+// netOptions are the fusion options of a run of mode on a clip, with the
+// traces that collect fitting data when asked.
+func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode MatteMode, trace func(matte.FuseTrace)) matte.NetOptions {
+	o := matte.DefaultNetOptions()
+	if cfg.NetOptions != nil {
+		o = *cfg.NetOptions
+	}
+	fit := cfg.Fit
+	if fit == nil || (mode != SelectFirst && mode != SelectMiddle && mode != AutoVideo) {
+		o.Trace = trace
+		return o
+	}
+	id := fit.clipID(p.c.Name())
+	o.Trace = func(t matte.FuseTrace) {
+		if trace != nil {
+			trace(t)
+		}
+		set := &fit.Select
+		if t.Auto {
+			set = &fit.Auto
+		}
+		if tl := p.lowTruth(dev, t.Frame); tl != nil {
+			fit.add(set, id, fit.Stride, t.W, t.H, matte.NumFusionFeatures, t.Features, tl)
+		}
+	}
+	o.GapTrace = func(t matte.GapTrace) {
+		if tl := p.lowTruth(dev, t.Frame); tl != nil {
+			fit.add(&fit.Gap, id, 2*fit.Stride, t.W, t.H, matte.NumGapFeatures, t.Features, tl)
+		}
+	}
+	return o
+}
+
+// lowTruth is frame i's true matte at the flow size (nil on an error: a
+// frame left out of the fit).
+func (p *prepared) lowTruth(dev kernels.Device, i int) []float32 {
+	if p.truthLow == nil {
+		p.truthLow = make([][]float32, len(p.truth))
+	}
+	if p.truthLow[i] != nil {
+		return p.truthLow[i]
+	}
+	low, err := dev.NewImage(p.fw, p.fh, 1)
+	if err != nil {
+		return nil
+	}
+	defer dev.Free(low)
+	if dev.WritePixels(p.fullA, p.truth[i]) != nil || dev.Ops().ResizeArea(low, p.fullA) != nil {
+		return nil
+	}
+	v, err := dev.ReadPixels(low)
+	if err != nil {
+		return nil
+	}
+	p.truthLow[i] = v
+	return v
 }
 
 // netView serves a NetCache's maps of one clip at the flow size, on the
@@ -153,10 +228,13 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	}
 	key := -1
 	switch mode {
-	case SelectFirst, SelectInverse:
+	case SelectFirst, SelectInverse, NetSelect:
 		key = 0
 	case SelectMiddle:
 		key = n / 2
+	}
+	if mode == NetSelect && p.picked != nil {
+		return p.scoreNetSelect(ctx, cfg, r, p.picked, truth)
 	}
 	view := &netView{nc: cfg.Net, clip: c.Clip, sched: cfg.Schedule, key: key, w: c.W, h: c.H, fw: p.fw, fh: p.fh, runs: map[int]bool{}}
 	lows := make([][]float32, n)
@@ -209,7 +287,9 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		r.Scores, r.Frames = sc.Scores(), r.NetRuns
 		return r, nil
 	case AutoVideo:
-		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, matte.DefaultAutoOptions())
+		ao := matte.DefaultAutoOptions()
+		ao.Select.Net = p.netOptions(dev, cfg, mode, nil)
+		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, ao)
 		if err != nil {
 			return r, err
 		}
@@ -231,8 +311,27 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		if err := dev.Ops().ResizeArea(keyLow, p.fullA); err != nil {
 			return r, err
 		}
-		if err := matte.Propagate(ctx, dev, p.low, view, key, keyLow, matte.DefaultSelectOptions(), collect(lows, dev)); err != nil {
+		so := matte.DefaultSelectOptions()
+		var picked map[int][]float32 // net-select: the object's regions per network frame
+		var trace func(matte.FuseTrace)
+		if mode == NetSelect || (mode == SelectFirst && slices.Contains(cfg.Modes, NetSelect)) {
+			// net-select's picks; a select run keeps them for the
+			// net-select mode that follows it.
+			picked = map[int][]float32{}
+			trace = func(t matte.FuseTrace) { picked[t.Frame] = slices.Clone(t.NetSelect) }
+			if mode == SelectFirst {
+				p.picked = picked
+			}
+		}
+		so.Net = p.netOptions(dev, cfg, mode, trace)
+		if cfg.SelectBand != 0 {
+			so.Band = max(cfg.SelectBand, 0)
+		}
+		if err := matte.Propagate(ctx, dev, p.low, view, key, keyLow, so, collect(lows, dev)); err != nil {
 			return r, err
+		}
+		if mode == NetSelect {
+			return p.scoreNetSelect(ctx, cfg, r, picked, truth)
 		}
 		var copyJ []float64
 		for i := range truth {
@@ -260,6 +359,43 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	}
 	r.Scores = sc.Scores()
 	r.Matte = matteTime
+	return r, nil
+}
+
+// scoreNetSelect scores the network's own full-size maps on the regions
+// select took as the object (picked, at the flow size, per network frame).
+func (p *prepared) scoreNetSelect(ctx context.Context, cfg RealMatteConfig, r ClipResult, picked map[int][]float32, truth [][]float32) (ClipResult, error) {
+	c := p.c
+	sc := &Scorer{W: c.W, H: c.H}
+	up := make([]float32, c.W*c.H)
+	for i := 0; i < c.Frames; i++ {
+		sel, ok := picked[i]
+		if !ok {
+			continue
+		}
+		m, err := cfg.Net.Map(ctx, c.Clip, i)
+		if err != nil {
+			return r, err
+		}
+		for k, v := range sel {
+			if v > 0 {
+				sel[k] = 1
+			}
+		}
+		infer.Resize(up, c.W, c.H, sel, p.fw, p.fh)
+		out := make([]float32, len(m))
+		for k, v := range m {
+			if up[k] >= 0.5 {
+				out[k] = v
+			}
+		}
+		sc.Add(out, truth[i])
+		r.NetRuns++
+		if cfg.Keep[c.Name()] {
+			r.Mattes = append(r.Mattes, out)
+		}
+	}
+	r.Scores, r.Frames = sc.Scores(), r.NetRuns
 	return r, nil
 }
 
@@ -309,6 +445,7 @@ type RealMatteSummary struct {
 	Mode                 MatteMode
 	Clips                int
 	J, F, Decay, Flicker float64
+	Interior, Half       float64 // see MatteScores
 	CopyJ                float64
 	BelowCopy            []string // clips whose J is below copying the keyframe
 	FramesPerSecond      float64  // matte work without the network
@@ -330,6 +467,8 @@ func Summarise(rs []ClipResult) []RealMatteSummary {
 		s.F += r.Scores.F
 		s.Decay += r.Scores.JDecay
 		s.Flicker += r.Scores.Flicker
+		s.Interior += r.Scores.Interior
+		s.Half += r.Scores.Half
 		s.CopyJ += r.CopyJ
 		s.NetRuns += r.NetRuns
 		s.Frames += r.Frames
@@ -339,13 +478,14 @@ func Summarise(rs []ClipResult) []RealMatteSummary {
 		}
 	}
 	var out []RealMatteSummary
-	for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], NetAlone) {
+	for _, m := range append(AllMatteModes[:len(AllMatteModes):len(AllMatteModes)], diagnosticModes...) {
 		s := by[m]
 		if s == nil {
 			continue
 		}
 		k := float64(s.Clips)
 		s.J, s.F, s.Decay, s.Flicker, s.CopyJ = s.J/k, s.F/k, s.Decay/k, s.Flicker/k, s.CopyJ/k
+		s.Interior, s.Half = s.Interior/k, s.Half/k
 		if secs[m] > 0 {
 			s.FramesPerSecond = float64(s.Frames) / secs[m]
 		}

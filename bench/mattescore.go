@@ -13,7 +13,17 @@ type MatteScores struct {
 	Flicker float64   // mean frame-to-frame change of |P|-|G| over the mean |G| (percent), see Scores
 	PerJ    []float64 // J per frame (all frames)
 	PerF    []float64 // F per frame (all frames)
+	// Interior is the share (percent) of the interior pixels (more than
+	// InteriorDepth px inside the true mask) whose alpha is below 0.9:
+	// what a compositor sees as background showing through the subject,
+	// misses included. Half is the share of those with 0.1 < alpha < 0.9
+	// only: half-transparent, not missed. Both over the protocol's frames.
+	Interior, Half float64
 }
+
+// InteriorDepth is how far inside the true mask (pixels, a square
+// erosion) a pixel must be to count as interior for MatteScores.Interior.
+const InteriorDepth = 5
 
 func (s MatteScores) String() string {
 	return fmt.Sprintf("J %.3f  F %.3f  J-decay %+.3f  flicker %.2f%%", s.J, s.F, s.JDecay, s.Flicker)
@@ -126,6 +136,9 @@ type Scorer struct {
 	perJ   []float64
 	perF   []float64
 	np, ng []float64 // |P| and |G| per frame
+	// interior pixels per frame, those below 0.9 and those in (0.1, 0.9)
+	nin, nlow, nhalf []float64
+	ero, tmp         []bool
 }
 
 // Add scores one frame: pred and truth are mattes (thresholded at 0.5).
@@ -144,6 +157,65 @@ func (s *Scorer) Add(pred, truth []float32) {
 	}
 	s.np = append(s.np, float64(np))
 	s.ng = append(s.ng, float64(ng))
+	s.ero = erode(s.ero, &s.tmp, g, s.W, s.H, InteriorDepth)
+	var nin, nlow, nhalf int
+	for i, in := range s.ero {
+		if !in {
+			continue
+		}
+		nin++
+		if v := pred[i]; v < 0.9 {
+			nlow++
+			if v > 0.1 {
+				nhalf++
+			}
+		}
+	}
+	s.nin = append(s.nin, float64(nin))
+	s.nlow = append(s.nlow, float64(nlow))
+	s.nhalf = append(s.nhalf, float64(nhalf))
+}
+
+// erode writes into dst (reused when large enough) the pixels of m whose
+// (2r+1)-square neighbourhood lies wholly in m; pixels near the image
+// border count their outside as inside (a subject cut by the frame edge
+// still has an interior there).
+func erode(dst []bool, tmp *[]bool, m []bool, w, h, r int) []bool {
+	if cap(dst) < len(m) {
+		dst = make([]bool, len(m))
+	}
+	dst = dst[:len(m)]
+	if cap(*tmp) < len(m) {
+		*tmp = make([]bool, len(m))
+	}
+	t := (*tmp)[:len(m)]
+	// Rows: t[i] is true when no pixel of the row within r is outside m.
+	for y := 0; y < h; y++ {
+		row := m[y*w : (y+1)*w]
+		lastOut := -1 << 30 // the last x seen outside m
+		for x := 0; x < w+r; x++ {
+			if x < w && !row[x] {
+				lastOut = x
+			}
+			if c := x - r; c >= 0 && c < w {
+				t[y*w+c] = lastOut < c-r
+			}
+		}
+		// Every x up to c+r has been seen: an outside pixel in [c-r, c+r]
+		// leaves lastOut >= c-r.
+	}
+	for x := 0; x < w; x++ {
+		lastOut := -1 << 30
+		for y := 0; y < h+r; y++ {
+			if y < h && !t[y*w+x] {
+				lastOut = y
+			}
+			if c := y - r; c >= 0 && c < h {
+				dst[c*w+x] = lastOut < c-r
+			}
+		}
+	}
+	return dst
 }
 
 // Scores returns the sequence's scores. Flicker is the mean over
@@ -185,6 +257,13 @@ func (s *Scorer) Scores() MatteScores {
 			out.Flicker += math.Abs((s.np[i] - s.ng[i]) - (s.np[i-1] - s.ng[i-1]))
 		}
 		out.Flicker = 100 * out.Flicker / float64(hi-lo-1) / math.Max(mean, 1)
+	}
+	var nin, nlow, nhalf float64
+	for i := lo; i < hi && i < len(s.nin); i++ {
+		nin, nlow, nhalf = nin+s.nin[i], nlow+s.nlow[i], nhalf+s.nhalf[i]
+	}
+	if nin > 0 {
+		out.Interior, out.Half = 100*nlow/nin, 100*nhalf/nin
 	}
 	return out
 }

@@ -75,3 +75,57 @@ func WriteSheet(path string, rows [][]SheetTile) error {
 	}
 	return f.Close()
 }
+
+// WriteAlphaSheet writes a contact sheet PNG of the tiles at full size,
+// each the frame laid over a grey checkerboard by its matte (C = A·F +
+// (1−A)·checker), as a compositor looks at an alpha: a half-transparent
+// body or a double contour shows the checkerboard through the subject.
+func WriteAlphaSheet(path string, rows [][]SheetTile) error {
+	tw, th, cols := 0, 0, 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+		for _, t := range r {
+			w, h := t.Clip.Size()
+			tw, th = max(tw, w), max(th, h)
+		}
+	}
+	if cols == 0 {
+		return fmt.Errorf("bench: empty contact sheet")
+	}
+	const gap = 4
+	img := image.NewRGBA(image.Rect(0, 0, cols*(tw+gap), len(rows)*(th+gap)))
+	for ri, r := range rows {
+		for ci, t := range r {
+			w, h := t.Clip.Size()
+			rgb := make([]float32, 3*w*h)
+			if err := t.Clip.Load(t.Frame, rgb, nil); err != nil {
+				return err
+			}
+			n := w * h
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					i := y*w + x
+					a := min(max(t.Matte[i], 0), 1)
+					bg := float32(0.35)
+					if (x/16+y/16)%2 == 0 {
+						bg = 0.65
+					}
+					var c [3]uint8
+					for ch := range c {
+						c[ch] = uint8((a*rgb[ch*n+i]+(1-a)*bg)*255 + 0.5)
+					}
+					img.Set(ci*(tw+gap)+x, ri*(th+gap)+y, color.RGBA{c[0], c[1], c[2], 255})
+				}
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -57,12 +57,34 @@ type NetOptions struct {
 	// area on the keyframe), the object may have moved between two frames
 	// the network ran on when motion lost it: see netFuser.rescue.
 	Rescue float64
+	// Model, when it has weights for a step, replaces that step's hand
+	// rule (the per-pixel sum below, the gap fill's blend) by its fitted
+	// logistic model; nil keeps every hand rule.
+	Model *FusionModel
+	// Trace and GapTrace, when set, receive the features of every frame
+	// the fusion and the gap fill make (bench: fitting and diagnostics).
+	// The slices are reused after the call returns.
+	Trace    func(FuseTrace)
+	GapTrace func(GapTrace)
 }
 
 // DefaultNetOptions are the defaults: IoU 0.5 is where the network starts
 // to count (the detection convention) and full trust from 0.8.
+// The fitted model is the embedded matte/fusion.json.
 func DefaultNetOptions() NetOptions {
-	return NetOptions{Gain: 2, PropClamp: 4, TrustLow: 0.5, TrustHigh: 0.8, Reach: 0.15, Rescue: 3}
+	m, err := DefaultFusionModel()
+	if err != nil {
+		panic(err) // the embedded file is checked by TestDefaultFusionModel
+	}
+	return NetOptions{Gain: 2, PropClamp: 4, TrustLow: 0.5, TrustHigh: 0.8, Reach: 0.15, Rescue: 3, Model: m}
+}
+
+// HandNetOptions are DefaultNetOptions with every hand rule and no fitted
+// model: the baseline a fit must beat.
+func HandNetOptions() NetOptions {
+	o := DefaultNetOptions()
+	o.Model = nil
+	return o
 }
 
 // netFuser holds the per-clip state of the fusion.
@@ -87,6 +109,9 @@ type netFuser struct {
 	ovDil   []int
 	dist    []float32
 	queue   []int32
+	frame   int       // the frame being fused (for traces)
+	phi     []float32 // features of every pixel, when a model or a trace needs them
+	nsel    []float32 // the network's map on the object's regions (traces)
 }
 
 func newNetFuser(w, h int, o NetOptions) *netFuser {
@@ -388,6 +413,43 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		}
 		wr[l] = float32(w)
 	}
+	var model []float64
+	if m := f.o.Model; m != nil {
+		model = m.Select
+		if f.all {
+			model = m.Auto
+		}
+	}
+	if len(model) == 0 && f.o.Trace == nil {
+		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
+		f.remember(dst, sel)
+		return
+	}
+	f.features(prop, net, sel, wr, reach, shapeArea, tPos, tNeg)
+	if len(model) == 0 {
+		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
+	} else {
+		for i := range dst {
+			dst[i] = sigmoid(dot(model, f.phi[i*NumFusionFeatures:(i+1)*NumFusionFeatures]))
+		}
+	}
+	if f.o.Trace != nil {
+		if len(f.nsel) != len(net) {
+			f.nsel = make([]float32, len(net))
+		}
+		for i, l := range f.lab {
+			f.nsel[i] = 0
+			if l != 0 && sel[l] == regionObject {
+				f.nsel[i] = net[i]
+			}
+		}
+		f.o.Trace(FuseTrace{Frame: f.frame, W: f.w, H: f.h, Features: f.phi, NetSelect: f.nsel, Out: dst, Auto: f.all})
+	}
+	f.remember(dst, sel)
+}
+
+// handRule is the hand-set per-pixel sum of the fusion (see fuse).
+func (f *netFuser) handRule(dst, prop, net []float32, sel []regionKind, wr []float32, reach float32, tPos, tNeg float64) {
 	g, pc := f.o.Gain, f.o.PropClamp
 	for i := range dst {
 		lp := min(max(logit(prop[i]), -pc), pc)
@@ -414,7 +476,52 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		}
 		dst[i] = sigmoid(lp)
 	}
-	f.remember(dst, sel)
+}
+
+// features writes every pixel's fusion features (see fBias …) into f.phi.
+func (f *netFuser) features(prop, net []float32, sel []regionKind, wr []float32, reach float32, shapeArea int, tPos, tNeg float64) {
+	n := len(prop)
+	if len(f.phi) != n*NumFusionFeatures {
+		f.phi = make([]float32, n*NumFusionFeatures)
+	}
+	pc := f.o.PropClamp
+	for i := 0; i < n; i++ {
+		phi := f.phi[i*NumFusionFeatures : (i+1)*NumFusionFeatures]
+		for k := range phi {
+			phi[k] = 0
+		}
+		lp := min(max(logit(prop[i]), -pc), pc)
+		ln := clampLogit(net[i])
+		phi[fBias], phi[fProp] = 1, lp
+		if d := f.dist[i]; d > 0 {
+			phi[fDist] = min(d/max(reach, 1), 4)
+		}
+		l := f.lab[i]
+		if l != 0 {
+			a := float32(f.area[l])
+			phi[fRegIn], phi[fRegNear] = float32(f.ovIn[l])/a*ln, float32(f.ovDil[l])/a*ln
+			phi[fRegSize] = 3
+			if shapeArea > 0 {
+				phi[fRegSize] = min(max(float32(math.Log(float64(a)/float64(shapeArea))), -3), 3)
+			}
+		}
+		switch {
+		case l != 0 && sel[l] == regionObject:
+			phi[fObjW], phi[fObj], phi[fObjI], phi[fPropObj] = wr[l]*ln, ln, 1, wr[l]*lp
+		case l != 0 && sel[l] == regionMerged:
+			if f.dist[i] == 0 {
+				phi[fMergedInW], phi[fMergedIn], phi[fMergedInI] = float32(tPos)*ln, ln, 1
+			} else {
+				phi[fMergedOutI] = 1
+			}
+		case l != 0:
+			phi[fOther], phi[fOtherI] = ln, 1
+		case !f.all && f.dist[i] > reach:
+			phi[fFar], phi[fFarProp] = 1, lp
+		default:
+			phi[fNoneW], phi[fNone] = float32(tNeg)*ln, ln
+		}
+	}
 }
 
 // rescue runs where none of the network's regions explains the carried

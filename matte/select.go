@@ -38,6 +38,13 @@ type SelectOptions struct {
 	Fuse kernels.FuseParams
 	// Net tunes the fusion with the segmentation network's map.
 	Net NetOptions
+	// Band, when positive and the network runs, is the half-width (flow
+	// pixels) of the soft band kept around each emitted matte's 0.5
+	// contour; beyond it the matte is 0 or 1, so that a frame between two
+	// network frames whose carried shapes disagree shows no
+	// half-transparent body (auto's rule, AutoOptions.Band). The matte
+	// carried to the next frame is not snapped.
+	Band float32
 }
 
 // DefaultSelectOptions are the tuned defaults.
@@ -50,6 +57,7 @@ func DefaultSelectOptions() SelectOptions {
 		Hysteresis:  4,
 		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
 		Net:         DefaultNetOptions(),
+		Band:        2,
 	}
 }
 
@@ -317,7 +325,31 @@ func (p *propagator) lumaPyramid(ctx context.Context, src Frames, i int, frame k
 // network corrects the propagated shape. net nil propagates by motion and
 // colour alone.
 func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectness, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
-	return propagate(ctx, dev, src, net, false, index, key, o, emit)
+	if net == nil || o.Band <= 0 {
+		return propagate(ctx, dev, src, net, false, index, key, o, emit)
+	}
+	w, h := key.Width(), key.Height()
+	out, err := dev.NewImage(w, h, 1)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(out)
+	band := newNetFuser(w, h, o.Net)
+	snapped := func(i int, m kernels.Image) error {
+		if i == index {
+			return emit(i, m) // the keyframe matte as given
+		}
+		v, err := dev.ReadPixels(m)
+		if err != nil {
+			return err
+		}
+		band.snap(v, o.Band)
+		if err := dev.WritePixels(out, v); err != nil {
+			return err
+		}
+		return emit(i, out)
+	}
+	return propagate(ctx, dev, src, net, false, index, key, o, snapped)
 }
 
 func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectness, all bool, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
@@ -446,6 +478,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				return false, err
 			}
 		}
+		nf.frame = i
 		nf.fuse(out, prop, shape, nbuf, flow)
 		return true, dev.WritePixels(m, out)
 	}
@@ -457,7 +490,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 	// until the second is fused and then blended with that matte carried
 	// back (along the flows the forward steps already measured), so that
 	// no frame is more than half a gap from a network frame.
-	gap := &gapFill{p: p}
+	gap := &gapFill{p: p, all: all}
 	defer gap.free()
 	for _, dir := range []int{1, -1} {
 		prevM := key
@@ -505,6 +538,8 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 // next frame of the sweep.
 type gapFill struct {
 	p    *propagator
+	all  bool      // auto (for traces)
+	phi  []float32 // the features of one frame (fitted model or trace)
 	held []heldFrame
 	pool []kernels.Image // spare 1- and 2-channel images, reused
 	back kernels.Image
@@ -639,14 +674,7 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 		if err != nil {
 			return err
 		}
-		// By distance to the two ends, and per pixel by how well the
-		// flow of the step next to this frame holds on each side.
-		t := float32(j+1) / float32(k+1) // share of the later end
-		const eps = 0.05
-		for x := range fw {
-			wf, wb := (1-t)*(cf[x]+eps), t*(cb[x]+eps)
-			fw[x] = (wf*fw[x] + wb*back[j][x]) / (wf + wb)
-		}
+		g.blend(h.i, fw, back[j], cf, cb, float32(j+1)/float32(k+1))
 		if err := p.dev.WritePixels(h.m, fw); err != nil {
 			return err
 		}
@@ -659,6 +687,56 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 	}
 	g.held = g.held[:0]
 	return nil
+}
+
+// blend makes held frame i's matte in fw from its forward matte fw and
+// the matte carried back to it (bw), t being the frame's share of the way
+// to the later network frame and cf, cb the flow confidences of the steps
+// next to it on each side. Without a fitted gap model: weighted by
+// distance to the two ends and, per pixel, by how well the flow holds on
+// each side (a fast limb that the two disagree on shows both,
+// half-transparent). With one (NetOptions.Model.Gap), its logistic model
+// over the features gBias … decides per pixel.
+func (g *gapFill) blend(i int, fw, bw, cf, cb []float32, t float32) {
+	var model []float64
+	if m := g.p.o.Net.Model; m != nil {
+		model = m.Gap
+	}
+	tr := g.p.o.Net.GapTrace
+	if len(model) == 0 && tr == nil {
+		g.handBlend(fw, bw, cf, cb, t)
+		return
+	}
+	n := len(fw)
+	if len(g.phi) != n*NumGapFeatures {
+		g.phi = make([]float32, n*NumGapFeatures)
+	}
+	for x := 0; x < n; x++ {
+		phi := g.phi[x*NumGapFeatures : (x+1)*NumGapFeatures]
+		a, b := clampLogit(fw[x]), clampLogit(bw[x])
+		phi[gBias], phi[gFwd], phi[gBwd] = 1, a, b
+		phi[gFwdT], phi[gBwdT] = (1-t)*a, t*b
+		phi[gFwdC], phi[gBwdC], phi[gConf] = cf[x]*a, cb[x]*b, cf[x]-cb[x]
+	}
+	if tr != nil {
+		tr(GapTrace{Frame: i, W: g.p.w, H: g.p.h, Features: g.phi, Auto: g.all})
+	}
+	if len(model) == 0 {
+		g.handBlend(fw, bw, cf, cb, t)
+		return
+	}
+	for x := 0; x < n; x++ {
+		fw[x] = sigmoid(dot(model, g.phi[x*NumGapFeatures:(x+1)*NumGapFeatures]))
+	}
+}
+
+// handBlend is the gap fill's hand rule (see blend).
+func (g *gapFill) handBlend(fw, bw, cf, cb []float32, t float32) {
+	const eps = 0.05
+	for x := range fw {
+		wf, wb := (1-t)*(cf[x]+eps), t*(cb[x]+eps)
+		fw[x] = (wf*fw[x] + wb*bw[x]) / (wf + wb)
+	}
 }
 
 // flush emits the frames still held at the end of a sweep as they were

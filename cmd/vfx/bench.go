@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +93,13 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	every := fs.Int("every", matte.DefaultCPUSchedule.Every, "run the network on every k-th frame (1 = every frame), propagating between")
 	cache := fs.String("cache", "", "folder to keep the network's maps in, so that later runs skip the network (default: none)")
 	sheet := fs.String("sheet", "", "write a contact sheet PNG of a few clips (first mode) to this file")
+	sheetFrames := fs.String("sheet-frames", "", "with --sheet: these frames (comma-separated indices) of every clip run (at most 4 clips), at full size over a checkerboard by their alpha, instead of frames 0, middle and last with the errors marked")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
+	fold := fs.String("fold", "", "only the clips of development fold A or B (see bench.FoldA, bench.FoldB); combines with --clips")
+	fusion := fs.String("fusion", "", "the fusion model: a JSON file written by --fit, or \"hand\" for the hand rules (default: the embedded matte/fusion.json)")
+	fit := fs.String("fit", "", "fit the fusion's logistic models on the clips run (select, select-mid and auto collect samples) and write them to this JSON file")
+	band := fs.Float64("select-band", 0, "select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap)")
+	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
 	mf := modelFlags(fs, &env{get: os.Getenv})
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -105,6 +113,28 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *every < 1 {
 		return usageError{"bench matte: --every must be at least 1"}
+	}
+	if *fold != "" && bench.FoldClips(*fold) == nil {
+		return usageError{fmt.Sprintf("bench matte: --fold %q: want A or B", *fold)}
+	}
+	var netOpts *matte.NetOptions
+	switch *fusion {
+	case "":
+	case "hand":
+		o := matte.HandNetOptions()
+		netOpts = &o
+	default:
+		b, err := os.ReadFile(*fusion)
+		if err != nil {
+			return fmt.Errorf("bench matte: --fusion: %w", err)
+		}
+		m, err := matte.ParseFusionModel(b)
+		if err != nil {
+			return fmt.Errorf("bench matte: --fusion %s: %w", *fusion, err)
+		}
+		o := matte.DefaultNetOptions()
+		o.Model = m
+		netOpts = &o
 	}
 	dirs, err := bench.DAVISVideoDirs(*dataset)
 	if err != nil {
@@ -127,6 +157,18 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		dirs = keep
 	}
+	if *fold != "" {
+		var keep []string
+		for _, d := range dirs {
+			if bench.FoldOf(filepath.Base(d)) == *fold {
+				keep = append(keep, d)
+			}
+		}
+		dirs = keep
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("bench matte: no clips to run")
+	}
 	codec.Quiet()
 	net, card, closeNet, err := mf.load(ctx)
 	if err != nil {
@@ -137,15 +179,31 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer dev.Close()
 	nc := &bench.NetCache{Net: net, Dir: *cache, Key: card.Name + "-" + card.SHA256[:12]}
 	keep := map[string]bool{}
+	var frames []int
+	if *sheetFrames != "" {
+		for _, f := range strings.Split(*sheetFrames, ",") {
+			i, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || i < 0 {
+				return usageError{fmt.Sprintf("bench matte: --sheet-frames %q: want frame indices", *sheetFrames)}
+			}
+			frames = append(frames, i)
+		}
+		if *sheet == "" || len(dirs) > 4 {
+			return usageError{"bench matte: --sheet-frames needs --sheet and at most 4 clips"}
+		}
+	}
 	if *sheet != "" {
 		for _, i := range []int{0, len(dirs) / 3, 2 * len(dirs) / 3, len(dirs) - 1} {
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band)}
+	if *fit != "" {
+		cfg.Fit = &bench.FitData{Stride: 4}
+	}
 	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
 		card.Name, card.Licence, *every, len(dirs), *dataset)
-	fmt.Fprintf(stdout, "%-18s %-10s %6s %6s %7s %8s %6s %7s %9s\n", "clip", "mode", "J", "F", "decay", "flicker%", "copyJ", "frames", "matte f/s")
+	fmt.Fprintf(stdout, "%-18s %-10s %4s %6s %6s %7s %8s %6s %7s %7s %7s %9s\n", "clip", "mode", "fold", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "frames", "matte f/s")
 	var all []bench.ClipResult
 	var rows [][]bench.SheetTile
 	t0 := time.Now()
@@ -159,13 +217,22 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		for _, r := range rs {
-			fmt.Fprintf(stdout, "%-18s %-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %7d %9s\n", r.Clip, r.Mode, r.Scores.J, r.Scores.F,
-				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Frames, rate(float64(r.Frames), r.Matte.Seconds()))
+			fmt.Fprintf(stdout, "%-18s %-10s %4s %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %7d %9s\n", r.Clip, r.Mode, bench.FoldOf(r.Clip), r.Scores.J, r.Scores.F,
+				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Scores.Interior, r.Scores.Half, r.Frames, rate(float64(r.Frames), r.Matte.Seconds()))
 		}
 		if keep[clip.Name()] && len(rs) > 0 && len(rs[0].Mattes) > 0 {
 			r := rs[0]
 			var row []bench.SheetTile
-			for _, i := range []int{0, len(r.Mattes) / 2, len(r.Mattes) - 1} {
+			pick := []int{0, len(r.Mattes) / 2, len(r.Mattes) - 1}
+			if frames != nil {
+				pick = nil
+				for _, i := range frames {
+					if i < len(r.Mattes) {
+						pick = append(pick, i)
+					}
+				}
+			}
+			for _, i := range pick {
 				w, h := clip.Size()
 				truth := make([]float32, w*h)
 				rgb := make([]float32, 3*w*h)
@@ -186,22 +253,90 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "\nmeans over %d clips (network: %d runs, %.2f s a run; wall %s)\n", len(dirs), nc.Runs,
 		nc.Spent.Seconds()/max(float64(nc.Runs), 1), time.Since(t0).Round(time.Second))
-	fmt.Fprintf(stdout, "%-10s %6s %6s %7s %8s %6s %9s %8s  %s\n", "mode", "J", "F", "decay", "flicker%", "copyJ", "matte f/s", "net/frm", "below copy")
-	for _, s := range bench.Summarise(all) {
-		fps := "–" // the net mode does no matte work
-		if s.FramesPerSecond > 0 {
-			fps = fmt.Sprintf("%.1f", s.FramesPerSecond)
+	for _, part := range []struct{ name, fold string }{{"all", ""}, {"fold A", "A"}, {"fold B", "B"}} {
+		var rs []bench.ClipResult
+		for _, r := range all {
+			if part.fold == "" || bench.FoldOf(r.Clip) == part.fold {
+				rs = append(rs, r)
+			}
 		}
-		fmt.Fprintf(stdout, "%-10s %6.3f %6.3f %+7.3f %8.2f %6.3f %9s %8.2f  %v\n", s.Mode, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
-			fps, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
+		if len(rs) == 0 || (part.fold != "" && len(rs) == len(all)) {
+			continue
+		}
+		fmt.Fprintf(stdout, "\n%s:\n", part.name)
+		fmt.Fprintf(stdout, "%-10s %5s %6s %6s %7s %8s %6s %7s %7s %9s %8s  %s\n", "mode", "clips", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "matte f/s", "net/frm", "below copy")
+		for _, s := range bench.Summarise(rs) {
+			fps := "–" // the net modes do no matte work
+			if s.FramesPerSecond > 0 {
+				fps = fmt.Sprintf("%.1f", s.FramesPerSecond)
+			}
+			fmt.Fprintf(stdout, "%-10s %5d %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %9s %8.2f  %v\n", s.Mode, s.Clips, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
+				s.Interior, s.Half, fps, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
+		}
+	}
+	if cfg.Fit != nil {
+		// One model on every clip run (FILE), and, when the run holds
+		// clips of both folds, one per fold (FILE with -A, -B before the
+		// extension) to validate on the other fold.
+		parts := []struct{ suffix, fold string }{{"", ""}}
+		var inA, inB bool
+		for _, d := range dirs {
+			inA = inA || bench.FoldOf(filepath.Base(d)) == "A"
+			inB = inB || bench.FoldOf(filepath.Base(d)) == "B"
+		}
+		if inA && inB {
+			parts = append(parts, struct{ suffix, fold string }{"-A", "A"}, struct{ suffix, fold string }{"-B", "B"})
+		}
+		for _, part := range parts {
+			data, used := cfg.Fit, dirs
+			if part.fold != "" {
+				used = nil
+				for _, d := range dirs {
+					if bench.FoldOf(filepath.Base(d)) == part.fold {
+						used = append(used, d)
+					}
+				}
+				data = cfg.Fit.Subset(bench.FoldClips(part.fold))
+			}
+			m, err := bench.FitFusion(data, *fitLambda)
+			if err != nil {
+				return err
+			}
+			m.FittedBy = "vfx bench matte " + strings.Join(args, " ")
+			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames)",
+				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride)
+			b, err := json.MarshalIndent(m, "", "  ")
+			if err != nil {
+				return err
+			}
+			file := strings.TrimSuffix(*fit, filepath.Ext(*fit)) + part.suffix + filepath.Ext(*fit)
+			if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+				return fmt.Errorf("bench matte: --fit: %w", err)
+			}
+			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d samples)\n", file, len(used),
+				data.Select.Len(), data.Auto.Len(), data.Gap.Len())
+		}
 	}
 	if *sheet != "" && len(rows) > 0 {
-		if err := bench.WriteSheet(*sheet, rows); err != nil {
+		write := bench.WriteSheet
+		if frames != nil {
+			write = bench.WriteAlphaSheet
+		}
+		if err := write(*sheet, rows); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "contact sheet (%s; darkened = background, red = missed, blue = added): %s\n", ms[0], *sheet)
 	}
 	return nil
+}
+
+// clipNames lists the base names of clip folders, comma-separated.
+func clipNames(dirs []string) string {
+	var n []string
+	for _, d := range dirs {
+		n = append(n, filepath.Base(d))
+	}
+	return strings.Join(n, ",")
 }
 
 // rate formats n per secs a second, or "–" where no time was spent.

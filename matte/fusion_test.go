@@ -1,0 +1,108 @@
+package matte
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDefaultFusionModel checks that the embedded model parses, names this
+// build's features and says how it was made.
+func TestDefaultFusionModel(t *testing.T) {
+	m, err := DefaultFusionModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Select) > 0 && !strings.HasPrefix(m.FittedBy, "vfx bench matte") {
+		t.Errorf("fitted_by %q: want the command that made the file", m.FittedBy)
+	}
+	if DefaultNetOptions().Model == nil || HandNetOptions().Model != nil {
+		t.Error("DefaultNetOptions must carry the model and HandNetOptions none")
+	}
+}
+
+// TestParseFusionModelRefuses checks that a file for other features, the
+// wrong number of weights or a NaN is refused.
+func TestParseFusionModelRefuses(t *testing.T) {
+	good := NewFusionModel()
+	good.Select = make([]float64, NumFusionFeatures)
+	b, _ := json.Marshal(good)
+	if _, err := ParseFusionModel(b); err != nil {
+		t.Fatalf("a well-formed model: %v", err)
+	}
+	for name, edit := range map[string]func(m *FusionModel){
+		"renamed feature": func(m *FusionModel) { m.Features = append([]string{"x"}, m.Features[1:]...) },
+		"short weights":   func(m *FusionModel) { m.Select = m.Select[:3] },
+		"gap weights":     func(m *FusionModel) { m.Gap = []float64{1} },
+	} {
+		m := *good
+		m.Select = append([]float64(nil), good.Select...)
+		edit(&m)
+		b, _ := json.Marshal(&m)
+		if _, err := ParseFusionModel(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := ParseFusionModel([]byte(`{"features": [], "select": [NaN]}`)); err == nil {
+		t.Error("NaN: accepted")
+	}
+}
+
+// TestFuseModelMatchesHandRule checks the features against the hand rule:
+// with the hand rule's weights the fitted path gives the hand rule's matte
+// wherever the rule is a plain sum (inside reach), on a frame with an
+// object region, another object and background.
+func TestFuseModelMatchesHandRule(t *testing.T) {
+	const w, h = 40, 20
+	net := make([]float32, w*h)
+	shape := make([]float32, w*h)
+	prop := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i := y*w + x
+			prop[i] = 0.3
+			switch {
+			case x >= 5 && x < 15 && y >= 5 && y < 15:
+				net[i], shape[i], prop[i] = 0.9, 1, 0.8 // the object
+			case x >= 25 && x < 35 && y >= 5 && y < 15:
+				net[i] = 0.8 // another object
+			default:
+				net[i] = 0.1
+			}
+		}
+	}
+	hand := HandNetOptions()
+	var got FuseTrace
+	hand.Trace = func(t FuseTrace) { got = t; got.Features = append([]float32(nil), t.Features...) }
+	f := newNetFuser(w, h, hand)
+	f.trust, f.tPos = 1, 1
+	want := make([]float32, w*h)
+	f.fuse(want, prop, shape, net, nil)
+	if len(got.Features) != w*h*NumFusionFeatures {
+		t.Fatalf("trace: %d features, want %d", len(got.Features), w*h*NumFusionFeatures)
+	}
+	m := NewFusionModel()
+	m.Select = make([]float64, NumFusionFeatures)
+	m.Select[fProp], m.Select[fObjW], m.Select[fMergedInW], m.Select[fOther], m.Select[fNoneW] = 1, 2, 2, -2, 2
+	o := HandNetOptions()
+	o.Model = m
+	g := newNetFuser(w, h, o)
+	g.trust, g.tPos = 1, 1
+	out := make([]float32, w*h)
+	g.fuse(out, prop, shape, net, nil)
+	checked := 0
+	for i := range out {
+		if got.Features[i*NumFusionFeatures+fFar] != 0 {
+			continue
+		}
+		// The hand rule uses the unclamped log-odds; these values are
+		// inside the ±6 clamp.
+		if d := out[i] - want[i]; d > 1e-4 || d < -1e-4 {
+			t.Fatalf("pixel %d: model %.5f, hand rule %.5f", i, out[i], want[i])
+		}
+		checked++
+	}
+	if checked < w*h/4 {
+		t.Fatalf("only %d pixels within reach", checked)
+	}
+}
