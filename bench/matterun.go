@@ -66,7 +66,7 @@ type prepared struct {
 	c        clipInfo
 	low      *hostFrames
 	truth    [][]float32
-	truthLow [][]float32 // at the flow size, made on first use (lowTruth)
+	truthLow [][]float32       // at the flow size, made on first use (lowTruth)
 	picked   map[int][]float32 // select's net-select picks, for the net-select mode
 	fw, fh   int
 	full     kernels.Image // 3 ch scratch at the case size
