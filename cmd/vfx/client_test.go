@@ -29,8 +29,9 @@ type testServer struct {
 }
 
 // startServe runs `vfx serve` until the test ends and returns its address
-// and the development key and account it prints.
-func startServe(t *testing.T) testServer {
+// and the development key and account it prints; extra flags follow the
+// test's own.
+func startServe(t *testing.T, extra ...string) testServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
@@ -41,8 +42,8 @@ func startServe(t *testing.T) testServer {
 	// removed under a running NATS ("directory not empty").
 	data := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", testAdminToken,
-			"--concurrency", "2"}, &out, &errOut)
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", testAdminToken,
+			"--concurrency", "2"}, extra...), &out, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
