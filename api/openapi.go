@@ -314,6 +314,30 @@ func (s *Server) OpenAPI() map[string]any {
 					"responses": obj{"200": response("The secret.", obj{"type": "object", "required": []any{"secret"}, "properties": obj{"secret": strS("whsec_<base64 of 32 bytes>.")}}),
 						"401": respAdmin401, "404": errResp("No such account.", CodeAccountNotFound), "500": resp500}},
 			},
+			"/admin/v1/queue": obj{
+				"get": obj{"operationId": "adminQueue", "summary": "Queue depth, the workers running jobs and the newest dead letters (the web page's operator view).", "security": admin, "tags": []any{"admin"},
+					"responses": obj{"200": response("The queue.", obj{"type": "object",
+						"required": []any{"pending", "in_flight", "redelivered", "waiting_pulls", "messages", "dead_letters", "running", "recent_dead", "workers"},
+						"properties": obj{
+							"pending":       obj{"type": "integer", "description": "Jobs waiting for a worker (queue depth)."},
+							"in_flight":     obj{"type": "integer", "description": "Jobs delivered to a worker and not yet settled."},
+							"redelivered":   obj{"type": "integer", "description": "Of those, on a second or later attempt."},
+							"waiting_pulls": obj{"type": "integer", "description": "Free worker slots waiting for a job."},
+							"messages":      obj{"type": "integer", "description": "Messages in VFX_JOBS."},
+							"dead_letters":  obj{"type": "integer", "description": "Dead-letter copies in VFX_DLQ."},
+							"running": obj{"type": "array", "description": "Claimed jobs (status processing), up to 100.", "items": obj{"type": "object", "properties": obj{
+								"job_id": strS("Job id."), "worker": strS("Worker name."), "attempt": obj{"type": "integer"}, "progress": obj{"type": "integer"},
+								"started_at": obj{"type": "string", "format": "date-time"}, "heartbeat_at": obj{"type": "string", "format": "date-time"}}}},
+							"recent_dead": obj{"type": "array", "description": "The newest dead letters first, up to 20.", "items": obj{"type": "object", "properties": obj{
+								"job_id": strS("Job id."), "kind": strS("generation or product."), "subject": strS("Subject of the job message."),
+								"stream_seq": obj{"type": "integer"}, "attempts": obj{"type": "integer"}, "reason": strS("Why the job failed for good."),
+								"at": obj{"type": "string", "format": "date-time"}}}},
+							"workers": obj{"type": "array", "description": "The workers of the running jobs.", "items": obj{"type": "object", "properties": obj{
+								"name": strS("Worker name."), "state": obj{"type": "string", "enum": []any{"running", "silent"}, "description": "silent: no heartbeat for two heartbeat periods."},
+								"jobs": obj{"type": "array", "items": obj{"type": "string"}}, "last_seen": obj{"type": "string", "format": "date-time"}}}},
+						}}),
+						"401": respAdmin401, "500": resp500}},
+			},
 		},
 		"webhooks": obj{
 			"jobFinished": obj{"post": obj{

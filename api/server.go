@@ -436,6 +436,7 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
 	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
 	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
+	s.handle("GET", "/admin/v1/queue", s.withAdmin(s.adminQueue))
 	s.handleProduct("GET", "/v1/products", s.withOrgKey(s.listProducts))
 	s.handleProduct("GET", "/v1/products/{product}/models", s.withOrgKey(s.listModels))
 	s.handleProduct("POST", "/v1/products/{product}/estimate", s.withOrgKey(s.estimate))

@@ -271,6 +271,36 @@ func TestWebPage(t *testing.T) {
 		}
 		writeDoc(t, "web-review.png", shot)
 	}
+
+	// The operator view: the operator token signs in to the queue's state.
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("signout")),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), testAdminToken),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("view-operator")),
+		pollJS(`document.querySelectorAll("#op-queue dt").length === 5`, 10*time.Second),
+	); err != nil {
+		t.Fatalf("operator: %v (page says %q)", err, pageSays())
+	}
+	opText, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("op-queue").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(opText, "Jobs waiting (queue depth)0") || !strings.Contains(opText, "Dead letters0") {
+		t.Errorf("operator view: %q", opText)
+	}
+	if key, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + " " + document.cookie + " " + localStorage.length`)); err != nil ||
+		strings.Contains(key, testAdminToken) || strings.Contains(key, srv.devKey) || !strings.HasSuffix(key, " 0") {
+		t.Errorf("a key outside session storage: %q %v", key, err)
+	}
+	if updateDocs() {
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-operator.png", shot)
+	}
 }
 
 // js runs a JavaScript expression and drops its value.

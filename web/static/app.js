@@ -95,14 +95,19 @@ function fmtTime(s) {
 }
 
 // ---- sign in ----
+// signIn checks the key with the read the jobs view needs anyway (a
+// personal key has 5 reads a minute), or, when it is not an API key, as
+// the operator token.
 async function signIn(key) {
   sessionStorage.setItem(KEY, key);
   try {
-    await call("GET", "/v1/account/info");
+    page.first = await call("GET", "/v1/vfx/generations?limit=20");
     sessionStorage.setItem(KIND, "key");
   } catch (e) {
-    if (e.status !== 401 && e.status !== 403) throw e;
-    // Not an account key: is it the operator token?
+    if (e.status !== 401) {
+      sessionStorage.removeItem(KEY);
+      throw e;
+    }
     try {
       await call("GET", "/admin/v1/queue", undefined, "bearer");
       sessionStorage.setItem(KIND, "operator");
@@ -122,7 +127,7 @@ function signOut() {
 }
 
 // ---- jobs ----
-const page = { token: "", next: null };
+const page = { token: "", next: null, first: null };
 const rows = new Map(); // job id -> {tr, thumb}
 
 function thumbFor(job) {
@@ -176,7 +181,8 @@ async function loadJobs() {
   let busy = false;
   try {
     const q = "/v1/vfx/generations?limit=20" + (page.token ? "&page_token=" + encodeURIComponent(page.token) : "");
-    const data = await call("GET", q);
+    const data = page.first && !page.token ? page.first : await call("GET", q);
+    page.first = null;
     const trs = data.jobs.map(jobRow);
     $("jobs-body").replaceChildren(...trs);
     $("jobs-empty").hidden = trs.length > 0 || !!page.token;
@@ -399,15 +405,17 @@ async function loadOperator() {
     const q = await call("GET", "/admin/v1/queue", undefined, "bearer");
     const dl = $("op-queue");
     dl.replaceChildren();
-    field(dl, "Jobs waiting", String(q.pending));
+    field(dl, "Jobs waiting (queue depth)", String(q.pending));
     field(dl, "Jobs in hand", String(q.in_flight));
-    field(dl, "Redeliveries", String(q.redelivered));
-    field(dl, "Idle pulls (free worker slots)", String(q.waiting_pulls));
+    field(dl, "Of those, redelivered", String(q.redelivered));
+    field(dl, "Free worker slots", String(q.waiting_pulls));
     field(dl, "Dead letters", String(q.dead_letters));
-    $("op-workers").replaceChildren(...(q.workers || []).map((w) =>
-      el("tr", {}, el("td", {}, w.name), el("td", {}, w.state), el("td", {}, String(w.jobs)), el("td", {}, fmtTime(w.last_seen)))));
-    $("op-dlq").replaceChildren(...(q.dlq || []).map((d) =>
-      el("tr", {}, el("td", {}, d.job_id), el("td", {}, String(d.attempts)), el("td", {}, d.reason), el("td", {}, fmtTime(d.time)))));
+    const none = (n, what) => [el("tr", {}, el("td", { colSpan: n, class: "hint" }, what))];
+    $("op-workers").replaceChildren(...(q.workers.length ? [] : none(4, "no worker is running a job")), ...q.workers.map((w) =>
+      el("tr", { data: { worker: w.name } }, el("td", {}, w.name), el("td", { class: "s-" + w.state }, w.state),
+        el("td", {}, w.jobs.join(", ")), el("td", {}, fmtTime(w.last_seen)))));
+    $("op-dlq").replaceChildren(...(q.recent_dead.length ? [] : none(4, "empty")), ...q.recent_dead.map((d) =>
+      el("tr", {}, el("td", {}, d.job_id), el("td", {}, String(d.attempts)), el("td", {}, d.reason), el("td", {}, fmtTime(d.at)))));
     flash("");
   } catch (e) {
     flash(e.code + ": " + e.message);
