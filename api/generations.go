@@ -470,39 +470,59 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limit(ctx, w, account.ClassRead); err != nil {
 		return err
 	}
+	limit, token, err := listQuery(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.jobPage(ctx, principalOf(ctx).Account.ID, limit, token)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// listQuery reads the limit (1-100, default 20) and page_token of a job
+// list request; a malformed one is a 422 as in FastAPI.
+func listQuery(r *http.Request) (limit int, token string, err error) {
 	q := r.URL.Query()
-	limit := 20
+	limit = 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
+			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
 		}
 		if n < 1 || n > 100 {
-			return unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
+			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
 		}
 		limit = n
 	}
-	owner := principalOf(ctx).Account.ID
+	return limit, q.Get("page_token"), nil
+}
+
+// jobPage is one page of owner's jobs, newest first, after the page_token
+// token ("" for the first page).
+func (s *Server) jobPage(ctx context.Context, owner string, limit int, token string) (JobPage, error) {
 	acct := keyPart(owner)
 	prefix := acct + "."
 	after, startChunk := "", -1
-	if v := q.Get("page_token"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
 		if err != nil || !strings.HasPrefix(string(b), prefix) {
-			return unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
+			return JobPage{}, unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
 		}
 		startChunk, after = parsePageToken(string(b)[len(prefix):])
 	}
 	cur, err := s.indexScan(ctx, acct, after, startChunk)
 	if err != nil {
-		return err
+		return JobPage{}, err
 	}
 	page := JobPage{Jobs: []Job{}}
 	var last indexEntry
 	for len(page.Jobs) < limit {
 		e, ok, err := cur.next(ctx)
 		if err != nil {
-			return err
+			return JobPage{}, err
 		}
 		if !ok {
 			break
@@ -514,26 +534,25 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 			continue // indexed by a submission that failed
 		}
 		if err != nil {
-			return fmt.Errorf("api: job %s: %w", id, err)
+			return JobPage{}, fmt.Errorf("api: job %s: %w", id, err)
 		}
 		if rec.Owner != owner {
 			continue
 		}
 		job, err := s.view(ctx, rec)
 		if err != nil {
-			return err
+			return JobPage{}, err
 		}
 		page.Jobs = append(page.Jobs, job)
 	}
 	if len(page.Jobs) == limit {
 		// A token only when an entry follows the page's last one.
 		if _, more, err := cur.next(ctx); err != nil {
-			return err
+			return JobPage{}, err
 		} else if more {
 			tok := base64.RawURLEncoding.EncodeToString([]byte(pageToken(acct, last)))
 			page.NextPageToken = &tok
 		}
 	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return page, nil
 }

@@ -45,6 +45,12 @@ func response(desc string, schema obj, headers ...string) obj {
 	return r
 }
 
+// sseResponse gives r a text/event-stream body.
+func sseResponse(r obj) obj {
+	r["content"] = obj{"text/event-stream": obj{"schema": obj{"type": "string"}}}
+	return r
+}
+
 // errResp is an envelope error response whose codes are listed.
 func errResp(desc string, codes ...string) obj {
 	return response(desc+" Codes: "+strings.Join(codes, ", ")+".", obj{
@@ -262,6 +268,18 @@ func (s *Server) OpenAPI() map[string]any {
 					"parameters": idParam("job_id", "Job id (vfx_…)."),
 					"responses": obj{"200": response("The job.", ref("GenerationJob"), rateHdr...), "401": resp401,
 						"404": errResp("No such job of this account.", CodeJobNotFound), "429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
+			},
+			"/v1/vfx/events": obj{
+				"get": obj{"operationId": "streamGenerations",
+					"summary":     "The page of the caller's jobs that GET /v1/vfx/generations would answer, as server-sent events (the web page's live list).",
+					"description": "Counts as one read of the read limit when it opens. Events: `jobs` (data: a GenerationList, at once and whenever a job on the page changes status, progress or error, or a job joins the page; signed URLs are fresh in each), `end` (data: {\"reason\": \"max_age\"|\"shutdown\"}; the stream lasts 5 minutes), and `: ping` comments every 15 s. At most 5 open streams per account on one API replica; a sixth gets 429.",
+					"tags":        []any{"generations"},
+					"parameters": []any{
+						obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+						obj{"name": "page_token", "in": "query", "schema": obj{"type": []any{"string", "null"}}, "description": "next_page_token of the previous page."},
+					},
+					"responses": obj{"200": sseResponse(response("An event stream.", nil, rateHdr...)),
+						"401": resp401, "422": resp422, "429": rateLimited(CodeRateLimitExceeded), "500": resp500, "503": resp500}},
 			},
 			"/v1/uploads": obj{
 				"post": obj{"operationId": "createUpload", "summary": "Create a presigned upload URL (PUT the file to it within 1 hour).", "tags": []any{"uploads"},

@@ -188,6 +188,15 @@ type Config struct {
 	// LedgerReconcileLimit is the open ledger entries one pass examines;
 	// 0 means DefaultLedgerReconcileLimit.
 	LedgerReconcileLimit int
+	// StreamEvery is how often an event stream (GET /v1/vfx/events) looks
+	// at its page of jobs; 0 means DefaultStreamEvery.
+	StreamEvery time.Duration
+	// StreamMaxAge is how long one event stream lasts; 0 means
+	// DefaultStreamMaxAge.
+	StreamMaxAge time.Duration
+	// MaxStreamsPerAccount is how many event streams an account may hold
+	// open at once on this replica; 0 means DefaultMaxStreamsPerAccount.
+	MaxStreamsPerAccount int
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use.
@@ -215,6 +224,7 @@ type Server struct {
 	now      func() time.Time
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
+	streams  *streams
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
@@ -239,7 +249,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
 	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait}
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams()}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -292,6 +302,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.LedgerReconcileGrace <= s.cfg.SubmitRetryFor {
 		return nil, fmt.Errorf("api: LedgerReconcileGrace %s must exceed SubmitRetryFor %s: a reservation whose job is still being submitted would be refunded",
 			s.cfg.LedgerReconcileGrace, s.cfg.SubmitRetryFor)
+	}
+	if s.cfg.StreamEvery <= 0 {
+		s.cfg.StreamEvery = DefaultStreamEvery
+	}
+	if s.cfg.StreamMaxAge <= 0 {
+		s.cfg.StreamMaxAge = DefaultStreamMaxAge
+	}
+	if s.cfg.MaxStreamsPerAccount <= 0 {
+		s.cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
 	}
 	if s.cfg.LedgerReconcileLimit <= 0 {
 		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
@@ -427,6 +446,7 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
 	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
 	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
+	s.handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
 	s.handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
 	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
 	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))

@@ -319,6 +319,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	if err := mountWeb(srv, origins); err != nil {
 		return err
 	}
+	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
 		if err := srv.Run(bgCtx); err != nil {

@@ -275,6 +275,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	httpSrv := api.NewHTTPServer(srv.Handler())
+	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {

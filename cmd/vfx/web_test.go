@@ -175,6 +175,12 @@ func TestWebPage(t *testing.T) {
 	mu.Lock()
 	nd := len(dialogs)
 	mu.Unlock()
+	// The list came live from the event stream: the only plain list read
+	// is the sign-in's (a personal key has 5 reads a minute).
+	reads, err := chromedp.Run(bctx, chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter((r) => r.name.includes("/v1/vfx/generations?")).length`))
+	if err != nil || reads != 1 {
+		t.Errorf("list reads by the page: %d (%v); want only the sign-in's", reads, err)
+	}
 	if promptText != prompt || injected || nd > 0 {
 		t.Errorf("prompt in the list: %q (want it as text), injected %v, %d dialogs", promptText, injected, nd)
 	}

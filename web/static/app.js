@@ -42,26 +42,36 @@ function errorText(body, status) {
 // Rate: the read limit the last answers told (personal keys), to pace live updates.
 const rate = { limit: 0, remaining: 0, reset: 0 };
 
-async function call(method, path, body, auth = "key") {
-  const headers = {};
-  const key = sessionStorage.getItem(KEY) || "";
-  if (auth === "key") headers["x-api-key"] = key;
-  else headers["Authorization"] = "Bearer " + key;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
+// readRate keeps the read limit an answer tells (personal keys).
+function readRate(res) {
   const lim = res.headers.get("X-RateLimit-Limit");
   if (lim) {
     rate.limit = +lim;
     rate.remaining = +(res.headers.get("X-RateLimit-Remaining") || 0);
     rate.reset = +(res.headers.get("X-RateLimit-Reset") || 0);
   }
+}
+
+// failure is the APIError of a non-2xx answer.
+async function failure(res) {
   let data = null;
   try { data = await res.json(); } catch { data = null; }
-  if (!res.ok) {
-    const [code, msg] = errorText(data, res.status);
-    throw new APIError(res.status, code, msg, +(res.headers.get("Retry-After") || 0));
-  }
-  return data;
+  const [code, msg] = errorText(data, res.status);
+  return new APIError(res.status, code, msg, +(res.headers.get("Retry-After") || 0));
+}
+
+function authHeaders(auth) {
+  const key = sessionStorage.getItem(KEY) || "";
+  return auth === "key" ? { "x-api-key": key } : { Authorization: "Bearer " + key };
+}
+
+async function call(method, path, body, auth = "key") {
+  const headers = authHeaders(auth);
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
+  readRate(res);
+  if (!res.ok) throw await failure(res);
+  return res.json();
 }
 
 function flash(msg, isError = true) {
@@ -120,6 +130,7 @@ async function signIn(key) {
 
 function signOut() {
   stopTimer();
+  stopStream();
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(KIND);
   location.hash = "#/signin";
@@ -176,31 +187,71 @@ function jobRow(job) {
   return r.tr;
 }
 
+function renderJobs(data) {
+  const trs = data.jobs.map(jobRow);
+  $("jobs-body").replaceChildren(...trs);
+  $("jobs-empty").hidden = trs.length > 0 || !!page.token;
+  page.next = data.next_page_token;
+  $("jobs-next").disabled = !page.next;
+  $("jobs-first").disabled = !page.token;
+  $("jobs-live").textContent = "live · updated " + new Date().toLocaleTimeString() +
+    (rate.limit ? ` · ${rate.remaining} of ${rate.limit} reads left this minute` : "");
+}
+
+// Live updates come from one server-sent-event stream (GET /v1/vfx/events,
+// one read when it opens, read with fetch so that the key stays in a
+// header); when it ends, it is opened again, and when it cannot be had,
+// after a pause that keeps a personal key under its read limit.
+let stream = null;
+function stopStream() {
+  if (stream) stream.abort();
+  stream = null;
+}
+
 async function loadJobs() {
   stopTimer();
-  let busy = false;
+  stopStream();
+  if (page.first && !page.token) renderJobs(page.first);
+  page.first = null;
+  const ctl = new AbortController();
+  stream = ctl;
+  let again = pace(true);
   try {
-    const q = "/v1/vfx/generations?limit=20" + (page.token ? "&page_token=" + encodeURIComponent(page.token) : "");
-    const data = page.first && !page.token ? page.first : await call("GET", q);
-    page.first = null;
-    const trs = data.jobs.map(jobRow);
-    $("jobs-body").replaceChildren(...trs);
-    $("jobs-empty").hidden = trs.length > 0 || !!page.token;
-    page.next = data.next_page_token;
-    $("jobs-next").disabled = !page.next;
-    $("jobs-first").disabled = !page.token;
-    busy = data.jobs.some((j) => j.status === "in_queue" || j.status === "processing");
-    $("jobs-live").textContent = "updated " + new Date().toLocaleTimeString() + (rate.limit ? ` (${rate.remaining} of ${rate.limit} reads left this minute)` : "");
+    const q = "/v1/vfx/events?limit=20" + (page.token ? "&page_token=" + encodeURIComponent(page.token) : "");
+    const res = await fetch(q, { headers: authHeaders("key"), signal: ctl.signal, cache: "no-store" });
+    readRate(res);
+    if (!res.ok) throw await failure(res);
     flash("");
-  } catch (e) {
-    if (e.status === 401) return signOut();
-    flash(e.code + ": " + e.message);
-    if (e.retryAfter) {
-      timer = setTimeout(loadJobs, e.retryAfter * 1000);
-      return;
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        let ev = "", data = "";
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event: ")) ev = line.slice(7);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        }
+        if (ev === "jobs") renderJobs(JSON.parse(data));
+        if (ev === "end") again = 1000;
+      }
     }
+  } catch (e) {
+    if (ctl.signal.aborted) return;
+    if (e.status === 401) return signOut();
+    flash((e.code || "network") + ": " + e.message);
+    if (e.retryAfter) again = e.retryAfter * 1000;
   }
-  if (location.hash.startsWith("#/jobs") && !location.hash.startsWith("#/jobs/")) timer = setTimeout(loadJobs, pace(busy));
+  if (stream === ctl) {
+    stream = null;
+    $("jobs-live").textContent = "reconnecting…";
+    timer = setTimeout(loadJobs, again);
+  }
 }
 
 // ---- a job ----
@@ -426,6 +477,7 @@ async function loadOperator() {
 // ---- routing ----
 function route() {
   stopTimer();
+  stopStream();
   const signedIn = !!sessionStorage.getItem(KEY);
   const op = sessionStorage.getItem(KIND) === "operator";
   $("nav").hidden = !signedIn;
