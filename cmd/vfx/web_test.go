@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/store"
 )
 
 // browserPath finds Debian's chromium. Without it the browser test skips,
@@ -364,4 +365,21 @@ func stddev(a image.Image, r image.Rectangle) float64 {
 	}
 	n := float64(r.Dx() * r.Dy())
 	return math.Sqrt(max(0, s2/n-(s/n)*(s/n)))
+}
+
+func TestS3Origin(t *testing.T) {
+	for _, c := range []struct {
+		cfg  store.S3Config
+		want string
+	}{
+		{store.S3Config{}, ""},
+		{store.S3Config{Endpoint: "minio:9000"}, "http://minio:9000"},
+		{store.S3Config{Endpoint: "s3.amazonaws.com", Secure: true}, "https://s3.amazonaws.com"},
+		{store.S3Config{Endpoint: "https://s3.example.com/"}, "https://s3.example.com"},
+		{store.S3Config{Endpoint: "http://10.0.0.5:9000", Secure: true}, "http://10.0.0.5:9000"},
+	} {
+		if got := s3Origin(c.cfg); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.cfg, got, c.want)
+		}
+	}
 }
