@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
 )
 
 func savePNG(t *testing.T, path string, m image.Image) string {
@@ -86,5 +87,32 @@ func TestDecodeKeyframeFormats(t *testing.T) {
 	}
 	if len(seen) <= 256 {
 		t.Errorf("a 16-bit alpha at the flow size has %d levels, want > 256", len(seen))
+	}
+}
+
+// A custom image matte exported as an RGBA cut-out is its alpha: the
+// alpha output (and so the render's matte) is the cut-out's alpha exactly,
+// not the luminance of its colour.
+func TestRunImageCustomCutout(t *testing.T) {
+	fx := fixture(t, 64, 48, 1)
+	cut := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	for y := 0; y < 48; y++ {
+		for x := 0; x < 64; x++ {
+			cut.SetNRGBA(x, y, color.NRGBA{R: 30, G: uint8(x * 4), B: 200, A: uint8(x*3 + y*2)})
+		}
+	}
+	path := savePNG(t, filepath.Join(t.TempDir(), "cut.png"), cut)
+	res, err := newPipeline().Run(context.Background(), RenderRequest{GenerationType: "image", Source: in(fx.Still),
+		AlphaMode: "custom", Alpha: in(path), Prompt: "sunset", Seed: 1, CRF: -1}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := decodeAll(t, res.Alpha, frame.Gray8)
+	for y := 0; y < 48; y++ {
+		for x := 0; x < 64; x++ {
+			if g, w := got[0].Planes[0][y*got[0].Strides[0]+x], cut.NRGBAAt(x, y).A; g != w {
+				t.Fatalf("alpha output (%d,%d) = %d, want the cut-out's alpha %d", x, y, g, w)
+			}
+		}
 	}
 }
