@@ -115,6 +115,9 @@ func TestValidationRules(t *testing.T) {
 			if r.status != 400 || r.code() != tc.code {
 				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			}
 		})
 	}
 	// Boundaries that pass.
@@ -180,6 +183,8 @@ func TestContentChecks(t *testing.T) {
 	wide := e.upload(key, "wide.png", pngBytes(t, 400, 50, false))
 	longVid := e.upload(key, "long.mp4", readFile(t, long.Source))
 	garbage := e.upload(key, "junk.png", []byte("this is not a picture at all, just text"))
+	emptyKey := e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false))
+	cutout := e.upload(key, "cutout.png", keyframePNG(t, 64, 48, true, true))
 	cases := []struct {
 		name string
 		body map[string]any
@@ -195,6 +200,7 @@ func TestContentChecks(t *testing.T) {
 		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), CodeAlphaTypeMismatch},
 		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), CodeAlphaTypeMismatch},
 		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), CodeInvalidFileFormat},
+		{"select empty keyframe", with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), CodeAlphaTypeMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,12 +208,16 @@ func TestContentChecks(t *testing.T) {
 			if r.status != 400 || r.code() != tc.code {
 				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			}
 		})
 	}
 	// Accepted: inline data, a video with its custom matte.
 	for _, b := range []map[string]any{
 		validReq(dataURI("image/png", png)),
 		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
+		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", cutout),
 	} {
 		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
 			t.Fatalf("%d %s", r.status, r.body)
@@ -544,7 +554,11 @@ func TestSelectMatteChecks(t *testing.T) {
 	}{
 		{matteVid, 0, CodeAlphaMustBeImage},
 		{kf, 4, CodeInvalidKeyframeIndex},
-		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
+		{e.upload(key, "cutout.png", keyframePNG(t, 64, 48, false, true)), 0, ""},
+		{e.upload(key, "deep.png", keyframePNG(t, 64, 48, true, true)), 0, ""},
+		{e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "empty16.png", keyframePNG(t, 64, 48, true, false)), 0, CodeAlphaTypeMismatch},
 		{e.upload(key, "square.png", pngBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
 		{e.upload(key, "half.png", pngBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},

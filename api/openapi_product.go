@@ -24,7 +24,7 @@ var productErrorCodes = map[string]string{
 	CodeInvalidURI:             "400: an input URI of no accepted form, or an https:// host that resolves to a non-public address.",
 	CodeSourceUnreachable:      "400: the named upload does not exist or belongs to another organization or team (the same answer), or an https:// host does not resolve.",
 	CodeInvalidFileFormat:      "400: media of no accepted format (judged by content, when at hand).",
-	CodeAlphaTypeMismatch:      "400: a custom matte of the wrong kind, size or frame count.",
+	CodeAlphaTypeMismatch:      "400: a custom matte of the wrong kind, size or frame count, or a select keyframe of another aspect ratio or that selects nothing (its alpha and its colour both empty).",
 	CodeAlphaMustBeImage:       "400: alpha_mode select needs a keyframe image.",
 	CodeSourceTooLarge:         "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
 	CodeVideoTooManyFrames:     "400: video over 240 frames.",

@@ -53,7 +53,7 @@ const vfxSchema = `{
   "properties": {
     "source": {"type": "string", "minLength": 1, "description": "Source image (PNG, JPEG, WebP) or video (MP4, MOV; H.264 or HEVC; at most 240 frames): vfx://uploads/{id}/{filename}, https:// or data: URI. At most 2,770,000 pixels."},
     "alpha_mode": {"enum": ["auto", "fill", "custom", "select"]},
-    "alpha": {"type": "string", "minLength": 1, "description": "Alpha matte URI; required for custom and select, ignored otherwise."},
+    "alpha": {"type": "string", "minLength": 1, "description": "Alpha matte URI; required for custom and select, ignored otherwise. An image matte may be grey, RGB or RGBA, 8 or 16 bits: its alpha where not all opaque, else its luminance."},
     "alpha_keyframe_index": {"type": "integer", "minimum": 0, "default": 0},
     "prompt": {"type": "string", "maxLength": 2000},
     "reference_image": {"type": "string", "minLength": 1, "description": "Reference image URI (PNG, JPEG, WebP)."},

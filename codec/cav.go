@@ -26,6 +26,15 @@ static int vfx_pix_fmt_is_rgb(int fmt) {
 	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get((enum AVPixelFormat)fmt);
 	return d != NULL && (d->flags & AV_PIX_FMT_FLAG_RGB) != 0;
 }
+static int vfx_pix_fmt_depth(int fmt) {
+	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get((enum AVPixelFormat)fmt);
+	int m = 0;
+	if (d == NULL) return 0;
+	for (int i = 0; i < d->nb_components; i++) {
+		if (d->comp[i].depth > m) m = d->comp[i].depth;
+	}
+	return m;
+}
 static struct SwsContext *vfx_sws_new(int sw, int sh, int sf, int dw, int dh, int df, int flags,
 		int scs, int sfull, int dcs, int dfull, int *ret) {
 	struct SwsContext *c = sws_getContext(sw, sh, (enum AVPixelFormat)sf, dw, dh, (enum AVPixelFormat)df,
@@ -88,6 +97,9 @@ func makeWritable(f *astiav.Frame) error {
 
 func pixFmtHasAlpha(p astiav.PixelFormat) bool { return C.vfx_pix_fmt_has_alpha(C.int(p)) != 0 }
 func pixFmtIsRGB(p astiav.PixelFormat) bool    { return C.vfx_pix_fmt_is_rgb(C.int(p)) != 0 }
+
+// pixFmtDepth is the largest bit depth of p's components (0 if unknown).
+func pixFmtDepth(p astiav.PixelFormat) int { return int(C.vfx_pix_fmt_depth(C.int(p))) }
 
 // scaler is a swscale context with explicit matrices and ranges.
 type scaler struct {

@@ -22,7 +22,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	typ := fs.String("type", "", "generation type: image or video (required)")
 	source := fs.String("source", "", "source image (PNG, JPEG, WebP) or video (MP4/MOV, H.264/HEVC) (required)")
 	alphaMode := fs.String("alpha-mode", "fill", "alpha mode: fill, custom, select (propagate a keyframe matte) or auto (no matte)")
-	alpha := fs.String("alpha", "", "alpha matte: custom: an image for image jobs, a video of the same length for video jobs; select: a grayscale PNG or JPEG keyframe matte")
+	alpha := fs.String("alpha", "", "alpha matte (white or opaque = keep): custom: an image for image jobs, a video of the same length for video jobs; select: a PNG or JPEG keyframe matte (grey, RGB or RGBA, 8 or 16 bits: the alpha where it is not all opaque, else the luminance)")
 	keyframe := fs.Int("alpha-keyframe-index", 0, "reference frame of a select matte (0-based)")
 	reference := fs.String("reference", "", "reference image whose light and colour the render takes (PNG, JPEG, WebP)")
 	prompt := fs.String("prompt", "", "text description of the light and scene (at most 2000 characters)")
