@@ -325,7 +325,8 @@ func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
 	u, err := s.resolver.Parse(uri)
 	if err != nil {
 		if errors.Is(err, store.ErrTooLarge) {
-			return badRequest(CodeSourceTooLarge, "%s: inline data is over 50 MB", name)
+			return badRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
+				s.resolver.MaxDataBytesOrDefault(), strings.TrimPrefix(err.Error(), "store: "))
 		}
 		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
 	}
