@@ -550,3 +550,44 @@ func (s *Service) InFlight(ctx context.Context, accountID string) (int, error) {
 	}
 	return a.Count, nil
 }
+
+// AbandonReservation releases the reservation of a job whose submission is
+// known to be dead (its process crashed, or its idempotency claim was taken
+// over): unlike Settle, an entry left "pending" or "releasing" by the dead
+// call is not waited for until it is stale; it is removed at once and the
+// account's aggregate recounted (see recount: exact unless another entry of
+// the account is mid-change, in which case a later sweep recounts). A held
+// entry is released as Settle releases it. A job with no entry is a no-op.
+// ErrInvalid for a malformed job id.
+func (s *Service) AbandonReservation(ctx context.Context, accountID, jobID string) error {
+	if !validID(jobID) {
+		return fmt.Errorf("%w: job id %q", ErrInvalid, jobID)
+	}
+	if !validID(accountID) {
+		return fmt.Errorf("%w: account %q", ErrNotFound, accountID)
+	}
+	key := entryKey(accountID, jobID)
+	for attempt := 0; attempt < transitionWaits; attempt++ {
+		r, rev, found, err := s.getEntry(ctx, key)
+		if err != nil {
+			return fmt.Errorf("account: abandon reservation: %w", err)
+		}
+		if !found {
+			return nil
+		}
+		if r.State == resHeld {
+			won, err := s.releaseHeld(ctx, accountID, key, r, rev)
+			if err != nil {
+				return fmt.Errorf("account: abandon reservation: %w", err)
+			}
+			if won {
+				return nil
+			}
+			continue
+		}
+		if err := s.dropStale(ctx, accountID, key, rev); err != nil {
+			return fmt.Errorf("account: abandon reservation: %w", err)
+		}
+	}
+	return fmt.Errorf("account: abandon reservation: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+}
