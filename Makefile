@@ -213,7 +213,8 @@ CRASH_RUNS ?= 10
 crash-drill: build models
 	rm -rf out/crash-drill
 	VFX_CRASH_DRILL=1 VFX_DRILL_BIN=$(CURDIR)/$(BIN)/vfx VFX_MODEL_DIR=$(MODEL_DIR) VFX_DRILL_LOGS=$(CURDIR)/out/crash-drill \
-		$(GOV) test -count=$(CRASH_RUNS) -run '^TestCrashDrill$$' -timeout 60m ./deploy/drill
+		$(GOV) test -count=$(CRASH_RUNS) -run '^TestCrashDrill$$' -v -timeout 60m ./deploy/drill | \
+		{ grep -E '^crash-drill: |crash_test.go|^(--- |ok|FAIL|panic)' || true; }; exit $${PIPESTATUS[0]}
 
 ## docker, docker-gpu: the CPU and GPU images (needs a Docker engine; deploy/docker/).
 docker:

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -252,4 +253,43 @@ func pendingCount(t *testing.T, e *env) int {
 		n++
 	}
 	return n
+}
+
+// TestIdemResendRequeues: a job whose record was created but whose queue
+// message a crash lost (queue.Submit died between the two) is queued again
+// when its key is resent, and the resend answers the job (200).
+func TestIdemResendRequeues(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	ctx := context.Background()
+	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	body := with(validReq(dataURI("image/png", pngBytes(t, 64, 48, false))), "idempotency_key", "lost-msg")
+	raw, _ := json.Marshal(body)
+	g, err := decodeGenRequest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, now := newJobID(), time.Now().UTC()
+	jr, _ := json.Marshal(map[string]any{"generation_type": "image", "alpha_mode": "fill", "prompt": "warm sunset light"})
+	if _, err := e.q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: a.ID, Request: jr, CreatedAt: now, ModifiedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(idemEntry{JobID: id, BodyHash: g.hash(), Holder: "crashed/req", ClaimedAt: now})
+	if _, err := e.srv.idem.Put(ctx, idemKey(a.ID, "lost-msg"), v); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := e.js.Stream(ctx, queue.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := queue.SubjectJobsPrefix + queue.KindGeneration + "." + id
+	if _, err := stream.GetLastMsgForSubject(ctx, subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("message before the resend: %v", err)
+	}
+	r := e.do("POST", "/v1/vfx/generations", key, body)
+	if r.status != 200 || r.json(t)["id"] != id {
+		t.Fatalf("resend: %d %s", r.status, r.body)
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, subject); err != nil {
+		t.Fatalf("message after the resend: %v", err)
+	}
 }
