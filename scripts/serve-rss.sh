@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # serve-rss.sh [BIN] [N] [BYTES]: the memory of a fresh `vfx serve` read from /proc/<pid>/status,
-# (1) idle once the segmentation model is loaded and warmed, and (2) while N concurrent submissions
+# (1) idle once the segmentation model is loaded and warmed (5 s and IDLE_WAIT=60 s after), and
+# (2), its peak reset first (clear_refs), while N concurrent submissions
 # of a BYTES-byte inline PNG (a data: URI, about 4/3 × BYTES of JSON each) are read, stored and
 # rendered (sampled every 100 ms until every job has finished). Defaults: bin/vfx, 4, 49000000.
 # Needs curl, jq and python3; the model from `make models` (VFX_MODEL_DIR). Loopback only.
@@ -18,7 +19,11 @@ for _ in $(seq 600); do grep -q '"segmentation model warm"' "$dir/log" && break;
 grep -q '"segmentation model warm"' "$dir/log" || { echo "serve-rss: the model did not warm up" >&2; tail -5 "$dir/log" >&2; exit 1; }
 key=$(sed -n 's/^api key (shown once): //p' "$dir/out")
 sleep 5
-echo "idle, model loaded and warmed: VmRSS $(status VmRSS) MiB, VmHWM $(status VmHWM) MiB (the warm-up run's peak)"
+echo "idle 5 s after the model's warm-up: VmRSS $(status VmRSS) MiB, VmHWM $(status VmHWM) MiB (the warm-up run's peak)"
+sleep "${IDLE_WAIT:-60}"
+echo "idle $((5 + ${IDLE_WAIT:-60})) s after the warm-up: VmRSS $(status VmRSS) MiB"
+# Reset the peak (VmHWM) so that the next one is the submissions' own.
+echo 5 >"/proc/$pid/clear_refs"
 
 # A valid PNG (64x48) padded to exactly $size bytes with a private ancillary chunk.
 python3 - "$size" "$dir/body" <<'EOF'
@@ -55,4 +60,4 @@ for i in $(seq "$n"); do
   done
 done
 sample
-echo "$n × $size-byte inline submissions (answers: $codes): peak sampled VmRSS $peak MiB, VmHWM $(status VmHWM) MiB; after: VmRSS $(status VmRSS) MiB"
+echo "$n × $size-byte inline submissions (answers: $codes), read, stored and rendered: peak VmHWM $(status VmHWM) MiB (sampled VmRSS peak $peak MiB); after: VmRSS $(status VmRSS) MiB"

@@ -394,6 +394,17 @@ func crashBooks(t *testing.T, data, acctID, org string, reqs []*crashReq) (b boo
 	if b.slots, err = acc.InFlight(ctx, acctID); err != nil {
 		b.err = errors.Join(b.err, err)
 	}
+	if b.slots > 0 { // what holds them: the account's in-flight entries and aggregate
+		if kv, err := js.KeyValue(ctx, account.BucketInFlight); err == nil {
+			if keys, err := kv.ListKeys(ctx); err == nil {
+				for k := range keys.Keys() {
+					if e, err := kv.Get(ctx, k); err == nil && strings.HasPrefix(k, acctID+".") {
+						t.Logf("in flight: %s = %s", k, e.Value())
+					}
+				}
+			}
+		}
+	}
 	c, err := acc.Credits(ctx, org)
 	if err != nil {
 		b.err = errors.Join(b.err, err)
