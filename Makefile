@@ -209,6 +209,19 @@ drill: build nats-server minio
 		VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 VFX_DRILL_LOGS=$(CURDIR)/out/drill \
 		$(GOV) test -count=1 -run '^TestDrill$$' -v -timeout 20m ./deploy/drill
 
+## crash-drill: the crash-consistency drill on loopback, CRASH_RUNS times (default 10): one `vfx serve`, a burst of 20
+## submissions with idempotency keys (10 generation, 10 product, inline sources), SIGKILL mid-burst, a restart on the
+## same --data, every unanswered request resent with its key; checks each gets its job within 30 s, every job
+## completes, billed/charged once, no orphaned input after a sweep, no slots or credits held. One line a run
+## (deploy/drill/crash_test.go; about a minute a run). Process logs go to out/crash-drill.
+CRASH_RUNS ?= 10
+.PHONY: crash-drill
+crash-drill: build models
+	rm -rf out/crash-drill
+	VFX_CRASH_DRILL=1 VFX_DRILL_BIN=$(CURDIR)/$(BIN)/vfx VFX_MODEL_DIR=$(MODEL_DIR) VFX_DRILL_LOGS=$(CURDIR)/out/crash-drill \
+		$(GOV) test -count=$(CRASH_RUNS) -run '^TestCrashDrill$$' -v -timeout 60m ./deploy/drill | \
+		{ grep -E '^crash-drill: |crash_test.go|^(--- |ok|FAIL|panic)' || true; }; exit $${PIPESTATUS[0]}
+
 ## docker, docker-gpu: the CPU and GPU images (needs a Docker engine; deploy/docker/).
 docker:
 	docker build -f deploy/docker/Dockerfile --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) .

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -119,6 +120,22 @@ func TestValidationRules(t *testing.T) {
 				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
 			}
 		})
+	}
+	// A number beyond int64 is quoted as sent, not as the saturated value.
+	for _, c := range []struct{ field, text, code string }{
+		{"seed", "1e100", CodeInvalidSeed}, {"seed", "-1E+100", CodeInvalidSeed},
+		{"alpha_keyframe_index", "1e100", CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", CodeInvalidMaxResolution},
+	} {
+		body, _ := json.Marshal(with(base, c.field, nil))
+		raw := strings.Replace(string(body), "{", `{"`+c.field+`":`+c.text+",", 1)
+		r := e.do("POST", "/v1/vfx/generations", key, raw)
+		var m struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(r.body, &m)
+		if r.status != 400 || m.Error.Code != c.code || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
+			t.Fatalf("%s %s: %d %s", c.field, c.text, r.status, r.body)
+		}
 	}
 	// Boundaries that pass.
 	for _, b := range []map[string]any{

@@ -54,6 +54,18 @@ type genRequest struct {
 	// badUTF8 names the first string field whose JSON text held invalid
 	// UTF-8 (the decoder would have replaced it with U+FFFD).
 	badUTF8 string
+	// intText is the JSON text of each integer field as given, for error
+	// messages: a value beyond int64 (1e100) saturates when parsed.
+	intText map[string]string
+}
+
+// quoteInt is the JSON text of the integer field name as the client sent
+// it (at most 40 characters), or v when it was not sent.
+func (g genRequest) quoteInt(name string, v int64) string {
+	if t, ok := g.intText[name]; ok {
+		return trunc.String(t, 40)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // fieldKind is the JSON type a request field wants.
@@ -137,6 +149,10 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 				continue
 			}
 			*ints[f.name] = &v
+			if req.intText == nil {
+				req.intText = map[string]string{}
+			}
+			req.intText[f.name] = string(bytes.TrimSpace(raw))
 		}
 	}
 	if len(details) > 0 {
@@ -275,16 +291,16 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	jr.MaxResolution = job.DefaultMaxResolution
 	if g.MaxResolution != nil {
 		if *g.MaxResolution != 720 && *g.MaxResolution != 1080 {
-			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %d: want 720 or 1080", *g.MaxResolution)
+			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", *g.MaxResolution))
 		}
 		jr.MaxResolution = int(*g.MaxResolution)
 	}
 	if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
-		return jr, badRequest(CodeInvalidSeed, "seed %d: want 0 to %d", *g.Seed, uint64(MaxSeed))
+		return jr, badRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
 	}
 	if g.AlphaKeyframeIndex != nil {
 		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
-			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", *g.AlphaKeyframeIndex)
+			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", *g.AlphaKeyframeIndex), math.MaxInt32)
 		}
 		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
@@ -325,7 +341,8 @@ func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
 	u, err := s.resolver.Parse(uri)
 	if err != nil {
 		if errors.Is(err, store.ErrTooLarge) {
-			return badRequest(CodeSourceTooLarge, "%s: inline data is over 50 MB", name)
+			return badRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
+				s.resolver.MaxDataBytesOrDefault(), strings.TrimPrefix(err.Error(), "store: "))
 		}
 		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
 	}

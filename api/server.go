@@ -37,6 +37,7 @@ type Accounts interface {
 	Peek(ctx context.Context, acct account.Account, class account.Class) (account.Decision, error)
 	Reserve(ctx context.Context, acct account.Account, jobID string, cost float64, enforceConcurrency bool) error
 	Settle(ctx context.Context, accountID, jobID string, charged bool, meter string, units float64, cost float64) error
+	AbandonReservation(ctx context.Context, accountID, jobID string) error
 	InFlight(ctx context.Context, accountID string) (int, error)
 	Billing(ctx context.Context, accountID string) (account.Billing, error)
 	GetAccount(ctx context.Context, id string) (account.Account, error)
@@ -197,6 +198,19 @@ type Config struct {
 	// MaxStreamsPerAccount is how many event streams an account may hold
 	// open at once on this replica; 0 means DefaultMaxStreamsPerAccount.
 	MaxStreamsPerAccount int
+	// IdemClaimLease is how long an idempotency claim whose job record does
+	// not exist may go without renewal (its owner renews it every third of
+	// this while alive) before the next request with the same key and body
+	// takes it over (see idem.go); 0 means DefaultIdemClaimLease.
+	IdemClaimLease time.Duration
+	// PendingGrace is how old the record of a submission in progress must
+	// be, with no job record, before the sweeper gives back what it held
+	// (see pending.go); 0 means DefaultPendingGrace. It must exceed
+	// SubmitRetryFor.
+	PendingGrace time.Duration
+	// Instance names this Server in the idempotency claims it makes; ""
+	// means a random name.
+	Instance string
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use.
@@ -228,6 +242,11 @@ type Server struct {
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
+	// gclaims and pclaims are the idempotency claims of the generation
+	// and product APIs (buckets gen_idem and product_idem).
+	gclaims, pclaims *idemClaims
+	// pending holds the records of submissions in progress (BucketPending).
+	pending jetstream.KeyValue
 }
 
 // idemCreateWait is how long a request waits for the job that a
@@ -312,6 +331,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.MaxStreamsPerAccount <= 0 {
 		s.cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
 	}
+	if s.cfg.IdemClaimLease <= 0 {
+		s.cfg.IdemClaimLease = DefaultIdemClaimLease
+	}
+	if s.cfg.PendingGrace <= 0 {
+		s.cfg.PendingGrace = DefaultPendingGrace
+	}
+	if s.cfg.PendingGrace <= s.cfg.SubmitRetryFor {
+		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.cfg.PendingGrace, s.cfg.SubmitRetryFor)
+	}
+	if s.cfg.Instance == "" {
+		s.cfg.Instance = "api-" + randomToken(6)
+	}
 	if s.cfg.LedgerReconcileLimit <= 0 {
 		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
 	}
@@ -369,6 +400,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.pidem, err = open(BucketProductIdem, "vfx product idempotency keys", 1); err != nil {
 		return nil, err
 	}
+	if s.pending, err = open(BucketPending, "vfx submissions in progress: what each holds until its job exists", 1); err != nil {
+		return nil, err
+	}
+	claims := func(kv jetstream.KeyValue, newID func() string) *idemClaims {
+		return &idemClaims{kv: kv, lease: s.cfg.IdemClaimLease, wait: s.idemWait, holder: s.cfg.Instance,
+			newID: newID, now: s.now, log: s.log.Named("idem")}
+	}
+	s.gclaims, s.pclaims = claims(s.idem, newJobID), claims(s.pidem, newProductJobID)
 	if s.products, err = catalogue(); err != nil {
 		return nil, err
 	}
