@@ -106,9 +106,9 @@ func (r *Renderer) Unpremultiply(dst kernels.Image, p *Passes) error {
 
 // FramePasses is Frame that also writes every pass of the frame into p
 // (made by NewPasses): p.Composite is what Frame writes into dst. src and
-// alpha are as for Frame. It runs the fused composite five times (with
-// and without grain, the clean foreground, the shadow and the wrap), so
-// it costs about three times a Frame: a job computes passes only when
+// alpha are as for Frame. It runs the fused composite four times (with
+// and without grain, the clean foreground and the wrap), so it costs
+// several times a Frame: a job computes passes only when
 // they are asked for.
 func (r *Renderer) FramePasses(ctx context.Context, p *Passes, src, alpha kernels.Image) error {
 	if err := r.checkShapes(src, src, alpha); err != nil {

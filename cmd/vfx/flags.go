@@ -66,6 +66,10 @@ var commandHelp = map[string]cmdHelp{
 		synopsis: "vfx bench matte [flags]",
 		example:  `vfx bench matte --dataset ../shared/datasets/davis2016-train --clips bear,soccerball --cache out/netcache --sheet out/matte-sheet.png`,
 	},
+	"bench passes": {
+		synopsis: "vfx bench passes --dir DIR [flags]",
+		example:  `vfx bench passes --dir out/shot --frame 1001 --out out/shot-passes.png`,
+	},
 	"selftest": {
 		synopsis: "vfx selftest [flags]",
 		example:  `vfx selftest --backend cuda --gpu 0`,

@@ -36,7 +36,10 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	backend := fs.String("backend", "auto", backendHelp)
 	gpu := fs.Int("gpu", -1, gpuHelp)
 	fit := fs.Bool("fit", false, "downscale a source (and a custom matte) over 2.77 MP to the largest size within the limit, keeping the aspect ratio")
-	foreground := fs.Bool("foreground", false, "also write the relit subject with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
+	foreground := fs.Bool("foreground", false, "also write the clean relit subject (no new background, wrap or shadow) with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
+	outputFormat := fs.String("output-format", worker.OutputMP4, "mp4, or exr: also linear half-float EXR pass sequences <out>/<pass>/<pass>.####.exr (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain)")
+	startFrame := fs.Int("start-frame", worker.DefaultStartFrame, "number of the first EXR frame (at least 1)")
+	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	mo := modelFlags(fs, &env{get: os.Getenv})
@@ -74,6 +77,18 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		CRF:                *crf,
 		X264Params:         *x264Params,
 		Foreground:         *foreground,
+		OutputFormat:       *outputFormat,
+		StartFrame:         *startFrame,
+		EXRColorSpace:      *exrSpace,
+	}
+	if *startFrame < 1 {
+		return usageError{fmt.Sprintf("--start-frame %d: want at least 1", *startFrame)}
+	}
+	if *outputFormat != worker.OutputMP4 && *outputFormat != worker.OutputEXR {
+		return usageError{fmt.Sprintf("--output-format %q: want mp4 or exr", *outputFormat)}
+	}
+	if *exrSpace != worker.EXRRec709 && *exrSpace != worker.EXRACEScg {
+		return usageError{fmt.Sprintf("--exr-colorspace %q: want rec709 or acescg", *exrSpace)}
 	}
 	var err error
 	if *fit {
@@ -161,6 +176,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "matte: %s\n", res.Matte)
 	}
 	files := strings.TrimSpace(strings.Join([]string{res.Render, res.Source, res.Alpha, res.Foreground}, " "))
+	if res.EXR != "" {
+		files += fmt.Sprintf(" %s/<pass>/<pass>.%04d-%04d.exr (%s)", res.EXR, res.EXRFirstFrame, res.EXRLastFrame, strings.Join(worker.EXRPasses, ", "))
+	}
 	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s\n",
 		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, files)
 	return nil
