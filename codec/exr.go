@@ -160,56 +160,25 @@ var exrLinesPerChunk = [...]int{1, 1, 1, 16, 32, 16, 32, 32}
 // entries by its length. A file that already has one is returned as it
 // is.
 func addChromaticities(data []byte, c Chromaticities) ([]byte, error) {
-	if len(data) < 8 || binary.LittleEndian.Uint32(data) != 20000630 {
-		return nil, errors.New("exr: not an OpenEXR file")
+	hd, err := parseEXRHeader(data)
+	if err != nil {
+		return nil, err
 	}
-	if data[5]&0x1e != 0 { // tiled, long names, deep or multi-part
+	if hd.multiOrTiled {
 		return nil, fmt.Errorf("exr: version flags %#x: only single-part scan-line files are patched", data[5])
 	}
-	p := 8
-	compression, yMin, yMax := -1, 0, -1
-	for {
-		if p >= len(data) {
-			return nil, errors.New("exr: header runs past the end")
-		}
-		if data[p] == 0 {
-			break
-		}
-		name, n, err := cString(data, p)
-		if err != nil {
-			return nil, err
-		}
-		typ, n2, err := cString(data, n)
-		if err != nil {
-			return nil, err
-		}
-		if n2+4 > len(data) {
-			return nil, errors.New("exr: header runs past the end")
-		}
-		size := int(int32(binary.LittleEndian.Uint32(data[n2:])))
-		v := n2 + 4
-		if size < 0 || v+size > len(data) {
-			return nil, fmt.Errorf("exr: attribute %s: size %d", name, size)
-		}
-		switch {
-		case name == "chromaticities":
-			return data, nil
-		case name == "compression" && typ == "compression" && size == 1:
-			compression = int(data[v])
-		case name == "dataWindow" && typ == "box2i" && size == 16:
-			yMin = int(int32(binary.LittleEndian.Uint32(data[v+4:])))
-			yMax = int(int32(binary.LittleEndian.Uint32(data[v+12:])))
-		}
-		p = v + size
+	if hd.hasChroma {
+		return data, nil
 	}
-	if compression < 0 || compression >= len(exrLinesPerChunk) || yMax < yMin {
-		return nil, fmt.Errorf("exr: compression %d, data window rows %d..%d", compression, yMin, yMax)
+	if hd.compression < 0 || hd.compression >= len(exrLinesPerChunk) || hd.yMax < hd.yMin {
+		return nil, fmt.Errorf("exr: compression %d, data window rows %d..%d", hd.compression, hd.yMin, hd.yMax)
 	}
-	chunks := (yMax - yMin + exrLinesPerChunk[compression]) / exrLinesPerChunk[compression]
+	chunks := (hd.yMax - hd.yMin + exrLinesPerChunk[hd.compression]) / exrLinesPerChunk[hd.compression]
 	var attr bytes.Buffer
 	attr.WriteString("chromaticities\x00chromaticities\x00")
 	_ = binary.Write(&attr, binary.LittleEndian, int32(32))
 	_ = binary.Write(&attr, binary.LittleEndian, c)
+	p := hd.end
 	table := p + 1
 	if table+8*chunks > len(data) {
 		return nil, errors.New("exr: offset table runs past the end")

@@ -39,6 +39,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	foreground := fs.Bool("foreground", false, "also write the clean relit subject (no new background, wrap or shadow) with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
 	outputFormat := fs.String("output-format", worker.OutputMP4, "mp4, or exr: also linear half-float EXR pass sequences <out>/<pass>/<pass>.####.exr (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain)")
 	startFrame := fs.Int("start-frame", worker.DefaultStartFrame, "number of the first EXR frame (at least 1)")
+	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
 	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
@@ -90,7 +91,32 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *exrSpace != worker.EXRRec709 && *exrSpace != worker.EXRACEScg {
 		return usageError{fmt.Sprintf("--exr-colorspace %q: want rec709 or acescg", *exrSpace)}
 	}
+	codec.Quiet()
 	var err error
+	_, srcSeq, _ := sequenceFiles(*source)
+	_, alphaSeq, _ := sequenceFiles(*alpha)
+	if srcSeq || alphaSeq && *alpha != "" && *alphaMode == "custom" {
+		rate, err := parseFPS(*fps)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		tmp, err := os.MkdirTemp("", "vfx-sequence-")
+		if err != nil {
+			return fmt.Errorf("sequence: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		files := map[string]string{"source": *source}
+		if *alpha != "" && *alphaMode == "custom" {
+			files["alpha"] = *alpha
+		}
+		if files, err = sequenceInputs(ctx, files, rate, tmp, stdout); err != nil {
+			return err
+		}
+		*source = files["source"]
+		if a, ok := files["alpha"]; ok {
+			*alpha = a
+		}
+	}
 	if *fit {
 		tmp, err := os.MkdirTemp("", "vfx-fit-")
 		if err != nil {
