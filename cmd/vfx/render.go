@@ -6,15 +6,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/media"
+	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/worker"
 )
+
+// parseFrames reads --frames A-B (0-based, inclusive).
+func parseFrames(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return 0, 0, fmt.Errorf("--frames %q: want A-B, 0 <= A <= B (0-based source frames, e.g. 10-19)", s)
+	}
+	return first, last, nil
+}
 
 func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -39,6 +54,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	foreground := fs.Bool("foreground", false, "also write the clean relit subject (no new background, wrap or shadow) with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
 	outputFormat := fs.String("output-format", worker.OutputMP4, "mp4, or exr: also linear half-float EXR pass sequences <out>/<pass>/<pass>.####.exr (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain)")
 	startFrame := fs.Int("start-frame", worker.DefaultStartFrame, "number of the first EXR frame (at least 1)")
+	frames := fs.String("frames", "", "render only source frames A-B (0-based, inclusive, e.g. 10-19) of a video")
+	preview := fs.Bool("preview", false, "quick look: half the output size and x264 preset veryfast (unless --preset is given)")
 	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
 	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -117,6 +134,44 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*alpha = a
 		}
 	}
+	if *frames != "" {
+		first, last, err := parseFrames(*frames)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		if *typ != "video" {
+			return usageError{"--frames needs --type video"}
+		}
+		tmp, err := os.MkdirTemp("", "vfx-frames-")
+		if err != nil {
+			return fmt.Errorf("--frames: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := checkLocalFile("source", *source); err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, "source.mp4")
+		if err := codec.TrimVideo(ctx, codec.FileInput(*source), dst, first, last, codec.DefaultLimits(), false); err != nil {
+			return fmt.Errorf("source: --frames %s: %w", *frames, err)
+		}
+		*source = dst
+		if *alpha != "" && *alphaMode == "custom" {
+			if err := checkLocalFile("alpha", *alpha); err != nil {
+				return err
+			}
+			dst := filepath.Join(tmp, "alpha.mp4")
+			if err := codec.TrimVideo(ctx, codec.FileInput(*alpha), dst, first, last, codec.DefaultLimits(), true); err != nil {
+				return fmt.Errorf("alpha: --frames %s: %w", *frames, err)
+			}
+			*alpha = dst
+		}
+		if *alphaMode == "select" {
+			if *keyframe < first || *keyframe > last {
+				return usageError{fmt.Sprintf("--alpha-keyframe-index %d is outside --frames %s", *keyframe, *frames)}
+			}
+			req.AlphaKeyframeIndex = *keyframe - first
+		}
+	}
 	if *fit {
 		tmp, err := os.MkdirTemp("", "vfx-fit-")
 		if err != nil {
@@ -165,7 +220,27 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}()
 	}
-	codec.Quiet()
+	// Every input is checked before the model loads: a bad input fails
+	// in well under a second in every mode.
+	if err := worker.Validate(&req); err != nil {
+		return err
+	}
+	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
+		AlphaKeyframeIndex: req.AlphaKeyframeIndex, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, codec.DefaultLimits())
+	if err != nil {
+		return err
+	}
+	if *preview {
+		maxR := req.MaxResolution
+		if maxR == 0 {
+			maxR = 1080
+		}
+		ow, oh := render.OutputSize(md.Source.DisplayWidth, md.Source.DisplayHeight, maxR, req.GenerationType == "video")
+		req.RenderShortSide = max(2, min(ow, oh)/2)
+		if !setFlags(fs)["preset"] {
+			req.Preset = "veryfast"
+		}
+	}
 	dev, err := openBackend(*backend, *gpu, *workers)
 	if err != nil {
 		return err

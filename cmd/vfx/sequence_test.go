@@ -126,3 +126,70 @@ func TestRenderSequences(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderFramesPreview: --frames 2-4 --preview renders three frames at
+// half the output size; a bad range is a usage error.
+func TestRenderFramesPreview(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := bench.WriteFixture(context.Background(), filepath.Join(dir, "in"), bench.FixtureOptions{Width: 192, Height: 108, Frames: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI("render", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom", "--alpha", fx.Matte,
+		"--prompt", "warm key light", "--seed", "3", "--frames", "2-4", "--preview", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "rendered 3 frame(s) 96x54") {
+		t.Errorf("summary %q: want 3 frames at 96x54", stdout)
+	}
+	for _, name := range []string{"render.mp4", "alpha.mp4", "source.mp4"} {
+		probe, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,nb_frames", "-of", "csv=p=0", filepath.Join(out, name)).Output()
+		if err != nil || strings.TrimSpace(string(probe)) != "96,54,3" {
+			t.Errorf("%s: %q (%v), want 96,54,3", name, probe, err)
+		}
+	}
+	// The trimmed matte is the source's frames 2..4: its first frame is
+	// the full matte's third.
+	full, cut := decodeFrames(t, fx.Matte, frame.Gray8), decodeFrames(t, filepath.Join(out, "alpha.mp4"), frame.Gray8)
+	if len(cut) != 3 || len(full) != 8 {
+		t.Fatalf("%d and %d matte frames", len(cut), len(full))
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--frames", "5-2"}, "--frames \"5-2\""},
+		{[]string{"--frames", "6-9"}, "the video has 8"},
+	} {
+		args := append([]string{"render", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom", "--alpha", fx.Matte,
+			"--prompt", "x", "--out", filepath.Join(dir, "bad")}, c.args...)
+		code, _, stderr := runCLI(args...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want an error naming %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestRenderBadInputBeforeModel: in auto and select a bad source is
+// refused before the segmentation network is looked for (an empty model
+// folder would give MODEL_UNAVAILABLE after it).
+func TestRenderBadInputBeforeModel(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.mp4")
+	if err := os.WriteFile(bad, []byte(strings.Repeat("not a video ", 400)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mask := filepath.Join(dir, "mask.png")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "color=white:s=64x64", "-frames:v", "1", mask).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	for _, mode := range []string{"auto", "select", "fill", "custom"} {
+		code, _, stderr := runCLI("render", "--type", "video", "--source", bad, "--alpha-mode", mode, "--alpha", mask,
+			"--prompt", "x", "--model-dir", filepath.Join(dir, "no-models"), "--out", filepath.Join(dir, "out"))
+		if code != 1 || !strings.Contains(stderr, "INVALID_FILE_FORMAT") {
+			t.Errorf("%s: exit %d, %q; want INVALID_FILE_FORMAT before the model", mode, code, stderr)
+		}
+	}
+}
