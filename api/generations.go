@@ -137,6 +137,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	jr.Foreground = g.Foreground != nil && *g.Foreground
 	hash := g.hash()
 	var ikey string
 	if g.IdempotencyKey != nil {
@@ -431,7 +432,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	switch rec.Status {
 	case queue.StatusCompleted:
 		v.Output = map[string]string{}
-		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
+		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground} {
 			key, ok := rec.Outputs[name]
 			if !ok {
 				continue

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asticode/go-astiav"
 )
 
 // readEXRByFFmpeg decodes an EXR file with the ffmpeg command line into
@@ -111,5 +113,22 @@ func TestEXRChromaticitiesToRec709(t *testing.T) {
 				t.Fatalf("toRec709(ACEScg) x Rec709→ACEScg = %v, want the identity", p)
 			}
 		}
+	}
+}
+
+// TestLogWarnings: FFmpeg's warnings reach the sink, its info lines do
+// not.
+func TestLogWarnings(t *testing.T) {
+	var got []string
+	LogWarnings(func(level, msg string) { got = append(got, level+": "+msg) })
+	defer func() {
+		astiav.ResetLogCallback()
+		Quiet()
+	}()
+	astiav.Log(nil, astiav.LogLevelInfo, "an info line %s\n", "x")
+	astiav.Log(nil, astiav.LogLevelWarning, "a warning %s\n", "y")
+	astiav.Log(nil, astiav.LogLevelError, "an error %s\n", "z")
+	if strings.Join(got, "|") != "warning: a warning y|error: an error z" {
+		t.Errorf("sink got %q", got)
 	}
 }

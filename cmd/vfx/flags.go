@@ -54,6 +54,10 @@ var commandHelp = map[string]cmdHelp{
 		synopsis: "vfx jobs get ID [flags]",
 		example:  `vfx jobs get gen_0123abcd`,
 	},
+	"jobs download": {
+		synopsis: "vfx jobs download ID [flags]",
+		example:  `vfx jobs download gen_0123abcd --out out/shot`,
+	},
 	"bench fixture": {
 		synopsis: "vfx bench fixture [flags]",
 		example:  `vfx bench fixture --out out/fx --frames 48 --width 1280 --height 720`,
