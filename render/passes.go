@@ -48,7 +48,10 @@ type Passes struct {
 	// is added.
 	Grain kernels.Image
 
-	dev                  kernels.Device
+	dev kernels.Device
+	// fgOnly: only Composite, Foreground and Alpha are made
+	// (NewForegroundPasses).
+	fgOnly               bool
 	noGrain              kernels.Image // the composite without grain
 	zeros3, zeros1, ones kernels.Image
 }
@@ -69,6 +72,31 @@ func (r *Renderer) NewPasses() (*Passes, error) {
 	}{{&p.Composite, 3}, {&p.Foreground, 3}, {&p.Alpha, 1}, {&p.Gain, 3}, {&p.Shadow, 1}, {&p.Wrap, 3},
 		{&p.Backdrop, 3}, {&p.Normals, 3}, {&p.Grain, 3}, {&p.noGrain, 3}, {&p.zeros3, 3}, {&p.zeros1, 1}, {&p.ones, 1}} {
 		alloc(im.dst, im.c)
+	}
+	if err == nil {
+		err = r.ops.Fill(p.ones, []float32{1})
+	}
+	if err != nil {
+		p.Free()
+		return nil, fmt.Errorf("render: passes: %w", err)
+	}
+	return p, nil
+}
+
+// NewForegroundPasses allocates only the passes a clean foreground output
+// needs: Composite, Foreground and Alpha (the others stay nil and
+// FramePasses skips them), a third of NewPasses' memory. The caller frees
+// them with Free.
+func (r *Renderer) NewForegroundPasses() (*Passes, error) {
+	p := &Passes{dev: r.dev, fgOnly: true}
+	var err error
+	for _, im := range []struct {
+		dst *kernels.Image
+		c   int
+	}{{&p.Composite, 3}, {&p.Foreground, 3}, {&p.Alpha, 1}, {&p.zeros3, 3}, {&p.ones, 1}} {
+		if err == nil {
+			*im.dst, err = r.dev.NewImage(r.w, r.h, im.c)
+		}
 	}
 	if err == nil {
 		err = r.ops.Fill(p.ones, []float32{1})
@@ -122,17 +150,21 @@ func (r *Renderer) FramePasses(ctx context.Context, p *Passes, src, alpha kernel
 			}
 			return nil
 		}
-		if err := step("gain", ops.ResizeBilinear(p.Gain, r.gain)); err != nil {
-			return err
-		}
 		if r.fill {
 			if err := step("composite", ops.GainComposite(p.Composite, src, nil, r.gain, nil, nil, nil, 0, 1)); err != nil {
 				return err
+			}
+			if p.fgOnly {
+				if err := step("foreground", ops.Copy(p.Foreground, p.Composite)); err != nil {
+					return err
+				}
+				return step("alpha", ops.Fill(p.Alpha, []float32{1}))
 			}
 			for _, e := range []struct {
 				name string
 				err  error
 			}{
+				{"gain", ops.ResizeBilinear(p.Gain, r.gain)},
 				{"foreground", ops.Copy(p.Foreground, p.Composite)},
 				{"alpha", ops.Fill(p.Alpha, []float32{1})},
 				{"shadow", ops.Fill(p.Shadow, []float32{0})},
@@ -153,12 +185,18 @@ func (r *Renderer) FramePasses(ctx context.Context, p *Passes, src, alpha kernel
 		if err := step("composite", ops.GainCompositeLook(p.Composite, src, alpha, r.gain, bg, bgBlur, aBlur, look, wrap, 1)); err != nil {
 			return err
 		}
-		if err := step("composite", ops.GainCompositeLook(p.noGrain, src, alpha, r.gain, bg, bgBlur, aBlur, clean, wrap, 1)); err != nil {
-			return err
-		}
 		// FG: the new background black, no wrap (bgBlur nil), no shadow.
 		fgLook := kernels.CompositeLook{FgLow: look.FgLow, BgOldLow: look.BgOldLow}
 		if err := step("foreground", ops.GainCompositeLook(p.Foreground, src, alpha, r.gain, p.zeros3, nil, nil, fgLook, 0, 1)); err != nil {
+			return err
+		}
+		if p.fgOnly {
+			return step("alpha", ops.Copy(p.Alpha, alpha))
+		}
+		if err := step("gain", ops.ResizeBilinear(p.Gain, r.gain)); err != nil {
+			return err
+		}
+		if err := step("composite", ops.GainCompositeLook(p.noGrain, src, alpha, r.gain, bg, bgBlur, aBlur, clean, wrap, 1)); err != nil {
 			return err
 		}
 		// W: a black subject over a black background, with the wrap.

@@ -49,6 +49,16 @@ func TestPassesRebuildComposite(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ps.Free()
+			rc, err := New(ctx, d, c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			pf, err := rc.NewForegroundPasses()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pf.Free()
 			dst := upload(t, d, w, h, 3, nil)
 			var grainSeen, shadowSeen, wrapSeen bool
 			for i := range 3 {
@@ -58,7 +68,17 @@ func TestPassesRebuildComposite(t *testing.T) {
 				if err := rb.Frame(ctx, dst, src, alpha); err != nil {
 					t.Fatal(err)
 				}
+				if err := rc.FramePasses(ctx, pf, src, alpha); err != nil {
+					t.Fatal(err)
+				}
 				comp, want := read(t, d, ps.Composite), read(t, d, dst)
+				for _, pair := range [][2][]float32{{read(t, d, pf.Composite), comp}, {read(t, d, pf.Foreground), read(t, d, ps.Foreground)}, {read(t, d, pf.Alpha), read(t, d, ps.Alpha)}} {
+					for k := range pair[1] {
+						if pair[0][k] != pair[1][k] {
+							t.Fatalf("frame %d: the foreground-only passes differ from the full ones at %d: %v, %v", i, k, pair[0][k], pair[1][k])
+						}
+					}
+				}
 				for k := range want {
 					if comp[k] != want[k] {
 						t.Fatalf("frame %d: composite[%d] = %v, Frame gives %v", i, k, comp[k], want[k])

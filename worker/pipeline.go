@@ -144,9 +144,15 @@ func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20
 // float source and matte for select (video) and auto, whose matte is made
 // on the device; plus lookup tables and low-resolution images.
 const (
-	heapPerPixel       = 43
-	heapDevicePerPixel = 16
-	heapFixed          = 24 << 20
+	// Pass images (render.Passes): all of them (EXR) or the clean
+	// foreground's (composite, foreground, alpha, scratch), plus the
+	// foreground's unpremultiplied colour; float32 per channel.
+	heapPassesPerPixel   = 4*31 + 12
+	heapFGPassesPerPixel = 4*11 + 12
+	heapEXRPerPixel      = 4 * 28
+	heapPerPixel         = 43
+	heapDevicePerPixel   = 16
+	heapFixed            = 24 << 20
 )
 
 // Validate checks the request's fields (not its media) and returns a
@@ -245,6 +251,15 @@ func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (R
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += lowBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
+		}
+		switch {
+		case req.OutputFormat == OutputEXR:
+			// 31 channels of pass images, the source and matte images,
+			// and up to three frames of passes read back for the EXR
+			// writer (28 channels each).
+			heap += int64((heapPassesPerPixel + heapDevicePerPixel + 3*heapEXRPerPixel) * outW * outH)
+		case req.Foreground:
+			heap += int64((heapFGPassesPerPixel + heapDevicePerPixel) * outW * outH)
 		}
 		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
 	}

@@ -99,7 +99,11 @@ func (p *Pipeline) newCompute(s *stream) (*compute, error) {
 	if !s.req.passes() {
 		return c, nil
 	}
-	if c.passes, err = s.rend.NewPasses(); err != nil {
+	newPasses := s.rend.NewPasses
+	if s.exrDir == "" {
+		newPasses = s.rend.NewForegroundPasses // the clean foreground only
+	}
+	if c.passes, err = newPasses(); err != nil {
 		c.close()
 		return nil, err
 	}
