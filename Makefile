@@ -10,7 +10,7 @@ VFX_GOEXPERIMENT ?= simd
 GOV := GOEXPERIMENT=$(VFX_GOEXPERIMENT) $(GO)
 BIN := bin
 FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
-	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq chromium
+	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq chromium openexr
 TEST_TIMEOUT ?= 20m
 
 .PHONY: all help deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet staticcheck clean
@@ -25,8 +25,8 @@ help:
 		n && /^## / && !/^## ----/ { if (!more) printf " …"; more = 1; next } \
 		n { print ""; n = 0 } END { if (n) print "" }' $(MAKEFILE_LIST)
 
-## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config, jq (the API walkthrough test) and
-## chromium (the web page's browser test) when missing.
+## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config, jq (the API walkthrough test),
+## chromium (the web page's browser test) and openexr (exrheader, the EXR tests) when missing.
 deps:
 	@missing=""; for p in $(FFMPEG_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

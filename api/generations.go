@@ -131,6 +131,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	jr.Foreground = g.Foreground != nil && *g.Foreground
 	hash := g.hash()
 	owner := p.Account.ID
 	jobID, createdAt := newJobID(), s.now().UTC()
@@ -463,7 +464,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	switch rec.Status {
 	case queue.StatusCompleted:
 		v.Output = map[string]string{}
-		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
+		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground} {
 			key, ok := rec.Outputs[name]
 			if !ok {
 				continue

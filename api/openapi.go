@@ -166,8 +166,9 @@ func (s *Server) OpenAPI() map[string]any {
 			"prompt":          strS("The request's prompt; absent when it had none."),
 			"frames":          obj{"type": "integer", "minimum": 1, "description": "Frames of the render: the estimate from the source until the job completes, then the count rendered; absent when not known."},
 			"output": obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
-				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"}},
-				"required":   []any{"render", "source", "alpha"}},
+				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"},
+					"foreground": obj{"type": "string", "format": "uri", "description": "Extension: present when the request set foreground true."}},
+				"required": []any{"render", "source", "alpha"}},
 			"seed":         obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
 			"error":        strS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),
 			"created_at":   obj{"type": "string", "format": "date-time"},
@@ -189,6 +190,7 @@ func (s *Server) OpenAPI() map[string]any {
 			"max_resolution":       obj{"type": "integer", "enum": []any{720, 1080}, "default": 1080},
 			"idempotency_key":      obj{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen, "description": "Same key and body again: 200 with the existing job; different body: 409."},
 			"callback_url":         obj{"type": "string", "format": "uri", "maxLength": MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
+			"foreground":           obj{"type": "boolean", "default": false, "description": "Extension beyond SPEC.md (SPEC clients may leave it out): also return output.foreground, the clean relit subject (no new background, light wrap or shadow) premultiplied with its alpha: an RGBA PNG for an image, a ProRes 4444 .mov (BT.709 tags) for a video."},
 		}}
 	codes := obj{}
 	for c, d := range errorCodes {

@@ -61,7 +61,7 @@ const vfxSchema = `{
     "seed": {"type": "integer", "minimum": 0, "maximum": 4294967295},
     "mode": {"enum": ["standard", "fast"], "default": "standard", "description": "fast renders at 2/3 of the resolution and upscales the render with the vfx_finish upscaler: about half the work and half the credits, slightly softer fine detail."},
     "outputs": {"type": "object", "additionalProperties": false, "description": "Extra outputs.", "properties": {
-      "foreground": {"type": "boolean", "default": false, "description": "Also return outputs.foreground: the relit subject with its alpha, premultiplied (colour × alpha), at the processing size: an RGBA PNG for an image, a ProRes 4444 .mov with alpha for a video. Lay it over any plate in a compositor (Nuke, Resolve). No extra credits."}
+      "foreground": {"type": "boolean", "default": false, "description": "Also return outputs.foreground: the clean relit subject (no new background, light wrap or shadow) with its alpha, premultiplied (colour × alpha), at the processing size: an RGBA PNG for an image, a ProRes 4444 .mov with alpha for a video. Lay it over any plate in a compositor (Nuke, Resolve). No extra credits."}
     }}
   },
   "anyOf": [{"required": ["prompt"]}, {"required": ["reference_image"]}],

@@ -243,7 +243,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 	cancel()
 
-	codec.Quiet()
+	codec.LogWarnings(ffmpegLog(log))
 	net, card, closeNet, err := cfg.model.load(ctx)
 	if err != nil {
 		return fmt.Errorf("serve: segmentation model: %w", err)
