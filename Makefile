@@ -10,7 +10,7 @@ VFX_GOEXPERIMENT ?= simd
 GOV := GOEXPERIMENT=$(VFX_GOEXPERIMENT) $(GO)
 BIN := bin
 FFMPEG_PKGS := libavcodec-dev libavformat-dev libavfilter-dev libswscale-dev \
-	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq
+	libavutil-dev libavdevice-dev libswresample-dev pkg-config ffmpeg jq chromium openexr
 TEST_TIMEOUT ?= 20m
 
 .PHONY: all help deps models build test test-short bench bench-ffmpeg bench-matte demo lint fmt vet staticcheck clean
@@ -25,7 +25,8 @@ help:
 		n && /^## / && !/^## ----/ { if (!more) printf " …"; more = 1; next } \
 		n { print ""; n = 0 } END { if (n) print "" }' $(MAKEFILE_LIST)
 
-## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config and jq (the API walkthrough test) when missing.
+## deps: install FFmpeg dev packages, the ffmpeg CLI (tests and bench-ffmpeg), pkg-config, jq (the API walkthrough test),
+## chromium (the web page's browser test) and openexr (exrheader, the EXR tests) when missing.
 deps:
 	@missing=""; for p in $(FFMPEG_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -51,7 +52,7 @@ build: deps
 test: deps minio models
 	$(GOV) vet ./...
 	$(GO) vet ./kernels # the scalar fallback (no GOEXPERIMENT=simd) still compiles
-	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 $(GOV) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 VFX_REQUIRE_BROWSER=1 $(GOV) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-short: the tests without the slow ones (-short skips the fault drill and real product renders).
 test-short: deps minio models
@@ -104,6 +105,11 @@ staticcheck: deps $(STATICCHECK_BIN)
 	$(STATICCHECK_BIN) ./...
 $(STATICCHECK_BIN):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## web-docs: run the web page's browser test and write its screenshots to docs/web-jobs.png and docs/web-review.png.
+.PHONY: web-docs
+web-docs: deps models
+	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_BROWSER=1 VFX_UPDATE_DOCS=1 $(GOV) test -count=1 -run '^TestWebPage$$' -v ./cmd/vfx
 
 ## clean: remove bin/ and out/.
 
@@ -202,6 +208,19 @@ drill: build nats-server minio
 	VFX_DRILL=full VFX_DRILL_BIN=$(CURDIR)/$(BIN)/vfx VFX_NATS_SERVER_BIN=$(CURDIR)/$(NATS_SERVER_BIN) \
 		VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 VFX_DRILL_LOGS=$(CURDIR)/out/drill \
 		$(GOV) test -count=1 -run '^TestDrill$$' -v -timeout 20m ./deploy/drill
+
+## crash-drill: the crash-consistency drill on loopback, CRASH_RUNS times (default 10): one `vfx serve`, a burst of 20
+## submissions with idempotency keys (10 generation, 10 product, inline sources), SIGKILL mid-burst, a restart on the
+## same --data, every unanswered request resent with its key; checks each gets its job within 30 s, every job
+## completes, billed/charged once, no orphaned input after a sweep, no slots or credits held. One line a run
+## (deploy/drill/crash_test.go; about a minute a run). Process logs go to out/crash-drill.
+CRASH_RUNS ?= 10
+.PHONY: crash-drill
+crash-drill: build models
+	rm -rf out/crash-drill
+	VFX_CRASH_DRILL=1 VFX_DRILL_BIN=$(CURDIR)/$(BIN)/vfx VFX_MODEL_DIR=$(MODEL_DIR) VFX_DRILL_LOGS=$(CURDIR)/out/crash-drill \
+		$(GOV) test -count=$(CRASH_RUNS) -run '^TestCrashDrill$$' -v -timeout 60m ./deploy/drill | \
+		{ grep -E '^crash-drill: |crash_test.go|^(--- |ok|FAIL|panic)' || true; }; exit $${PIPESTATUS[0]}
 
 ## docker, docker-gpu: the CPU and GPU images (needs a Docker engine; deploy/docker/).
 docker:

@@ -494,8 +494,17 @@ func (s *Service) sweep(ctx context.Context, accountID, own string) error {
 // the caller knows is not counted (its aggregate step was refused, and is
 // retried only after the recount), or "".
 func (s *Service) recount(ctx context.Context, accountID, own string) error {
+	_, err := s.recountOnce(ctx, accountID, own)
+	return err
+}
+
+// recountOnce is recount, reporting whether the aggregate was rewritten
+// (false: it gave up, ambiguous or contended).
+func (s *Service) recountOnce(ctx context.Context, accountID, own string) (bool, error) {
+	wrote := false
 	_, err := kvcas.JSONWith(ctx, kvcas.Options{MaxAttempts: recountTries}, s.inflight, sumKey(accountID),
 		func(next *inflightSum, _ bool) (bool, error) {
+			wrote = false
 			entries, complete, err := s.scan(ctx, accountID)
 			if err != nil || !complete {
 				return false, err
@@ -521,12 +530,13 @@ func (s *Service) recount(ctx context.Context, accountID, own string) error {
 					next.Oldest = en.r.At
 				}
 			}
+			wrote = true
 			return true, nil
 		})
 	if errors.Is(err, kvcas.ErrConflict) {
-		return nil // a later sweep tries again
+		return false, nil // a later sweep tries again
 	}
-	return err
+	return wrote && err == nil, err
 }
 
 // InFlight returns the number of the account's jobs reserved and not yet
@@ -550,3 +560,72 @@ func (s *Service) InFlight(ctx context.Context, accountID string) (int, error) {
 	}
 	return a.Count, nil
 }
+
+// AbandonReservation releases the reservation of a job whose submission is
+// known to be dead (its process crashed, or its idempotency claim was taken
+// over): unlike Settle, an entry left "pending" or "releasing" by the dead
+// call is not waited for until it is stale; it is removed at once and the
+// account's aggregate recounted (see recount: exact unless another entry of
+// the account is mid-change, in which case a later sweep recounts). A held
+// entry is released as Settle releases it. A job with no entry is a no-op.
+// The recount is tried for up to about 10 s while other reservations of
+// the account are mid-change; if none is exact by then, a later sweep
+// recounts (the aggregate may over-count by this job until then).
+// ErrInvalid for a malformed job id.
+func (s *Service) AbandonReservation(ctx context.Context, accountID, jobID string) error {
+	if !validID(jobID) {
+		return fmt.Errorf("%w: job id %q", ErrInvalid, jobID)
+	}
+	if !validID(accountID) {
+		return fmt.Errorf("%w: account %q", ErrNotFound, accountID)
+	}
+	key := entryKey(accountID, jobID)
+	for attempt := 0; attempt < transitionWaits; attempt++ {
+		r, rev, found, err := s.getEntry(ctx, key)
+		if err != nil {
+			return fmt.Errorf("account: abandon reservation: %w", err)
+		}
+		if !found {
+			return nil
+		}
+		if r.State == resHeld {
+			won, err := s.releaseHeld(ctx, accountID, key, r, rev)
+			if err != nil {
+				return fmt.Errorf("account: abandon reservation: %w", err)
+			}
+			if won {
+				return nil
+			}
+			continue
+		}
+		// Pending or releasing: whether the aggregate counts it cannot be
+		// told, so the entry goes and the aggregate is recounted. Other
+		// reservations of the account mid-change make a recount give up;
+		// they last milliseconds (or are dead too, and abandoned by their
+		// own recovery), so the recount is tried again for a while.
+		if err := s.purgeEntry(ctx, key, rev); err != nil {
+			return fmt.Errorf("account: abandon reservation: %w", err)
+		}
+		for try := 0; try < abandonRecountTries; try++ {
+			exact, err := s.recountOnce(ctx, accountID, "")
+			if err != nil {
+				return fmt.Errorf("account: abandon reservation: %w", err)
+			}
+			if exact {
+				break
+			}
+			if err := retry.Sleep(ctx, abandonRecountPause); err != nil {
+				return fmt.Errorf("account: abandon reservation: %w", err)
+			}
+		}
+	}
+	return fmt.Errorf("account: abandon reservation: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+}
+
+// abandonRecountTries and abandonRecountPause bound how long
+// AbandonReservation tries to recount exactly (about 10 s); past that a
+// later sweep recounts.
+const (
+	abandonRecountTries = 200
+	abandonRecountPause = 50 * time.Millisecond
+)

@@ -305,6 +305,44 @@ func TestReserveCrashRecovery(t *testing.T) {
 	}
 }
 
+// TestAbandonReservation: the reservation of a submission known to be dead
+// goes at once, whatever state its entry was left in (fresh pending,
+// counted or not; held); a job with no entry is a no-op.
+func TestAbandonReservation(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t)
+	ctx := testCtx(t)
+	a := mustAccount(t, s, AccountInput{Email: "abe@example.com", BillingType: BillingPostpaid})
+	for i := range 3 {
+		if err := s.Reserve(ctx, a, fmt.Sprintf("vfx_%d", i), 0.04, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		job     string
+		counted bool
+	}{{"vfx_dead_a", false}, {"vfx_dead_b", true}} {
+		r := reservation{Micros: 40_000, At: e.clock.Now(), State: resPending, Since: e.clock.Now()}
+		if _, err := s.putEntry(ctx, entryKey(a.ID, c.job), r, 0); err != nil {
+			t.Fatal(err)
+		}
+		if c.counted {
+			addSum(t, s, a.ID, 1, r.Micros)
+		}
+	}
+	for _, j := range []string{"vfx_dead_a", "vfx_dead_b", "vfx_2", "vfx_none"} {
+		if err := s.AbandonReservation(ctx, a.ID, j); err != nil {
+			t.Fatalf("abandon %s: %v", j, err)
+		}
+	}
+	if n := checkAggregate(t, s, a.ID); n != 2 {
+		t.Fatalf("%d reservations, want 2 (vfx_0, vfx_1)", n)
+	}
+	if n, _ := s.InFlight(ctx, a.ID); n != 2 {
+		t.Fatalf("in flight %d, want 2", n)
+	}
+}
+
 func addSum(t *testing.T, s *Service, accountID string, n int, micros int64) {
 	t.Helper()
 	_, err := kvcas.JSON(testCtx(t), s.inflight, sumKey(accountID), func(a *inflightSum, _ bool) (bool, error) {

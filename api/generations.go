@@ -56,12 +56,6 @@ type webhookState struct {
 	LastError string `json:"last_error"`
 }
 
-// idemEntry is the value of an idempotency key (bucket gen_idem).
-type idemEntry struct {
-	JobID    string `json:"job_id"`
-	BodyHash string `json:"body_hash"`
-}
-
 // Job is a generation job as the API answers it (GET /v1/openapi.json).
 type Job struct {
 	ID             string            `json:"id"`
@@ -137,29 +131,56 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	jr.Foreground = g.Foreground != nil && *g.Foreground
 	hash := g.hash()
-	var ikey string
+	owner := p.Account.ID
+	jobID, createdAt := newJobID(), s.now().UTC()
+	var claim *heldClaim
 	if g.IdempotencyKey != nil {
-		ikey = idemKey(p.Account.ID, *g.IdempotencyKey)
-		if job, found, err := s.existing(ctx, ikey, hash, p.Account.ID); err != nil || found {
+		res, err := s.gclaims.acquire(ctx, idemKey(owner, *g.IdempotencyKey), hash, randomToken(4), s.jobExists)
+		if err != nil {
+			return idemError(err, "idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job")
+		}
+		if res.Found {
+			job, err := s.existingJob(ctx, res.JobID, owner)
 			if err != nil {
 				return err
 			}
 			writeJSON(w, http.StatusOK, job)
 			return nil
 		}
+		claim, jobID, createdAt = res.Claim, res.JobID, res.Claim.entry.ClaimedAt
+		if res.Dead != nil {
+			s.recoverDead(ctx, res.Dead.JobID)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = claim.context(ctx)
+		defer cancel()
 	}
-	uploads, err := s.checkOwnedUploads(ctx, accountOwner(p.Account.ID), []namedURI{
+	created := false
+	defer func() {
+		if claim == nil {
+			return
+		}
+		if created {
+			claim.finish()
+		} else {
+			claim.release(ctx)
+		}
+	}()
+	if err := s.beginPending(ctx, pendingSub{JobID: jobID, Kind: pendingGeneration, Owner: owner, CreatedAt: createdAt}); err != nil {
+		return err
+	}
+	defer s.endPending(ctx, jobID) // created or given back: the record goes
+	uploads, err := s.checkOwnedUploads(ctx, accountOwner(owner), []namedURI{
 		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
 	if err != nil {
 		return err
 	}
-	jobID := newJobID()
 	cleanup, err := s.storeInline(ctx, "jobs", jobID, &jr)
 	if err != nil {
 		return err
 	}
-	created := false
 	defer func() {
 		if !created {
 			cleanup()
@@ -180,29 +201,8 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		jr.Seed = randomSeed()
 	}
-	if ikey != "" {
-		for {
-			v, _ := json.Marshal(idemEntry{JobID: jobID, BodyHash: hash})
-			if _, err := s.idem.Create(ctx, ikey, v); err == nil {
-				break
-			} else if !errors.Is(err, jetstream.ErrKeyExists) {
-				return fmt.Errorf("api: idempotency key: %w", err)
-			}
-			job, found, err := s.existing(ctx, ikey, hash, p.Account.ID)
-			if err != nil {
-				return err
-			}
-			if found {
-				writeJSON(w, http.StatusOK, job)
-				return nil
-			}
-		}
-	}
-	job, err := s.create(ctx, p, jobID, jr, g, frames)
+	job, err := s.create(ctx, p, jobID, jr, g, frames, createdAt, claim)
 	if err != nil {
-		if ikey != "" {
-			_ = s.idem.Delete(context.WithoutCancel(ctx), ikey)
-		}
 		return err
 	}
 	created = true
@@ -211,47 +211,70 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// existing looks up an idempotency key: found with the job when it names
-// one with the same body; 409 when the body differs. A job still being
-// created by another request is waited for (up to 15 s).
-func (s *Server) existing(ctx context.Context, ikey, hash, owner string) (Job, bool, error) {
-	deadline := time.Now().Add(s.idemWait)
-	for {
-		e, err := s.idem.Get(ctx, ikey)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return Job{}, false, nil
-		}
-		if err != nil {
-			return Job{}, false, fmt.Errorf("api: idempotency key: %w", err)
-		}
-		var ie idemEntry
-		if err := json.Unmarshal(e.Value(), &ie); err != nil {
-			return Job{}, false, fmt.Errorf("api: idempotency key: %w", err)
-		}
-		if ie.BodyHash != hash {
-			return Job{}, false, newError(CodeIdempotencyConflict,
-				"idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job", ie.JobID)
-		}
-		rec, _, err := s.q.Get(ctx, ie.JobID)
-		if err == nil && rec.Owner == owner {
-			job, err := s.view(ctx, rec)
-			return job, err == nil, err
-		}
-		if err != nil && !errors.Is(err, queue.ErrNotFound) {
-			return Job{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
-		}
-		if time.Now().After(deadline) {
-			return Job{}, false, unavailable(1,
-				"a job with this idempotency_key is still being created; retry the same request")
-		}
-		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
-			return Job{}, false, err
-		}
+// jobExists reports whether the queue holds a record of jobID.
+func (s *Server) jobExists(ctx context.Context, jobID string) (bool, error) {
+	_, _, err := s.q.Get(ctx, jobID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, queue.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("api: job %s: %w", jobID, err)
+}
+
+// existingJob is the generation job an idempotency key names. A job still
+// in_queue is resumed (queue.Submit publishes its message again when the
+// process that created it died before publishing).
+func (s *Server) existingJob(ctx context.Context, jobID, owner string) (Job, error) {
+	rec, _, err := s.q.Get(ctx, jobID)
+	if err != nil {
+		return Job{}, fmt.Errorf("api: job %s: %w", jobID, err)
+	}
+	if rec.Owner != owner || rec.Kind != queue.KindGeneration {
+		return Job{}, fmt.Errorf("api: idempotency key of %s names job %s of another owner", owner, jobID)
+	}
+	rec = s.resumeQueued(ctx, rec)
+	return s.view(ctx, rec)
+}
+
+// resumeQueued re-submits a job record still in_queue, which publishes its
+// message again if it is missing from the stream (best effort: the queue's
+// sweeper fails a job whose message is lost).
+func (s *Server) resumeQueued(ctx context.Context, rec queue.Record) queue.Record {
+	if rec.Status != queue.StatusInQueue {
+		return rec
+	}
+	out, _, err := s.q.Submit(ctx, rec)
+	if err != nil {
+		s.log.Warn("resume a queued job", zap.String("job_id", rec.ID), zap.Error(err))
+		return rec
+	}
+	return out
+}
+
+// recoverDead gives back what the dead submission of a taken-over claim
+// held (recoverSubmission); what fails is left to the sweeper.
+func (s *Server) recoverDead(ctx context.Context, jobID string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := s.recoverSubmission(rctx, jobID); err != nil {
+		s.log.Warn("recover a dead submission; the sweeper retries", zap.String("job_id", jobID), zap.Error(err))
 	}
 }
 
+// idemError maps an acquire error: a claim of another body is 409
+// IDEMPOTENCY_CONFLICT with msg (%s: the job id).
+func idemError(err error, msg string) error {
+	var ce *idemConflictError
+	if errors.As(err, &ce) {
+		return newError(CodeIdempotencyConflict, msg, ce.JobID)
+	}
+	return err
+}
+
 // create reserves the job's estimated cost, records it and submits it.
-func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr job.JobRequest, g genRequest, frames int) (Job, error) {
+func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr job.JobRequest, g genRequest, frames int, now time.Time, claim *heldClaim) (Job, error) {
 	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
 	if err := s.acc.Reserve(ctx, p.Account, jobID, cost, p.Key.Kind == account.KindPersonal); err != nil {
 		return Job{}, accountError(err)
@@ -262,7 +285,6 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 		}
 		return Job{}, err
 	}
-	now := s.now().UTC()
 	m := genMeta{JobID: jobID, Owner: p.Account.ID, CallbackURL: str(g.CallbackURL), IdempotencyKey: str(g.IdempotencyKey),
 		Meter: meter, EstFrames: frames, EstCost: cost, CreatedAt: now}
 	if m.CallbackURL != "" {
@@ -276,20 +298,31 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 		return release(fmt.Errorf("api: job index: %w", err))
 	}
 	reqJSON, _ := json.Marshal(jr)
+	if claim != nil {
+		if err := claim.check(ctx); err != nil {
+			s.forgetIndex(ctx, p.Account.ID, now, jobID)
+			return release(err)
+		}
+	}
 	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
 		Request: reqJSON, Seed: jr.Seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
 		if !s.abandon(ctx, jobID, err) {
 			// No record was written: the index entry would point at nothing.
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			if ierr := s.indexRemove(dctx, p.Account.ID, now, jobID); ierr != nil {
-				s.log.Warn("job index: remove the entry of a job never queued", zap.String("job_id", jobID), zap.Error(ierr))
-			}
-			cancel()
+			s.forgetIndex(ctx, p.Account.ID, now, jobID)
 		}
 		return release(unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.viewWith(ctx, rec, &m)
+}
+
+// forgetIndex removes the index entry of a job never queued (best effort).
+func (s *Server) forgetIndex(ctx context.Context, owner string, created time.Time, jobID string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.indexRemove(dctx, owner, created, jobID); err != nil {
+		s.log.Warn("job index: remove the entry of a job never queued", zap.String("job_id", jobID), zap.Error(err))
+	}
 }
 
 // submit queues the record, trying again for up to Config.SubmitRetryFor while
@@ -431,7 +464,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	switch rec.Status {
 	case queue.StatusCompleted:
 		v.Output = map[string]string{}
-		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha} {
+		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground} {
 			key, ok := rec.Outputs[name]
 			if !ok {
 				continue
@@ -470,39 +503,59 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limit(ctx, w, account.ClassRead); err != nil {
 		return err
 	}
+	limit, token, err := listQuery(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.jobPage(ctx, principalOf(ctx).Account.ID, limit, token)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// listQuery reads the limit (1-100, default 20) and page_token of a job
+// list request; a malformed one is a 422 as in FastAPI.
+func listQuery(r *http.Request) (limit int, token string, err error) {
 	q := r.URL.Query()
-	limit := 20
+	limit = 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
+			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
 		}
 		if n < 1 || n > 100 {
-			return unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
+			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
 		}
 		limit = n
 	}
-	owner := principalOf(ctx).Account.ID
+	return limit, q.Get("page_token"), nil
+}
+
+// jobPage is one page of owner's jobs, newest first, after the page_token
+// token ("" for the first page).
+func (s *Server) jobPage(ctx context.Context, owner string, limit int, token string) (JobPage, error) {
 	acct := keyPart(owner)
 	prefix := acct + "."
 	after, startChunk := "", -1
-	if v := q.Get("page_token"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
 		if err != nil || !strings.HasPrefix(string(b), prefix) {
-			return unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
+			return JobPage{}, unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
 		}
 		startChunk, after = parsePageToken(string(b)[len(prefix):])
 	}
 	cur, err := s.indexScan(ctx, acct, after, startChunk)
 	if err != nil {
-		return err
+		return JobPage{}, err
 	}
 	page := JobPage{Jobs: []Job{}}
 	var last indexEntry
 	for len(page.Jobs) < limit {
 		e, ok, err := cur.next(ctx)
 		if err != nil {
-			return err
+			return JobPage{}, err
 		}
 		if !ok {
 			break
@@ -514,26 +567,25 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 			continue // indexed by a submission that failed
 		}
 		if err != nil {
-			return fmt.Errorf("api: job %s: %w", id, err)
+			return JobPage{}, fmt.Errorf("api: job %s: %w", id, err)
 		}
 		if rec.Owner != owner {
 			continue
 		}
 		job, err := s.view(ctx, rec)
 		if err != nil {
-			return err
+			return JobPage{}, err
 		}
 		page.Jobs = append(page.Jobs, job)
 	}
 	if len(page.Jobs) == limit {
 		// A token only when an entry follows the page's last one.
 		if _, more, err := cur.next(ctx); err != nil {
-			return err
+			return JobPage{}, err
 		} else if more {
 			tok := base64.RawURLEncoding.EncodeToString([]byte(pageToken(acct, last)))
 			page.NextPageToken = &tok
 		}
 	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return page, nil
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -115,7 +116,26 @@ func TestValidationRules(t *testing.T) {
 			if r.status != 400 || r.code() != tc.code {
 				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			}
 		})
+	}
+	// A number beyond int64 is quoted as sent, not as the saturated value.
+	for _, c := range []struct{ field, text, code string }{
+		{"seed", "1e100", CodeInvalidSeed}, {"seed", "-1E+100", CodeInvalidSeed},
+		{"alpha_keyframe_index", "1e100", CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", CodeInvalidMaxResolution},
+	} {
+		body, _ := json.Marshal(with(base, c.field, nil))
+		raw := strings.Replace(string(body), "{", `{"`+c.field+`":`+c.text+",", 1)
+		r := e.do("POST", "/v1/vfx/generations", key, raw)
+		var m struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(r.body, &m)
+		if r.status != 400 || m.Error.Code != c.code || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
+			t.Fatalf("%s %s: %d %s", c.field, c.text, r.status, r.body)
+		}
 	}
 	// Boundaries that pass.
 	for _, b := range []map[string]any{
@@ -180,6 +200,8 @@ func TestContentChecks(t *testing.T) {
 	wide := e.upload(key, "wide.png", pngBytes(t, 400, 50, false))
 	longVid := e.upload(key, "long.mp4", readFile(t, long.Source))
 	garbage := e.upload(key, "junk.png", []byte("this is not a picture at all, just text"))
+	emptyKey := e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false))
+	cutout := e.upload(key, "cutout.png", keyframePNG(t, 64, 48, true, true))
 	cases := []struct {
 		name string
 		body map[string]any
@@ -195,6 +217,7 @@ func TestContentChecks(t *testing.T) {
 		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), CodeAlphaTypeMismatch},
 		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), CodeAlphaTypeMismatch},
 		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), CodeInvalidFileFormat},
+		{"select empty keyframe", with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), CodeAlphaTypeMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,12 +225,16 @@ func TestContentChecks(t *testing.T) {
 			if r.status != 400 || r.code() != tc.code {
 				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
 			}
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			}
 		})
 	}
 	// Accepted: inline data, a video with its custom matte.
 	for _, b := range []map[string]any{
 		validReq(dataURI("image/png", png)),
 		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
+		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", cutout),
 	} {
 		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
 			t.Fatalf("%d %s", r.status, r.body)
@@ -544,7 +571,11 @@ func TestSelectMatteChecks(t *testing.T) {
 	}{
 		{matteVid, 0, CodeAlphaMustBeImage},
 		{kf, 4, CodeInvalidKeyframeIndex},
-		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
+		{e.upload(key, "cutout.png", keyframePNG(t, 64, 48, false, true)), 0, ""},
+		{e.upload(key, "deep.png", keyframePNG(t, 64, 48, true, true)), 0, ""},
+		{e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false)), 0, CodeAlphaTypeMismatch},
+		{e.upload(key, "empty16.png", keyframePNG(t, 64, 48, true, false)), 0, CodeAlphaTypeMismatch},
 		{e.upload(key, "square.png", pngBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
 		{e.upload(key, "half.png", pngBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/png"
 	"io"
 	"net/http"
@@ -268,6 +269,38 @@ func pngBytes(t *testing.T, w, h int, gray bool) []byte {
 			}
 		}
 		img = rgba
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// keyframePNG is a select keyframe as roto tools export it: colour
+// everywhere and the subject (a centre band) in the alpha, 8 or 16 bits
+// (deep); without a subject the alpha is all transparent and the colour
+// black, so it selects nothing.
+func keyframePNG(t *testing.T, w, h int, deep, subject bool) []byte {
+	t.Helper()
+	m := image.NewNRGBA64(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			var c color.NRGBA64
+			if subject {
+				c = color.NRGBA64{R: 50000, G: uint16(x * 900), B: 9000}
+				if x > w/4 && x < 3*w/4 {
+					c.A = 65535
+				}
+			}
+			m.SetNRGBA64(x, y, c)
+		}
+	}
+	var img image.Image = m
+	if !deep {
+		n := image.NewNRGBA(m.Bounds())
+		draw.Draw(n, n.Bounds(), m, image.Point{}, draw.Src)
+		img = n
 	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {

@@ -181,3 +181,32 @@ func TestRefusedRecordLeavesNoIndexEntry(t *testing.T) {
 		t.Fatalf("the index keeps an entry: %v %v", more, err)
 	}
 }
+
+// TestInlineDataLimitEdge: the data: limit counts decoded bytes: a source
+// of exactly 50,000,000 bytes is accepted, one of 50,000,001 (a text of
+// the same length) refused with SOURCE_TOO_LARGE; nothing is rendered.
+// Both APIs parse inputs with the same store.Resolver (the product API's
+// refusal of 51 MB is in TestInlineDataByReference; the edge itself, padded
+// and unpadded, in store's TestDataLimitEdge).
+func TestInlineDataLimitEdge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: posts 67 MB bodies")
+	}
+	dir := t.TempDir()
+	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
+	key := e.orgKey()
+	at := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 50_000_000))
+	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 50_000_001))
+	if len(at) != len(over) {
+		t.Fatalf("the two URIs differ in length (%d, %d): the edge would not be the decoded count", len(at), len(over))
+	}
+	if r := e.do("POST", "/v1/vfx/generations", key, validReq(over)); r.status != 400 || r.code() != CodeSourceTooLarge {
+		t.Fatalf("50,000,001 B: %d %.300s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/vfx/generations", key, validReq(at)); r.status != 201 {
+		t.Fatalf("50,000,000 B: %d %.300s", r.status, r.body)
+	}
+	if got := inputObjects(t, dir); len(got) != 1 {
+		t.Fatalf("input objects %v, want the accepted job's source", got)
+	}
+}

@@ -123,6 +123,12 @@ func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *job.J
 		}
 		name := in.what + store.DataExt(u.MIME)
 		key := store.JobInputKey(space, jobID, name)
+		// Recorded before it is stored: a crash from here on leaves a
+		// record that recoverSubmission finds (pending.go).
+		if err := s.pendingInput(ctx, jobID, key); err != nil {
+			cleanup()
+			return func() {}, err
+		}
 		if _, err := store.PutData(ctx, s.st, key, u); err != nil {
 			cleanup()
 			return func() {}, mediaError(in.what, err)

@@ -45,6 +45,12 @@ func response(desc string, schema obj, headers ...string) obj {
 	return r
 }
 
+// sseResponse gives r a text/event-stream body.
+func sseResponse(r obj) obj {
+	r["content"] = obj{"text/event-stream": obj{"schema": obj{"type": "string"}}}
+	return r
+}
+
 // errResp is an envelope error response whose codes are listed.
 func errResp(desc string, codes ...string) obj {
 	return response(desc+" Codes: "+strings.Join(codes, ", ")+".", obj{
@@ -102,7 +108,7 @@ var errorCodes = map[string]string{
 	CodeInvalidURI:              "400: a URI of no accepted form (vfx://uploads/{id}/{filename}, https://, data:{mime};base64,…), or an https:// host that resolves to a loopback, private, link-local or metadata address.",
 	CodeSourceUnreachable:       "400: the named upload does not exist or belongs to someone else (the same answer, word for word), or an https:// host does not resolve. Jobs whose https:// input cannot be fetched end failed with this code.",
 	CodeInvalidFileFormat:       "400: the media is not of an accepted format (by content), or its content is not the type its upload filename or data: header declares (one sniffing rule; MP4 and QuickTime stand for each other), or not of the kind generation_type asks for, or a reference image that is not PNG/JPEG/WebP.",
-	CodeAlphaTypeMismatch:       "400: a custom matte of the wrong kind, size or frame count for the source, or a select keyframe that is not a grayscale PNG/JPEG of the source's size or aspect ratio.",
+	CodeAlphaTypeMismatch:       "400: a custom matte of the wrong kind, size or frame count for the source, or a select keyframe that is not a PNG/JPEG of the source's size or aspect ratio, or that selects nothing (its alpha and its colour both empty).",
 	CodeAlphaMustBeImage:        "400: alpha_mode select needs a keyframe image, not a video.",
 	CodeSourceTooLarge:          "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
 	CodeVideoTooManyFrames:      "400: video over 240 frames.",
@@ -134,13 +140,13 @@ Decisions of this service (docs/api.md in the repository gathers them):
 - POST /v1/vfx/generations answers **201** with the job when it is created and **200** with the existing job when idempotency_key already names a job of this account with the same body; the same key with a different body gets **409** IDEMPOTENCY_CONFLICT and nothing is created. Concurrent identical submissions create exactly one job.
 - Required fields: generation_type, source_uri, alpha_mode, and one of prompt / reference_image_uri. Defaults: max_resolution 1080, alpha_keyframe_index 0, seed random in [0, 2^32-1]. Unknown fields are ignored; null counts as omitted.
 - Reference images: PNG, JPEG or WebP, judged by content. Source formats are judged by content, not by extension.
-- Errors use the envelope {"error":{"code","message"}}. Malformed JSON or wrong JSON types: **422** with a FastAPI-style detail array of {loc, msg, type}. Rule violations: **400** with one of the codes in x-error-codes. Content checks (format, pixels, frames, aspect, matte kind/size/frames, keyframe index) run at submission when the media is at hand (uploads and data: URIs); otherwise the job ends failed with the same code at the start of its error string.
+- Errors use the envelope {"error":{"code","message"}}. Malformed JSON or wrong JSON types: **422** with a FastAPI-style detail array of {loc, msg, type}. Rule violations: **400** with one of the codes in x-error-codes. Content checks (format, pixels, frames, aspect, matte kind/size/frames, keyframe index, a keyframe that selects nothing) run at submission when the media is at hand (uploads and data: URIs); otherwise the job ends failed with the same code at the start of its error string.
 - **401** INVALID_API_KEY for a missing, unknown or revoked key. **404** JOB_NOT_FOUND for a job that does not exist or belongs to another account (never 403).
 - **429** RATE_LIMIT_EXCEEDED or CONCURRENT_LIMIT_EXCEEDED with Retry-After (seconds) and X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds when the window resets). Personal keys only, counted per account (not per key) and shared by every API replica: write (POST /v1/vfx/generations) 5/min, read (GET job, list, account info) 5/min, billing (GET /v1/account/billing) 5/min, 10 generations in flight; operators can override them per account. Organization keys have no request or concurrency limits. Successful personal-key requests also carry the X-RateLimit-* headers.
 - **402** HARD_LIMIT_EXCEEDED when the job's estimated cost plus the period's usage plus the estimates of jobs in flight exceeds spending_limit (the message gives current usage and job cost), INSUFFICIENT_BALANCE when a prepaid balance does not cover it. The estimate uses the source's frame count when it is at hand, else 240 frames for a video. A job is charged once, when it completes, for its actual frames; a failed job costs nothing.
 - Lists are newest first with opaque page tokens; every element, like GET, carries freshly signed output URLs (72 h).
 - Transitions: in_queue -> processing -> completed|failed, and in_queue -> failed for input rejected before work starts. Terminal states never change; modified_at moves with each change; completed_at is set on completion or failure; progress is 100 when completed.
-- Uploads: upload_url is a presigned S3 PUT, or with the local store a signed URL served by this API under /v1/files/ that accepts one successful PUT (then 409); no header is required on the PUT, a Content-Type is accepted and ignored: the content is sniffed and must be the type of the filename's extension (INVALID_FILE_FORMAT at submission otherwise; the same rule judges data: URIs against their declared type). Maximum upload 2 GiB; the URL expires after 1 hour.
+- Uploads: upload_url is a presigned S3 PUT, or with the local store a signed URL served by this API under /v1/files/ that accepts one successful PUT (then 409), answering errors in the error envelope {"error":{"code","message"}} with code NOT_FOUND, FORBIDDEN (bad, expired or other-method signature), CONFLICT, REQUEST_TOO_LARGE, BAD_REQUEST, METHOD_NOT_ALLOWED or INTERNAL_ERROR; no header is required on the PUT, a Content-Type is accepted and ignored: the content is sniffed and must be the type of the filename's extension (INVALID_FILE_FORMAT at submission otherwise; the same rule judges data: URIs against their declared type). Maximum upload 2 GiB; the URL expires after 1 hour.
 - An upload belongs to the account (account keys), or to the organization and team (organization keys, team from the key or X-Service-Team-Id), that created it; any other caller naming it gets exactly the answer of an upload that does not exist (400 SOURCE_UNREACHABLE). Per owner: at most 50 open uploads (URL not expired and not used by a job) and 20 GiB in uploads of the last 24 hours; over either, POST /v1/uploads is 429 RATE_LIMIT_EXCEEDED with Retry-After. Uploads that no job used are deleted 24 hours after creation; jobs may name an upload for 7 days.
 - Inline data: inputs (source, alpha, reference) are decoded once at submission and stored as input objects of the job; the job carries only their reference, so a 50 MB inline input is queued like an upload.
 - Request bodies are capped at about 70 MB (an inline data: URI of at most 50 MB decoded); larger bodies get 413 REQUEST_TOO_LARGE. Bodies are read once, under a server-wide budget of 256 MiB of body bytes in flight: a body that does not fit gets 503 SERVICE_UNAVAILABLE with Retry-After. A body slower than 32 KiB/s on average after its first 10 s, or taking over 10 minutes, gets 408 REQUEST_TIMEOUT. A JSON key repeated in any object of a body is refused with 422.
@@ -160,8 +166,9 @@ func (s *Server) OpenAPI() map[string]any {
 			"prompt":          strS("The request's prompt; absent when it had none."),
 			"frames":          obj{"type": "integer", "minimum": 1, "description": "Frames of the render: the estimate from the source until the job completes, then the count rendered; absent when not known."},
 			"output": obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
-				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"}},
-				"required":   []any{"render", "source", "alpha"}},
+				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"},
+					"foreground": obj{"type": "string", "format": "uri", "description": "Extension: present when the request set foreground true."}},
+				"required": []any{"render", "source", "alpha"}},
 			"seed":         obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
 			"error":        strS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),
 			"created_at":   obj{"type": "string", "format": "date-time"},
@@ -177,12 +184,13 @@ func (s *Server) OpenAPI() map[string]any {
 			"alpha_mode":           obj{"type": "string", "enum": []any{"auto", "fill", "custom", "select"}},
 			"prompt":               obj{"type": "string", "maxLength": 2000, "description": "At most 2000 characters (PROMPT_TOO_LONG)."},
 			"reference_image_uri":  strS("Reference image (PNG, JPEG, WebP); same URI forms as source_uri."),
-			"alpha_uri":            strS("Matte for custom (same kind, size and frame count as the source) or select (one grayscale PNG or JPEG keyframe of the source's size or aspect ratio); required for those modes, ignored for auto and fill."),
+			"alpha_uri":            strS("Matte for custom (same kind, size and frame count as the source) or select (one PNG or JPEG keyframe of the source's size or aspect ratio that selects something); required for those modes, ignored for auto and fill. White or opaque = keep. An image matte may be grey, grey+alpha, RGB or RGBA, 8 or 16 bits per channel: its alpha is the matte where the alpha is not all opaque (nor all transparent), else its luminance (Rec.709 weights; a JPEG's own luma). A video matte's luma (Y) is the matte."),
 			"alpha_keyframe_index": obj{"type": "integer", "minimum": 0, "default": 0, "description": "Keyframe of a select matte on a video; 0..frame_count-1; ignored otherwise."},
 			"seed":                 obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Random when omitted."},
 			"max_resolution":       obj{"type": "integer", "enum": []any{720, 1080}, "default": 1080},
 			"idempotency_key":      obj{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen, "description": "Same key and body again: 200 with the existing job; different body: 409."},
 			"callback_url":         obj{"type": "string", "format": "uri", "maxLength": MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
+			"foreground":           obj{"type": "boolean", "default": false, "description": "Extension beyond SPEC.md (SPEC clients may leave it out): also return output.foreground, the clean relit subject (no new background, light wrap or shadow) premultiplied with its alpha: an RGBA PNG for an image, a ProRes 4444 .mov (BT.709 tags) for a video."},
 		}}
 	codes := obj{}
 	for c, d := range errorCodes {
@@ -263,6 +271,18 @@ func (s *Server) OpenAPI() map[string]any {
 					"responses": obj{"200": response("The job.", ref("GenerationJob"), rateHdr...), "401": resp401,
 						"404": errResp("No such job of this account.", CodeJobNotFound), "429": rateLimited(CodeRateLimitExceeded), "500": resp500}},
 			},
+			"/v1/vfx/events": obj{
+				"get": obj{"operationId": "streamGenerations",
+					"summary":     "The page of the caller's jobs that GET /v1/vfx/generations would answer, as server-sent events (the web page's live list).",
+					"description": "Counts as one read of the read limit when it opens. Events: `jobs` (data: a GenerationList, at once and whenever a job on the page changes status, progress or error, or a job joins the page; signed URLs are fresh in each), `end` (data: {\"reason\": \"max_age\"|\"shutdown\"}; the stream lasts 5 minutes), and `: ping` comments every 15 s. At most 5 open streams per account on one API replica; a sixth gets 429.",
+					"tags":        []any{"generations"},
+					"parameters": []any{
+						obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+						obj{"name": "page_token", "in": "query", "schema": obj{"type": []any{"string", "null"}}, "description": "next_page_token of the previous page."},
+					},
+					"responses": obj{"200": sseResponse(response("An event stream.", nil, rateHdr...)),
+						"401": resp401, "422": resp422, "429": rateLimited(CodeRateLimitExceeded), "500": resp500, "503": resp500}},
+			},
 			"/v1/uploads": obj{
 				"post": obj{"operationId": "createUpload", "summary": "Create a presigned upload URL (PUT the file to it within 1 hour).", "tags": []any{"uploads"},
 					"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("UploadRequest")}}},
@@ -313,6 +333,30 @@ func (s *Server) OpenAPI() map[string]any {
 					"parameters": idParam("id", "Account id."),
 					"responses": obj{"200": response("The secret.", obj{"type": "object", "required": []any{"secret"}, "properties": obj{"secret": strS("whsec_<base64 of 32 bytes>.")}}),
 						"401": respAdmin401, "404": errResp("No such account.", CodeAccountNotFound), "500": resp500}},
+			},
+			"/admin/v1/queue": obj{
+				"get": obj{"operationId": "adminQueue", "summary": "Queue depth, the workers running jobs and the newest dead letters (the web page's operator view).", "security": admin, "tags": []any{"admin"},
+					"responses": obj{"200": response("The queue.", obj{"type": "object",
+						"required": []any{"pending", "in_flight", "redelivered", "waiting_pulls", "messages", "dead_letters", "running", "recent_dead", "workers"},
+						"properties": obj{
+							"pending":       obj{"type": "integer", "description": "Jobs waiting for a worker (queue depth)."},
+							"in_flight":     obj{"type": "integer", "description": "Jobs delivered to a worker and not yet settled."},
+							"redelivered":   obj{"type": "integer", "description": "Of those, on a second or later attempt."},
+							"waiting_pulls": obj{"type": "integer", "description": "Free worker slots waiting for a job."},
+							"messages":      obj{"type": "integer", "description": "Messages in VFX_JOBS."},
+							"dead_letters":  obj{"type": "integer", "description": "Dead-letter copies in VFX_DLQ."},
+							"running": obj{"type": "array", "description": "Claimed jobs (status processing), up to 100.", "items": obj{"type": "object", "properties": obj{
+								"job_id": strS("Job id."), "worker": strS("Worker name."), "attempt": obj{"type": "integer"}, "progress": obj{"type": "integer"},
+								"started_at": obj{"type": "string", "format": "date-time"}, "heartbeat_at": obj{"type": "string", "format": "date-time"}}}},
+							"recent_dead": obj{"type": "array", "description": "The newest dead letters first, up to 20.", "items": obj{"type": "object", "properties": obj{
+								"job_id": strS("Job id."), "kind": strS("generation or product."), "subject": strS("Subject of the job message."),
+								"stream_seq": obj{"type": "integer"}, "attempts": obj{"type": "integer"}, "reason": strS("Why the job failed for good."),
+								"at": obj{"type": "string", "format": "date-time"}}}},
+							"workers": obj{"type": "array", "description": "The workers of the running jobs.", "items": obj{"type": "object", "properties": obj{
+								"name": strS("Worker name."), "state": obj{"type": "string", "enum": []any{"running", "silent"}, "description": "silent: no heartbeat for two heartbeat periods."},
+								"jobs": obj{"type": "array", "items": obj{"type": "string"}}, "last_seen": obj{"type": "string", "format": "date-time"}}}},
+						}}),
+						"401": respAdmin401, "500": resp500}},
 			},
 		},
 		"webhooks": obj{

@@ -24,7 +24,7 @@ var productErrorCodes = map[string]string{
 	CodeInvalidURI:             "400: an input URI of no accepted form, or an https:// host that resolves to a non-public address.",
 	CodeSourceUnreachable:      "400: the named upload does not exist or belongs to another organization or team (the same answer), or an https:// host does not resolve.",
 	CodeInvalidFileFormat:      "400: media of no accepted format (judged by content, when at hand).",
-	CodeAlphaTypeMismatch:      "400: a custom matte of the wrong kind, size or frame count.",
+	CodeAlphaTypeMismatch:      "400: a custom matte of the wrong kind, size or frame count, or a select keyframe of another aspect ratio or that selects nothing (its alpha and its colour both empty).",
 	CodeAlphaMustBeImage:       "400: alpha_mode select needs a keyframe image.",
 	CodeSourceTooLarge:         "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
 	CodeVideoTooManyFrames:     "400: video over 240 frames.",
@@ -216,7 +216,7 @@ func (s *Server) addProductAPI(doc obj) {
 		"progress":        obj{"type": []any{"number", "null"}, "minimum": 0, "maximum": 100},
 		"credits_charged": obj{"type": []any{"integer", "null"}, "description": "null until settled."},
 		"refunded":        obj{"type": []any{"boolean", "null"}, "description": "null until settled; true for failed, cancelled and credit_required."},
-		"outputs": obj{"type": "object", "description": "success only: signed URLs (72 h). vfx: render, source, alpha, and foreground when inputs.outputs.foreground was true (premultiplied RGBA PNG, or ProRes 4444 .mov with alpha); vfx_finish: render.",
+		"outputs": obj{"type": "object", "description": "success only: signed URLs (72 h). vfx: render, source, alpha, and foreground when inputs.outputs.foreground was true (the clean relit subject, premultiplied: RGBA PNG, or ProRes 4444 .mov with alpha, BT.709 tags); vfx_finish: render.",
 			"properties": obj{"render": obj{"type": "string"}, "source": obj{"type": "string"}, "alpha": obj{"type": "string"}, "foreground": obj{"type": "string"}}},
 		"error":      obj{"type": []any{"object", "null"}, "required": []any{"code", "message"}, "properties": obj{"code": strS("For example CANCELLED, CREDIT_REQUIRED, SOURCE_UNREACHABLE."), "message": strS("")}},
 		"created_at": obj{"type": "string", "format": "date-time"}}}

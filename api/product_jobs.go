@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
-	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
@@ -182,14 +181,33 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 	if !ok {
 		return modelNotFound(p, pb.ModelID)
 	}
-	ikey := idemKey(oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey)
-	if job, found, err := s.existingProduct(ctx, ikey, pb.hash, oc); err != nil || found {
+	res, err := s.pclaims.acquire(ctx, idemKey(oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey), pb.hash, randomToken(4),
+		s.jobExists)
+	if err != nil {
+		return idemError(err, "idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job")
+	}
+	if res.Found {
+		job, err := s.existingProductJob(ctx, res.JobID, oc)
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusAccepted, job)
 		return nil
 	}
+	claim, jobID, createdAt := res.Claim, res.JobID, res.Claim.entry.ClaimedAt
+	if res.Dead != nil {
+		s.recoverDead(ctx, res.Dead.JobID)
+	}
+	ctx, cancel := claim.context(ctx)
+	defer cancel()
+	created := false
+	defer func() {
+		if created {
+			claim.finish()
+		} else {
+			claim.release(ctx)
+		}
+	}()
 	if err := checkAccess(oc, p, m.ModelID); err != nil {
 		return err
 	}
@@ -198,12 +216,14 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 			return err
 		}
 	}
-	jobID := newProductJobID()
+	if err := s.beginPending(ctx, pendingSub{JobID: jobID, Kind: pendingProduct, Owner: oc.Org.ID, CreatedAt: createdAt}); err != nil {
+		return err
+	}
+	defer s.endPending(ctx, jobID) // created or given back: the record goes
 	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, jobID)
 	if err != nil {
 		return err
 	}
-	created := false
 	defer func() {
 		if !created {
 			cleanup()
@@ -217,25 +237,8 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		}
 		reserve = min(reserve, *pb.MaxCredits)
 	}
-	for {
-		v, _ := json.Marshal(idemEntry{JobID: jobID, BodyHash: pb.hash})
-		if _, err := s.pidem.Create(ctx, ikey, v); err == nil {
-			break
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("api: idempotency key: %w", err)
-		}
-		job, found, err := s.existingProduct(ctx, ikey, pb.hash, oc)
-		if err != nil {
-			return err
-		}
-		if found {
-			writeJSON(w, http.StatusAccepted, job)
-			return nil
-		}
-	}
-	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve)
+	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve, createdAt, claim)
 	if err != nil {
-		_ = s.pidem.Delete(context.WithoutCancel(ctx), ikey)
 		return err
 	}
 	created = true
@@ -244,53 +247,27 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 	return nil
 }
 
-// existingProduct looks up an idempotency key of the organisation and
-// team: found with the job when it names one with the same body; 409
-// IDEMPOTENCY_CONFLICT when the body differs. A job still being created by
-// a concurrent request is waited for (up to 15 s).
-func (s *Server) existingProduct(ctx context.Context, ikey, hash string, oc orgCtx) (ProductJob, bool, error) {
-	deadline := time.Now().Add(s.idemWait)
-	for {
-		e, err := s.pidem.Get(ctx, ikey)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return ProductJob{}, false, nil
-		}
-		if err != nil {
-			return ProductJob{}, false, fmt.Errorf("api: idempotency key: %w", err)
-		}
-		var ie idemEntry
-		if err := json.Unmarshal(e.Value(), &ie); err != nil {
-			return ProductJob{}, false, fmt.Errorf("api: idempotency key: %w", err)
-		}
-		if ie.BodyHash != hash {
-			return ProductJob{}, false, newError(CodeIdempotencyConflict,
-				"idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job", ie.JobID)
-		}
-		rec, _, err := s.q.Get(ctx, ie.JobID)
-		if err == nil {
-			m, err := s.getProductMeta(ctx, ie.JobID)
-			if err == nil && m.OrgID == oc.Org.ID {
-				job, err := s.productView(ctx, rec, &m)
-				return job, err == nil, err
-			}
-			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-				return ProductJob{}, false, err
-			}
-		} else if !errors.Is(err, queue.ErrNotFound) {
-			return ProductJob{}, false, fmt.Errorf("api: job %s: %w", ie.JobID, err)
-		}
-		if time.Now().After(deadline) {
-			return ProductJob{}, false, unavailable(1,
-				"a job with this idempotency_key is still being created; retry the same request")
-		}
-		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
-			return ProductJob{}, false, err
-		}
+// existingProductJob is the product job an idempotency key of the
+// organisation and team names; a job still queued is resumed (see
+// resumeQueued).
+func (s *Server) existingProductJob(ctx context.Context, jobID string, oc orgCtx) (ProductJob, error) {
+	rec, _, err := s.q.Get(ctx, jobID)
+	if err != nil {
+		return ProductJob{}, fmt.Errorf("api: job %s: %w", jobID, err)
 	}
+	m, err := s.getProductMeta(ctx, jobID)
+	if err != nil {
+		return ProductJob{}, err
+	}
+	if m.OrgID != oc.Org.ID {
+		return ProductJob{}, fmt.Errorf("api: idempotency key of %s names job %s of another organisation", oc.Org.ID, jobID)
+	}
+	rec = s.resumeQueued(ctx, rec)
+	return s.productView(ctx, rec, &m)
 }
 
 // createProduct reserves the credits, records the job and submits it.
-func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *productDef, pb productBody, pl plan, reserve int64) (ProductJob, error) {
+func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *productDef, pb productBody, pl plan, reserve int64, now time.Time, claim *heldClaim) (ProductJob, error) {
 	if _, err := s.acc.ReserveCredits(ctx, jobID, oc.Org.ID, oc.TeamID, reserve); err != nil {
 		var be *account.BudgetError
 		if errors.As(err, &be) {
@@ -309,7 +286,6 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 		}
 		return ProductJob{}, err
 	}
-	now := s.now().UTC()
 	m := pl.meta
 	m.JobID, m.Product, m.ModelID, m.OrgID, m.TeamID, m.KeyOwner = jobID, p.Product, pb.ModelID, oc.Org.ID, oc.TeamID, oc.KeyOwner
 	m.CallbackURL, m.IdempotencyKey, m.MaxCredits = pb.CallbackURL, pb.IdempotencyKey, pb.MaxCredits
@@ -325,6 +301,12 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 	var seed uint32
 	if pl.req.Generation != nil {
 		seed = pl.req.Generation.Seed
+	}
+	if err := claim.check(ctx); err != nil {
+		if derr := s.pmeta.Delete(context.WithoutCancel(ctx), jobID); derr != nil {
+			s.log.Warn("product meta of a job never queued", zap.String("job_id", jobID), zap.Error(derr))
+		}
+		return release(err)
 	}
 	// The same submission as a generation's: retried while NATS fails,
 	// then abandoned (marked failed) and answered 503 with Retry-After.

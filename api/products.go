@@ -53,7 +53,7 @@ const vfxSchema = `{
   "properties": {
     "source": {"type": "string", "minLength": 1, "description": "Source image (PNG, JPEG, WebP) or video (MP4, MOV; H.264 or HEVC; at most 240 frames): vfx://uploads/{id}/{filename}, https:// or data: URI. At most 2,770,000 pixels."},
     "alpha_mode": {"enum": ["auto", "fill", "custom", "select"]},
-    "alpha": {"type": "string", "minLength": 1, "description": "Alpha matte URI; required for custom and select, ignored otherwise."},
+    "alpha": {"type": "string", "minLength": 1, "description": "Alpha matte URI; required for custom and select, ignored otherwise. An image matte may be grey, RGB or RGBA, 8 or 16 bits: its alpha where not all opaque, else its luminance."},
     "alpha_keyframe_index": {"type": "integer", "minimum": 0, "default": 0},
     "prompt": {"type": "string", "maxLength": 2000},
     "reference_image": {"type": "string", "minLength": 1, "description": "Reference image URI (PNG, JPEG, WebP)."},
@@ -61,7 +61,7 @@ const vfxSchema = `{
     "seed": {"type": "integer", "minimum": 0, "maximum": 4294967295},
     "mode": {"enum": ["standard", "fast"], "default": "standard", "description": "fast renders at 2/3 of the resolution and upscales the render with the vfx_finish upscaler: about half the work and half the credits, slightly softer fine detail."},
     "outputs": {"type": "object", "additionalProperties": false, "description": "Extra outputs.", "properties": {
-      "foreground": {"type": "boolean", "default": false, "description": "Also return outputs.foreground: the relit subject with its alpha, premultiplied (colour × alpha), at the processing size: an RGBA PNG for an image, a ProRes 4444 .mov with alpha for a video. Lay it over any plate in a compositor (Nuke, Resolve). No extra credits."}
+      "foreground": {"type": "boolean", "default": false, "description": "Also return outputs.foreground: the clean relit subject (no new background, light wrap or shadow) with its alpha, premultiplied (colour × alpha), at the processing size: an RGBA PNG for an image, a ProRes 4444 .mov with alpha for a video. Lay it over any plate in a compositor (Nuke, Resolve). No extra credits."}
     }}
   },
   "anyOf": [{"required": ["prompt"]}, {"required": ["reference_image"]}],

@@ -51,9 +51,24 @@ type genRequest struct {
 	MaxResolution      *int64  `json:"max_resolution,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
 	CallbackURL        *string `json:"callback_url,omitempty"`
+	// Foreground (an extension beyond SPEC.md) asks for the clean relit
+	// foreground as an extra output, output.foreground.
+	Foreground *bool `json:"foreground,omitempty"`
 	// badUTF8 names the first string field whose JSON text held invalid
 	// UTF-8 (the decoder would have replaced it with U+FFFD).
 	badUTF8 string
+	// intText is the JSON text of each integer field as given, for error
+	// messages: a value beyond int64 (1e100) saturates when parsed.
+	intText map[string]string
+}
+
+// quoteInt is the JSON text of the integer field name as the client sent
+// it (at most 40 characters), or v when it was not sent.
+func (g genRequest) quoteInt(name string, v int64) string {
+	if t, ok := g.intText[name]; ok {
+		return trunc.String(t, 40)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // fieldKind is the JSON type a request field wants.
@@ -62,6 +77,7 @@ type fieldKind int
 const (
 	kindString fieldKind = iota
 	kindInt
+	kindBool
 )
 
 // genFields lists the request fields and their JSON types.
@@ -72,7 +88,7 @@ var genFields = [...]struct {
 	{"generation_type", kindString}, {"source_uri", kindString}, {"alpha_mode", kindString},
 	{"prompt", kindString}, {"reference_image_uri", kindString}, {"alpha_uri", kindString},
 	{"alpha_keyframe_index", kindInt}, {"seed", kindInt}, {"max_resolution", kindInt},
-	{"idempotency_key", kindString}, {"callback_url", kindString},
+	{"idempotency_key", kindString}, {"callback_url", kindString}, {"foreground", kindBool},
 }
 
 // decodeObject parses body as one JSON object into its raw fields (slices
@@ -137,6 +153,17 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 				continue
 			}
 			*ints[f.name] = &v
+			if req.intText == nil {
+				req.intText = map[string]string{}
+			}
+			req.intText[f.name] = string(bytes.TrimSpace(raw))
+		case kindBool:
+			var v bool
+			if err := json.Unmarshal(raw, &v); err != nil {
+				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid boolean", Type: "bool_type"})
+				continue
+			}
+			req.Foreground = &v
 		}
 	}
 	if len(details) > 0 {
@@ -213,6 +240,10 @@ func (g genRequest) hash() string {
 			writeInt(h, *f.i)
 		}
 	}
+	if g.Foreground != nil && *g.Foreground { // false is the SPEC behaviour: hashed as omitted
+		field("foreground")
+		h.Write([]byte("true"))
+	}
 	h.Write([]byte{'}'})
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -275,16 +306,16 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	jr.MaxResolution = job.DefaultMaxResolution
 	if g.MaxResolution != nil {
 		if *g.MaxResolution != 720 && *g.MaxResolution != 1080 {
-			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %d: want 720 or 1080", *g.MaxResolution)
+			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", *g.MaxResolution))
 		}
 		jr.MaxResolution = int(*g.MaxResolution)
 	}
 	if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
-		return jr, badRequest(CodeInvalidSeed, "seed %d: want 0 to %d", *g.Seed, uint64(MaxSeed))
+		return jr, badRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
 	}
 	if g.AlphaKeyframeIndex != nil {
 		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
-			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", *g.AlphaKeyframeIndex)
+			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", *g.AlphaKeyframeIndex), math.MaxInt32)
 		}
 		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
@@ -325,7 +356,8 @@ func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
 	u, err := s.resolver.Parse(uri)
 	if err != nil {
 		if errors.Is(err, store.ErrTooLarge) {
-			return badRequest(CodeSourceTooLarge, "%s: inline data is over 50 MB", name)
+			return badRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
+				s.resolver.MaxDataBytesOrDefault(), strings.TrimPrefix(err.Error(), "store: "))
 		}
 		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
 	}

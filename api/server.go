@@ -37,6 +37,7 @@ type Accounts interface {
 	Peek(ctx context.Context, acct account.Account, class account.Class) (account.Decision, error)
 	Reserve(ctx context.Context, acct account.Account, jobID string, cost float64, enforceConcurrency bool) error
 	Settle(ctx context.Context, accountID, jobID string, charged bool, meter string, units float64, cost float64) error
+	AbandonReservation(ctx context.Context, accountID, jobID string) error
 	InFlight(ctx context.Context, accountID string) (int, error)
 	Billing(ctx context.Context, accountID string) (account.Billing, error)
 	GetAccount(ctx context.Context, id string) (account.Account, error)
@@ -188,6 +189,28 @@ type Config struct {
 	// LedgerReconcileLimit is the open ledger entries one pass examines;
 	// 0 means DefaultLedgerReconcileLimit.
 	LedgerReconcileLimit int
+	// StreamEvery is how often an event stream (GET /v1/vfx/events) looks
+	// at its page of jobs; 0 means DefaultStreamEvery.
+	StreamEvery time.Duration
+	// StreamMaxAge is how long one event stream lasts; 0 means
+	// DefaultStreamMaxAge.
+	StreamMaxAge time.Duration
+	// MaxStreamsPerAccount is how many event streams an account may hold
+	// open at once on this replica; 0 means DefaultMaxStreamsPerAccount.
+	MaxStreamsPerAccount int
+	// IdemClaimLease is how long an idempotency claim whose job record does
+	// not exist may go without renewal (its owner renews it every third of
+	// this while alive) before the next request with the same key and body
+	// takes it over (see idem.go); 0 means DefaultIdemClaimLease.
+	IdemClaimLease time.Duration
+	// PendingGrace is how old the record of a submission in progress must
+	// be, with no job record, before the sweeper gives back what it held
+	// (see pending.go); 0 means DefaultPendingGrace. It must exceed
+	// SubmitRetryFor.
+	PendingGrace time.Duration
+	// Instance names this Server in the idempotency claims it makes; ""
+	// means a random name.
+	Instance string
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use.
@@ -215,9 +238,15 @@ type Server struct {
 	now      func() time.Time
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
+	streams  *streams
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
+	// gclaims and pclaims are the idempotency claims of the generation
+	// and product APIs (buckets gen_idem and product_idem).
+	gclaims, pclaims *idemClaims
+	// pending holds the records of submissions in progress (BucketPending).
+	pending jetstream.KeyValue
 }
 
 // idemCreateWait is how long a request waits for the job that a
@@ -239,7 +268,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
 	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait}
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams()}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -292,6 +321,27 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.LedgerReconcileGrace <= s.cfg.SubmitRetryFor {
 		return nil, fmt.Errorf("api: LedgerReconcileGrace %s must exceed SubmitRetryFor %s: a reservation whose job is still being submitted would be refunded",
 			s.cfg.LedgerReconcileGrace, s.cfg.SubmitRetryFor)
+	}
+	if s.cfg.StreamEvery <= 0 {
+		s.cfg.StreamEvery = DefaultStreamEvery
+	}
+	if s.cfg.StreamMaxAge <= 0 {
+		s.cfg.StreamMaxAge = DefaultStreamMaxAge
+	}
+	if s.cfg.MaxStreamsPerAccount <= 0 {
+		s.cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
+	}
+	if s.cfg.IdemClaimLease <= 0 {
+		s.cfg.IdemClaimLease = DefaultIdemClaimLease
+	}
+	if s.cfg.PendingGrace <= 0 {
+		s.cfg.PendingGrace = DefaultPendingGrace
+	}
+	if s.cfg.PendingGrace <= s.cfg.SubmitRetryFor {
+		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.cfg.PendingGrace, s.cfg.SubmitRetryFor)
+	}
+	if s.cfg.Instance == "" {
+		s.cfg.Instance = "api-" + randomToken(6)
 	}
 	if s.cfg.LedgerReconcileLimit <= 0 {
 		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
@@ -350,6 +400,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.pidem, err = open(BucketProductIdem, "vfx product idempotency keys", 1); err != nil {
 		return nil, err
 	}
+	if s.pending, err = open(BucketPending, "vfx submissions in progress: what each holds until its job exists", 1); err != nil {
+		return nil, err
+	}
+	claims := func(kv jetstream.KeyValue, newID func() string) *idemClaims {
+		return &idemClaims{kv: kv, lease: s.cfg.IdemClaimLease, wait: s.idemWait, holder: s.cfg.Instance,
+			newID: newID, now: s.now, log: s.log.Named("idem")}
+	}
+	s.gclaims, s.pclaims = claims(s.idem, newJobID), claims(s.pidem, newProductJobID)
 	if s.products, err = catalogue(); err != nil {
 		return nil, err
 	}
@@ -427,6 +485,7 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
 	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
 	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
+	s.handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
 	s.handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
 	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
 	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
@@ -436,6 +495,7 @@ func (s *Server) buildRoutes() {
 	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
 	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
 	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
+	s.handle("GET", "/admin/v1/queue", s.withAdmin(s.adminQueue))
 	s.handleProduct("GET", "/v1/products", s.withOrgKey(s.listProducts))
 	s.handleProduct("GET", "/v1/products/{product}/models", s.withOrgKey(s.listModels))
 	s.handleProduct("POST", "/v1/products/{product}/estimate", s.withOrgKey(s.estimate))

@@ -302,6 +302,21 @@ func (s *Server) runUploadSweeper(ctx context.Context) {
 		if n > 0 {
 			log.Info("unused uploads deleted", zap.Int("uploads", n))
 		}
+		// Submissions that died (their process crashed) and whose
+		// idempotency key was not resent: their slots, credits and inline
+		// inputs go back (pending.go).
+		pctx, cancel = context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))
+		n, err = s.SweepPending(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			log.Warn("pending submission sweep", zap.Error(err))
+		}
+		if n > 0 {
+			log.Info("dead submissions recovered", zap.Int("submissions", n))
+		}
 		if retry.Sleep(ctx, s.cfg.UploadSweepEvery) != nil {
 			return
 		}

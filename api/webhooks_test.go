@@ -135,7 +135,7 @@ func TestWebhookFailedAfterFiveAttempts(t *testing.T) {
 	e.finish(id, false)
 	eventually(t, 10*time.Second, "failed", func() bool { return e.webhookState(key, id)["status"] == "failed" })
 	w := e.webhookState(key, id)
-	if w["attempts"].(float64) != 5 || !strings.Contains(w["last_error"].(string), "500") {
+	if w["attempts"].(float64) != 5 || w["last_error"] != "callback answered HTTP 500" {
 		t.Fatalf("state %v", w)
 	}
 	time.Sleep(300 * time.Millisecond)

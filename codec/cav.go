@@ -18,6 +18,12 @@ static int64_t vfx_frame_pts(AVFrame *f) {
 	return f->best_effort_timestamp;
 }
 static int vfx_frame_make_writable(AVFrame *f) { return av_frame_make_writable(f); }
+static void vfx_frame_set_color(AVFrame *f, int prim, int trc, int space, int range) {
+	f->color_primaries = (enum AVColorPrimaries)prim;
+	f->color_trc = (enum AVColorTransferCharacteristic)trc;
+	f->colorspace = (enum AVColorSpace)space;
+	f->color_range = (enum AVColorRange)range;
+}
 static int vfx_pix_fmt_has_alpha(int fmt) {
 	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get((enum AVPixelFormat)fmt);
 	return d != NULL && (d->flags & AV_PIX_FMT_FLAG_ALPHA) != 0;
@@ -25,6 +31,15 @@ static int vfx_pix_fmt_has_alpha(int fmt) {
 static int vfx_pix_fmt_is_rgb(int fmt) {
 	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get((enum AVPixelFormat)fmt);
 	return d != NULL && (d->flags & AV_PIX_FMT_FLAG_RGB) != 0;
+}
+static int vfx_pix_fmt_depth(int fmt) {
+	const AVPixFmtDescriptor *d = av_pix_fmt_desc_get((enum AVPixelFormat)fmt);
+	int m = 0;
+	if (d == NULL) return 0;
+	for (int i = 0; i < d->nb_components; i++) {
+		if (d->comp[i].depth > m) m = d->comp[i].depth;
+	}
+	return m;
 }
 static struct SwsContext *vfx_sws_new(int sw, int sh, int sf, int dw, int dh, int df, int flags,
 		int scs, int sfull, int dcs, int dfull, int *ret) {
@@ -86,8 +101,22 @@ func makeWritable(f *astiav.Frame) error {
 	return nil
 }
 
+// setFrameBT709 tags an FFmpeg frame BT.709 (primaries, transfer and
+// matrix) in limited or full range: encoders such as prores_ks write the
+// frame's tags, not the codec context's, into their bitstream.
+func setFrameBT709(f *astiav.Frame, full bool) {
+	rng := C.AVCOL_RANGE_MPEG
+	if full {
+		rng = C.AVCOL_RANGE_JPEG
+	}
+	C.vfx_frame_set_color(cFrame(f), C.AVCOL_PRI_BT709, C.AVCOL_TRC_BT709, C.AVCOL_SPC_BT709, C.int(rng))
+}
+
 func pixFmtHasAlpha(p astiav.PixelFormat) bool { return C.vfx_pix_fmt_has_alpha(C.int(p)) != 0 }
 func pixFmtIsRGB(p astiav.PixelFormat) bool    { return C.vfx_pix_fmt_is_rgb(C.int(p)) != 0 }
+
+// pixFmtDepth is the largest bit depth of p's components (0 if unknown).
+func pixFmtDepth(p astiav.PixelFormat) int { return int(C.vfx_pix_fmt_depth(C.int(p))) }
 
 // scaler is a swscale context with explicit matrices and ranges.
 type scaler struct {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/asticode/go-astiav"
 	"github.com/vfxrender/vfx/frame"
@@ -262,6 +263,30 @@ func (in Input) open() (io.ReadSeekCloser, error) {
 // logger is process-wide state). Commands and tests call it once at start;
 // the package itself never changes the level.
 func Quiet() { astiav.SetLogLevel(astiav.LogLevelQuiet) }
+
+// LogWarnings routes FFmpeg's own log lines of level warning and above
+// to fn (level "warning", "error" or "fatal", the message without its
+// line end) instead of stderr, for the whole process (FFmpeg's logger is
+// process-wide state); info lines such as x264's statistics are dropped.
+// fn may be called from FFmpeg's threads at once: it must be safe for
+// concurrent use and must not block.
+func LogWarnings(fn func(level, msg string)) {
+	astiav.SetLogLevel(astiav.LogLevelWarning)
+	astiav.SetLogCallback(func(_ astiav.Classer, l astiav.LogLevel, _, msg string) {
+		level := "warning"
+		switch {
+		case l <= astiav.LogLevelFatal:
+			level = "fatal"
+		case l <= astiav.LogLevelError:
+			level = "error"
+		case l > astiav.LogLevelWarning:
+			return
+		}
+		if msg = strings.TrimRight(msg, "\n"); msg != "" {
+			fn(level, msg)
+		}
+	})
+}
 
 func ctxErr(ctx context.Context, step string) error {
 	if err := ctx.Err(); err != nil {

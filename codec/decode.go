@@ -20,7 +20,8 @@ var errClosed = errors.New("codec: use after close")
 // DecodeOptions choose what Decoder.Next produces.
 type DecodeOptions struct {
 	// Format is the output layout: YUV420P (the default for video), RGB24
-	// (the default for images) or Gray8 (a matte; see Decoder.Next).
+	// (the default for images), or Gray8 or Gray16 (a matte at 8 or 16
+	// bits; see Decoder.Next).
 	Format frame.PixelFormat
 	// Width and Height are the output size after rotation. 0,0 means the
 	// display size; when only one is 0 it follows the display aspect.
@@ -52,6 +53,8 @@ type Decoder struct {
 	tmp        *astiav.Frame // converted picture
 	tmpFmt     astiav.PixelFormat
 	tmpW, tmpH int
+	gray       []byte          // an RGB source's matte before rotation
+	narrow     frame.HostFrame // the Gray8 matte of an 8-bit source, for Gray16 output
 	sws        scaler
 	count      int
 	closed     bool
@@ -70,7 +73,7 @@ func NewDecoder(ctx context.Context, in Input, lim Limits, opts DecodeOptions) (
 		return nil, fmt.Errorf("codec: new decoder: threads %d: want 0 (automatic) or 1", opts.Threads)
 	}
 	switch opts.Format {
-	case 0, frame.YUV420P, frame.RGB24, frame.Gray8:
+	case 0, frame.YUV420P, frame.RGB24, frame.Gray8, frame.Gray16:
 	default:
 		return nil, fmt.Errorf("codec: new decoder: output format %v not supported", opts.Format)
 	}
@@ -131,17 +134,25 @@ func (d *Decoder) Info() Info { return d.info }
 // the last frame (an image has exactly one).
 //
 // The picture is rotated by Info().Rotation and scaled to the requested
-// size. 10-bit sources are reduced to 8 bits. PTS is the frame's
-// presentation time in Info().TimeBase (0 for images). For YUV420P output
-// the source's matrix is kept (dst.ColorSpace = Info().ColorSpace) and
+// size. 10-bit sources are reduced to 8 bits (but for Gray16 output).
+// PTS is the frame's presentation time in Info().TimeBase (0 for images).
+// For YUV420P output the source's matrix is kept (dst.ColorSpace =
+// Info().ColorSpace) and
 // dst.FullRange tells the truth about the planes: full-range sources stay
 // full range, RGB sources become limited-range YUV. RGB24 output is full
 // range sRGB converted with the source's matrix; any alpha is dropped.
 //
-// Gray8 output is a matte: when the frame has an alpha channel that is not
-// fully opaque, the alpha; otherwise the luma (Y of YUV sources, BT.601
-// luma of RGB sources), expanded to full range 0..255 when the source is
-// limited range.
+// Gray8 and Gray16 output is a matte (full range, 255 or 65535 = keep):
+//   - from a source with an alpha channel (RGBA, grey+alpha, YUVA), the
+//     alpha, unless it is fully opaque (each video frame on its own); on an
+//     image also unless it is fully transparent;
+//   - otherwise the luminance: Rec.709 weights on the code values of RGB
+//     (and palette) sources, the Y of YUV sources (their own matrix; a
+//     JPEG's is BT.601), expanded to full range when limited.
+//
+// Gray16 keeps a 16-bit source's precision (and the resampling's); from
+// an 8-bit source it is exactly the Gray8 matte times 257. Gray8 rounds to
+// 8 bits.
 //
 // Errors: ErrCorrupt for undecodable data or a frame size change,
 // *LimitError (ErrTooManyFrames) when the stream holds more frames than
@@ -241,34 +252,98 @@ func (d *Decoder) convert(f *astiav.Frame, dst *frame.HostFrame) error {
 			src = d.tmp
 		}
 		return d.copyPlane(dst, 0, src, 0, d.preW, d.preH, 3, 3, 0, rot)
-	case frame.Gray8:
-		if rgbSrc {
-			matrix = swsCoeffBT601
-		}
-		if pixFmtHasAlpha(sf) {
-			if err := d.scale(f, astiav.PixelFormatYa8, matrix, srcFull, swsCoeffBT601, true); err != nil {
-				return err
-			}
-			p, stride, err := planeOf(d.tmp, 0, d.preH)
-			if err != nil {
-				return fmt.Errorf("codec: decode: %w", err)
-			}
-			ch := 1
-			if allOpaque(p, stride, d.preW, d.preH, 2, 1) {
-				ch = 0
-			}
-			return d.copyPlane(dst, 0, d.tmp, 0, d.preW, d.preH, 2, 1, ch, rot)
-		}
+	case frame.Gray8, frame.Gray16:
+		return d.convertMatte(f, dst, same, srcFull, rgbSrc, matrix)
+	}
+	return nil
+}
+
+// convertMatte writes the matte of f into dst (Gray8 or Gray16; see
+// Decoder.Next for the rule). A source of 8 bits or fewer gets the Gray8
+// matte widened exactly (255 becomes 65535), as swscale's 8 to 16 bit
+// conversions stop a little short of full scale.
+func (d *Decoder) convertMatte(f *astiav.Frame, dst *frame.HostFrame, same, srcFull, rgbSrc bool, matrix int) error {
+	if d.format != frame.Gray16 || pixFmtDepth(f.PixelFormat()) > 8 {
+		return d.matte(f, dst, d.format == frame.Gray16, same, srcFull, rgbSrc, matrix)
+	}
+	g := &d.narrow
+	g.Format, g.Width, g.Height = frame.Gray8, dst.Width, dst.Height
+	if err := g.Alloc(); err != nil {
+		return fmt.Errorf("codec: decode: %w", err)
+	}
+	if err := d.matte(f, g, false, same, srcFull, rgbSrc, matrix); err != nil {
+		return err
+	}
+	widen(dst.Planes[0], dst.Strides[0], g.Planes[0], g.Strides[0], g.Width, g.Height)
+	return nil
+}
+
+// matte writes the matte of f into dst, 16-bit little-endian samples
+// when wide, else 8-bit.
+func (d *Decoder) matte(f *astiav.Frame, dst *frame.HostFrame, wide, same, srcFull, rgbSrc bool, matrix int) error {
+	sf, rot := f.PixelFormat(), d.info.Rotation
+	grayFmt, yaFmt, rgbaFmt, size := astiav.PixelFormatGray8, astiav.PixelFormatYa8, astiav.PixelFormatRgba, 1
+	if wide {
+		grayFmt, yaFmt, rgbaFmt, size = astiav.PixelFormatGray16Le, astiav.PixelFormatYa16Le, astiav.PixelFormatRgba64Le, 2
+	}
+	// An image's alpha that is all transparent holds no matte either: its
+	// colour does (or nothing, which a caller may refuse). A video frame's
+	// may be a subject that left the frame.
+	useAlpha := func(p []byte, stride, bpp, ch int) bool {
+		opaque, clear := alphaExtremes(p, stride, d.preW, d.preH, bpp, ch, size)
+		return !opaque && !(clear && d.info.Kind == KindImage)
+	}
+	if rgbSrc || sf == astiav.PixelFormatPal8 {
+		// RGB and palette sources: alpha and Rec.709 luminance from RGBA
+		// here (swscale's RGB to grey is biased at 16 bits, its 8-bit
+		// alpha off by a code).
 		src := f
-		if !(same && (sf == astiav.PixelFormatGray8 || (srcFull && isPlanarYUV8(sf)))) {
-			if err := d.scale(f, astiav.PixelFormatGray8, matrix, srcFull, swsCoeffBT601, true); err != nil {
+		if !(same && sf == rgbaFmt) {
+			if err := d.scale(f, rgbaFmt, matrix, srcFull, matrix, true); err != nil {
 				return err
 			}
 			src = d.tmp
 		}
-		return d.copyPlane(dst, 0, src, 0, d.preW, d.preH, 1, 1, 0, rot)
+		p, stride, err := planeOf(src, 0, d.preH)
+		if err != nil {
+			return fmt.Errorf("codec: decode: %v: %w", err, ErrCorrupt)
+		}
+		n := size * d.preW * d.preH
+		if cap(d.gray) < n {
+			d.gray = make([]byte, n)
+		}
+		g := d.gray[:n]
+		matteOfRGBA(g, size*d.preW, p, stride, d.preW, d.preH, size, useAlpha(p, stride, 4*size, 3*size))
+		copyRotate(dst.Planes[0], dst.Strides[0], g, size*d.preW, d.preW, d.preH, size, size, 0, rot)
+		return nil
 	}
-	return nil
+	if pixFmtHasAlpha(sf) {
+		src := f
+		if !(same && sf == yaFmt) {
+			if err := d.scale(f, yaFmt, matrix, srcFull, swsCoeffBT601, true); err != nil {
+				return err
+			}
+			src = d.tmp
+		}
+		p, stride, err := planeOf(src, 0, d.preH)
+		if err != nil {
+			return fmt.Errorf("codec: decode: %v: %w", err, ErrCorrupt)
+		}
+		ch := 0
+		if useAlpha(p, stride, 2*size, size) {
+			ch = size
+		}
+		return d.copyPlane(dst, 0, src, 0, d.preW, d.preH, 2*size, size, ch, rot)
+	}
+	src := f
+	direct := same && (sf == grayFmt || (!wide && srcFull && isPlanarYUV8(sf)))
+	if !direct {
+		if err := d.scale(f, grayFmt, matrix, srcFull, swsCoeffBT601, true); err != nil {
+			return err
+		}
+		src = d.tmp
+	}
+	return d.copyPlane(dst, 0, src, 0, d.preW, d.preH, size, size, 0, rot)
 }
 
 func isPlanarYUV8(pf astiav.PixelFormat) bool {

@@ -131,6 +131,7 @@ func (e *ForegroundEncoder) openProRes() error {
 	e.frm.SetPixelFormat(astiav.PixelFormatYuva444P10Le)
 	e.frm.SetWidth(o.Width)
 	e.frm.SetHeight(o.Height)
+	setFrameBT709(e.frm, false)
 	if err := e.frm.AllocBuffer(0); err != nil {
 		return fmt.Errorf("codec: new foreground encoder: alloc frame: %w", err)
 	}

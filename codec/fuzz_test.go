@@ -1,8 +1,11 @@
 package codec
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/png"
 	"io"
 	"path/filepath"
 	"testing"
@@ -27,6 +30,18 @@ func FuzzProbeDecode(f *testing.F) {
 	pattern(g, 0)
 	writePNG(f, gray, g, true)
 	seeds := [][]byte{readFile(f, mp4), readFile(f, rgb), readFile(f, gray), bombPNG(300, 200), bombPNG(1, 1)}
+	// Roto exports: RGBA with a partial alpha, 8 and 16 bits.
+	cut := image.NewNRGBA64(image.Rect(0, 0, 10, 8))
+	for i := range cut.Pix {
+		cut.Pix[i] = uint8(i * 37)
+	}
+	for _, m := range []image.Image{cut, rgbImage(10, 8, func(x, y int) uint8 { return uint8(x * 25) })} {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, m); err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, buf.Bytes())
+	}
 	j := fuzzJPEG(f)
 	seeds = append(seeds, j, withExifOrientation(j, 6, nil))
 	for _, s := range seeds {
@@ -49,7 +64,7 @@ func FuzzProbeDecode(f *testing.F) {
 		if info.Width <= 0 || info.Height <= 0 || info.Width*info.Height > lim.MaxPixels {
 			t.Fatalf("probe passed a bad size: %+v", info)
 		}
-		format := []frame.PixelFormat{frame.YUV420P, frame.RGB24, frame.Gray8}[len(b)%3]
+		format := []frame.PixelFormat{frame.YUV420P, frame.RGB24, frame.Gray8, frame.Gray16}[len(b)%4]
 		d, err := NewDecoder(ctx, in, lim, DecodeOptions{Format: format, Width: 1 + len(b)%40})
 		if err != nil {
 			return

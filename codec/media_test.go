@@ -200,7 +200,7 @@ func TestAlphaPNGMatte(t *testing.T) {
 		_, got := decodeAll(t, in, DecodeOptions{Format: frame.Gray8})
 		p := rgb[0].Planes[0]
 		for i, g := range got[0].Planes[0] {
-			w := 0.299*float64(p[3*i]) + 0.587*float64(p[3*i+1]) + 0.114*float64(p[3*i+2])
+			w := luma709(float64(p[3*i]), float64(p[3*i+1]), float64(p[3*i+2]))
 			if !near(float64(g), w, 2) {
 				t.Fatalf("pixel %d: matte %d, luma %.1f", i, g, w)
 			}

@@ -48,15 +48,68 @@ func copyRotate(dst []byte, dstStride int, src []byte, srcStride, w, h, sbpp, db
 	}
 }
 
-// allOpaque reports whether every byte ch of the w x h bpp-byte pixels is 255.
-func allOpaque(src []byte, stride, w, h, bpp, ch int) bool {
+// alphaExtremes reports whether the alpha sample at byte ch of every one
+// of the w x h bpp-byte pixels is opaque and whether every one is clear.
+// Samples are 8-bit, or 16-bit little-endian when size is 2; a 16-bit
+// sample counts as opaque or clear when it rounds to 255 or 0 in 8 bits
+// (swscale may widen a 10- or 12-bit alpha to a little under 65535).
+func alphaExtremes(src []byte, stride, w, h, bpp, ch, size int) (opaque, clear bool) {
+	hi, lo := 255, 0
+	if size == 2 {
+		hi, lo = 65407, 128
+	}
+	opaque, clear = true, true
 	for y := 0; y < h; y++ {
 		row := src[y*stride : y*stride+w*bpp]
 		for x := ch; x < len(row); x += bpp {
-			if row[x] != 255 {
-				return false
+			v := int(row[x])
+			if size == 2 {
+				v |= int(row[x+1]) << 8
+			}
+			opaque = opaque && v >= hi
+			clear = clear && v <= lo
+			if !opaque && !clear {
+				return false, false
 			}
 		}
 	}
-	return true
+	return opaque, clear
+}
+
+// matteOfRGBA writes the matte of the w x h RGBA pixels of src (8-bit,
+// or 16-bit little-endian when size is 2) into dst, one sample of the same
+// size per pixel: the alpha when useAlpha, else the Rec.709 luminance of
+// the code values, rounded.
+func matteOfRGBA(dst []byte, dstStride int, src []byte, srcStride, w, h, size int, useAlpha bool) {
+	bpp := 4 * size
+	for y := 0; y < h; y++ {
+		s, d := src[y*srcStride:y*srcStride+bpp*w], dst[y*dstStride:y*dstStride+size*w]
+		for x := 0; x < w; x++ {
+			p := s[bpp*x : bpp*x+bpp]
+			if useAlpha {
+				copy(d[size*x:size*x+size], p[3*size:4*size])
+				continue
+			}
+			if size == 1 {
+				d[x] = uint8(0.2126*float32(p[0]) + 0.7152*float32(p[1]) + 0.0722*float32(p[2]) + 0.5)
+				continue
+			}
+			r := float32(uint16(p[0]) | uint16(p[1])<<8)
+			g := float32(uint16(p[2]) | uint16(p[3])<<8)
+			b := float32(uint16(p[4]) | uint16(p[5])<<8)
+			v := uint16(min(0.2126*r+0.7152*g+0.0722*b+0.5, 65535))
+			d[2*x], d[2*x+1] = byte(v), byte(v>>8)
+		}
+	}
+}
+
+// widen writes the w x h 8-bit samples of src into dst as 16-bit
+// little-endian ones, v*257 (so 255 becomes 65535).
+func widen(dst []byte, dstStride int, src []byte, srcStride, w, h int) {
+	for y := 0; y < h; y++ {
+		s, d := src[y*srcStride:y*srcStride+w], dst[y*dstStride:y*dstStride+2*w]
+		for x, v := range s {
+			d[2*x], d[2*x+1] = v, v
+		}
+	}
 }

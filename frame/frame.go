@@ -16,6 +16,11 @@ const (
 	RGB24
 	// Gray8 is one 8-bit plane (a matte: 0 = replace, 255 = keep).
 	Gray8
+	// Gray16 is one plane of 16-bit little-endian samples (a matte at full
+	// precision: 0 = replace, 65535 = keep). It is a host-side format: the
+	// codec decodes mattes into it, the compute devices do not upload it
+	// (read it with Gray16At and write floats).
+	Gray16
 )
 
 // String names the format.
@@ -27,6 +32,8 @@ func (p PixelFormat) String() string {
 		return "rgb24"
 	case Gray8:
 		return "gray8"
+	case Gray16:
+		return "gray16le"
 	}
 	return fmt.Sprintf("pixfmt(%d)", int(p))
 }
@@ -65,7 +72,7 @@ type HostFrame struct {
 }
 
 // PlaneDims returns the width in samples (bytes for Gray8/YUV; the packed
-// row length in bytes for RGB24) and height of plane i.
+// row length in bytes for RGB24 and Gray16) and height of plane i.
 func (f *HostFrame) PlaneDims(i int) (w, h int) {
 	switch f.Format {
 	case YUV420P:
@@ -83,6 +90,10 @@ func (f *HostFrame) PlaneDims(i int) (w, h int) {
 		if i == 0 {
 			return f.Width, f.Height
 		}
+	case Gray16:
+		if i == 0 {
+			return f.Width * 2, f.Height
+		}
 	}
 	return 0, 0
 }
@@ -93,6 +104,15 @@ func (p PixelFormat) NumPlanes() int {
 		return 3
 	}
 	return 1
+}
+
+// known reports whether p is one of the formats above.
+func (p PixelFormat) known() bool { return p >= YUV420P && p <= Gray16 }
+
+// Gray16At is sample (x, y) of a Gray16 frame (0 = replace, 65535 = keep).
+func (f *HostFrame) Gray16At(x, y int) uint16 {
+	i := y*f.Strides[0] + 2*x
+	return uint16(f.Planes[0][i]) | uint16(f.Planes[0][i+1])<<8
 }
 
 // New allocates a tightly packed frame of the given format and size.
@@ -111,7 +131,7 @@ func (f *HostFrame) Alloc() error {
 		return fmt.Errorf("frame: invalid size %dx%d", f.Width, f.Height)
 	}
 	n := f.Format.NumPlanes()
-	if f.Format != YUV420P && f.Format != RGB24 && f.Format != Gray8 {
+	if !f.Format.known() {
 		return fmt.Errorf("frame: unknown pixel format %v", f.Format)
 	}
 	for i := 0; i < 3; i++ {
@@ -140,7 +160,7 @@ func (f *HostFrame) Validate() error {
 		return fmt.Errorf("frame: invalid size %dx%d", f.Width, f.Height)
 	}
 	n := f.Format.NumPlanes()
-	if f.Format != YUV420P && f.Format != RGB24 && f.Format != Gray8 {
+	if !f.Format.known() {
 		return fmt.Errorf("frame: unknown pixel format %v", f.Format)
 	}
 	for i := 0; i < n; i++ {

@@ -40,9 +40,11 @@ var (
 	ErrFrameCountMismatch = errors.New("matte: matte frame count does not match the source")
 	// ErrKeyframeIndex is an alpha_keyframe_index outside 0..frames-1.
 	ErrKeyframeIndex = errors.New("matte: keyframe index out of range")
-	// ErrKeyframeFormat is a select keyframe that is not a grayscale PNG
-	// or JPEG.
-	ErrKeyframeFormat = errors.New("matte: keyframe matte must be a grayscale PNG or JPEG")
+	// ErrKeyframeFormat is a select keyframe that is not a PNG or JPEG.
+	ErrKeyframeFormat = errors.New("matte: keyframe matte must be a PNG or JPEG image")
+	// ErrKeyframeEmpty is a select keyframe that selects nothing: its
+	// alpha and its colour are both empty.
+	ErrKeyframeEmpty = errors.New("matte: keyframe matte selects nothing")
 )
 
 // ParseAlphaMode validates an alpha_mode string.
@@ -142,17 +144,26 @@ func SameAspect(w1, h1, w2, h2 int) bool {
 	return math.Abs(hs-float64(h2)) <= 1
 }
 
-// CheckKeyframeFormat checks that a keyframe matte is a grayscale PNG or
-// JPEG, from its container and FFmpeg pixel format names.
-func CheckKeyframeFormat(container, pixelFormat string) error {
+// CheckKeyframeFormat checks that a keyframe matte is a PNG or JPEG, from
+// its container name. Any pixel format is taken, as roto tools export
+// them: grey, grey with alpha, RGB, RGBA, 8 or 16 bits (the matte is the
+// alpha where it holds one, else the luminance; see codec.Decoder.Next).
+func CheckKeyframeFormat(container string) error {
 	if container != "png" && container != "jpeg" {
 		return fmt.Errorf("%w: got %s", ErrKeyframeFormat, container)
 	}
-	switch pixelFormat {
-	case "gray", "gray16be", "gray16le", "ya8", "ya16be", "ya16le", "monob", "monow", "gray10le", "gray12le":
-		return nil
+	return nil
+}
+
+// KeyframeEmpty is the error of a keyframe matte whose every matte value
+// is 0; hasAlpha tells whether the file has an alpha channel, for the
+// message.
+func KeyframeEmpty(hasAlpha bool) error {
+	if hasAlpha {
+		return fmt.Errorf("%w: its alpha channel is fully transparent (or fully opaque) and its colour is black everywhere; "+
+			"make the subject opaque on a transparent background, or white on black", ErrKeyframeEmpty)
 	}
-	return fmt.Errorf("%w: got a %s %s (colour); save the matte as grayscale", ErrKeyframeFormat, container, pixelFormat)
+	return fmt.Errorf("%w: it is black everywhere; make the subject white on black (or opaque on a transparent background)", ErrKeyframeEmpty)
 }
 
 // sentinels maps the errors of this package to their codes.
@@ -168,6 +179,7 @@ var sentinels = []struct {
 	{ErrFrameCountMismatch, CodeAlphaTypeMismatch},
 	{ErrKeyframeIndex, CodeInvalidKeyframeIndex},
 	{ErrKeyframeFormat, CodeAlphaTypeMismatch},
+	{ErrKeyframeEmpty, CodeAlphaTypeMismatch},
 }
 
 // AsInputError wraps err as an *InputError when it is one of this

@@ -130,9 +130,9 @@ func TestMatteRules(t *testing.T) {
 		{CheckKeyframe(vid, vid, 0), ErrMustBeImage, CodeAlphaMustBeImage},
 		{CheckKeyframe(vid, Geometry{Width: 100, Height: 100, Frames: 1}, 0), ErrSizeMismatch, CodeAlphaTypeMismatch},
 		{CheckKeyframe(img, img, 5), nil, ""},
-		{CheckKeyframeFormat("png", "gray"), nil, ""},
-		{CheckKeyframeFormat("png", "rgb24"), ErrKeyframeFormat, CodeAlphaTypeMismatch},
-		{CheckKeyframeFormat("webp", "gray"), ErrKeyframeFormat, CodeAlphaTypeMismatch},
+		{CheckKeyframeFormat("png"), nil, ""},
+		{CheckKeyframeFormat("webp"), ErrKeyframeFormat, CodeAlphaTypeMismatch},
+		{KeyframeEmpty(true), ErrKeyframeEmpty, CodeAlphaTypeMismatch},
 	}
 	for i, c := range cases {
 		if !errors.Is(c.err, c.want) || (c.want == nil) != (c.err == nil) {
@@ -168,7 +168,9 @@ func TestMatteRuleMessages(t *testing.T) {
 		{CheckCustom(vid, Geometry{Video: true, Width: 1280, Height: 720, Frames: 48}), ErrSizeMismatch, "1920x1080, matte is 1280x720"},
 		{CheckCustom(vid, Geometry{Video: true, Width: 1920, Height: 1080, Frames: 47}), ErrFrameCountMismatch, "48 frames, matte has 47"},
 		{CheckKeyframe(Geometry{Video: true, Width: 64, Height: 48, Frames: 10}, Geometry{Width: 64, Height: 48, Frames: 1}, 10), ErrKeyframeIndex, "valid 0..9"},
-		{CheckKeyframeFormat("png", "rgb24"), ErrKeyframeFormat, "save the matte as grayscale"},
+		{CheckKeyframeFormat("mp4"), ErrKeyframeFormat, "must be a PNG or JPEG image: got mp4"},
+		{KeyframeEmpty(false), ErrKeyframeEmpty, "selects nothing: it is black everywhere"},
+		{KeyframeEmpty(true), ErrKeyframeEmpty, "alpha channel is fully transparent"},
 	} {
 		if !errors.Is(c.err, c.want) || c.err == nil || !strings.Contains(c.err.Error(), c.contains) {
 			t.Errorf("err = %v, want %v containing %q", c.err, c.want, c.contains)
@@ -187,7 +189,7 @@ func TestMatteRuleMessages(t *testing.T) {
 }
 
 // A keyframe matte may have the source's size or its aspect ratio (within
-// a pixel of rounding), and must be a grayscale PNG or JPEG.
+// a pixel of rounding), and must be a PNG or JPEG (of any pixel format).
 func TestKeyframeSizeAndFormat(t *testing.T) {
 	vid := Geometry{Video: true, Width: 1920, Height: 1080, Frames: 10}
 	for _, c := range []struct {
@@ -203,13 +205,12 @@ func TestKeyframeSizeAndFormat(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		container, pix string
-		ok             bool
-	}{{"png", "gray", true}, {"jpeg", "gray", true}, {"png", "gray16be", true}, {"png", "ya8", true},
-		{"png", "rgb24", false}, {"jpeg", "yuvj420p", false}, {"webp", "gray", false}, {"mp4", "gray", false}} {
-		err := CheckKeyframeFormat(c.container, c.pix)
+		container string
+		ok        bool
+	}{{"png", true}, {"jpeg", true}, {"webp", false}, {"mp4", false}} {
+		err := CheckKeyframeFormat(c.container)
 		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrKeyframeFormat) {
-			t.Errorf("%s %s: err = %v, want ok=%v", c.container, c.pix, err, c.ok)
+			t.Errorf("%s: err = %v, want ok=%v", c.container, err, c.ok)
 		}
 	}
 }

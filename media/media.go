@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/store"
 )
@@ -57,9 +58,10 @@ func ReferenceLimits(lim codec.Limits) codec.Limits {
 // are skipped, so the API can check what is at hand at submission and the
 // worker everything before it decodes a frame): limits and formats of the
 // source, its kind against the generation type, the matte of custom
-// (kind, size, frame count) and select (an image; the keyframe index
-// within the frame count), and the reference (an image). Nothing is
-// decoded. The first problem is a *job.InputError with its code; other
+// (kind, size, frame count) and select (a PNG or JPEG image that selects
+// something; the keyframe index within the frame count), and the
+// reference (an image). Only a select keyframe is decoded (one image, see
+// CheckKeyframeContent); nothing else is. The first problem is a *job.InputError with its code; other
 // errors (a reader failing) are returned as they are.
 func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 	var m Media
@@ -98,13 +100,16 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 			if m.Alpha.Kind != codec.KindImage {
 				return m, AsInputError("alpha", fmt.Errorf("%w: got %s video", job.ErrMustBeImage, m.Alpha.Container))
 			}
-			if err := job.CheckKeyframeFormat(m.Alpha.Container, m.Alpha.PixelFormat); err != nil {
+			if err := job.CheckKeyframeFormat(m.Alpha.Container); err != nil {
 				return m, AsInputError("alpha", err)
 			}
 			if m.HaveSource {
 				if err := job.CheckKeyframe(Geometry(m.Source), Geometry(m.Alpha), in.AlphaKeyframeIndex); err != nil {
 					return m, AsInputError("alpha", err)
 				}
+			}
+			if err := CheckKeyframeContent(ctx, *in.Alpha, m.Alpha, lim); err != nil {
+				return m, AsInputError("alpha", err)
 			}
 		}
 	} else if mode == job.AlphaSelect && m.HaveSource {
@@ -124,6 +129,31 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		m.HaveReference = true
 	}
 	return m, nil
+}
+
+// CheckKeyframeContent decodes a select keyframe (info is its probe) at
+// its own size and 16 bits, by the matte rule of codec.Decoder.Next, and
+// refuses one whose every value is 0 (job.ErrKeyframeEmpty): its alpha
+// and its colour are both empty, so nothing is selected.
+func CheckKeyframeContent(ctx context.Context, in codec.Input, info codec.Info, lim codec.Limits) error {
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.Gray16, Threads: 1})
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	f := &frame.HostFrame{}
+	if err := dec.Next(ctx, f); err != nil {
+		return fmt.Errorf("media: keyframe: %w", err)
+	}
+	w, h := f.PlaneDims(0)
+	for y := 0; y < h; y++ {
+		for _, b := range f.Planes[0][y*f.Strides[0] : y*f.Strides[0]+w] {
+			if b != 0 {
+				return nil
+			}
+		}
+	}
+	return job.KeyframeEmpty(info.HasAlpha)
 }
 
 // Geometry is what the matte rules need of a probed input.

@@ -69,7 +69,8 @@ func TestCheck(t *testing.T) {
 		{"not media", Inputs{GenerationType: "image", AlphaMode: "fill", Source: &notImage}, job.CodeInvalidFileFormat, "source"},
 		{"kind", Inputs{GenerationType: "video", AlphaMode: "fill", Source: src}, job.CodeInvalidFileFormat, "needs an MP4 or MOV"},
 		{"custom size", Inputs{GenerationType: "image", AlphaMode: "custom", Source: src, Alpha: key}, job.CodeAlphaTypeMismatch, "64x48, matte is 32x24"},
-		{"colour keyframe", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: src}, job.CodeAlphaTypeMismatch, "grayscale"},
+		{"empty keyframe", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: src}, job.CodeAlphaTypeMismatch, "selects nothing"},
+		{"keyframe format", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: &notImage}, job.CodeInvalidFileFormat, "alpha"},
 		{"keyframe aspect", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: odd}, job.CodeAlphaTypeMismatch, "aspect ratio"},
 		{"reference", Inputs{GenerationType: "image", AlphaMode: "fill", Reference: &notImage}, job.CodeInvalidFileFormat, "reference"},
 	}
@@ -103,5 +104,98 @@ func TestAsInputError(t *testing.T) {
 	}
 	if AsInputError("x", nil) != nil {
 		t.Error("nil error")
+	}
+}
+
+// encodePNG writes m as a PNG in dir and returns it as an input.
+func encodePNG(t *testing.T, dir, name string, m image.Image) *codec.Input {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := png.Encode(f, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in := codec.FileInput(path)
+	return &in
+}
+
+// Select keyframes as roto tools export them are taken (RGB, RGBA, 16-bit;
+// a single pixel at the smallest 16-bit value is something), and one whose
+// alpha and colour are both empty is refused with ALPHA_TYPE_MISMATCH and a
+// message that says so.
+func TestKeyframeFormatsAndEmpty(t *testing.T) {
+	const w, h = 32, 24
+	dir := t.TempDir()
+	src := encodePNG(t, dir, "src.png", image.NewGray(image.Rect(0, 0, w, h)))
+	r := image.Rect(0, 0, w, h)
+	nrgba := func(c func(x, y int) color.NRGBA) *image.NRGBA {
+		m := image.NewNRGBA(r)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				m.SetNRGBA(x, y, c(x, y))
+			}
+		}
+		return m
+	}
+	inside := func(x, y int) bool { return x > 8 && x < 24 && y > 6 && y < 18 }
+	whiteOn := func(x, y int) color.NRGBA {
+		if inside(x, y) {
+			return color.NRGBA{255, 255, 255, 255}
+		}
+		return color.NRGBA{0, 0, 0, 255}
+	}
+	cutOut := func(x, y int) color.NRGBA { // a roto export: colour everywhere, the subject in the alpha
+		a := uint8(0)
+		if inside(x, y) {
+			a = 255
+		}
+		return color.NRGBA{200, 40, 90, a}
+	}
+	tiny := image.NewGray16(r)
+	tiny.SetGray16(5, 5, color.Gray16{Y: 1})
+	g16 := image.NewGray16(r)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			g16.SetGray16(x, y, color.Gray16{Y: uint16(x * 2000)})
+		}
+	}
+	clearColour := nrgba(func(x, y int) color.NRGBA { c := whiteOn(x, y); c.A = 0; return c })
+	for i, c := range []struct {
+		name  string
+		m     image.Image
+		empty string // "" = accepted, else the message
+	}{
+		{"rgb", nrgba(whiteOn), ""},
+		{"rgba cut-out", nrgba(cutOut), ""},
+		{"rgba clear alpha, colour", clearColour, ""},
+		{"gray16", g16, ""},
+		{"gray16 one pixel at 1/65535", tiny, ""},
+		{"black gray", image.NewGray(r), "black everywhere"},
+		{"black gray16", image.NewGray16(r), "black everywhere"},
+		{"black rgb", nrgba(func(int, int) color.NRGBA { return color.NRGBA{0, 0, 0, 255} }), "black everywhere"},
+		{"clear black rgba", image.NewNRGBA(r), "alpha channel is fully transparent"},
+		{"clear black rgba64", image.NewNRGBA64(r), "alpha channel is fully transparent"},
+	} {
+		key := encodePNG(t, dir, fmt.Sprintf("key%d.png", i), c.m)
+		_, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: key}, codec.DefaultLimits())
+		if c.empty == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if job.CodeOf(err) != job.CodeAlphaTypeMismatch || !errors.Is(err, job.ErrKeyframeEmpty) || !strings.Contains(err.Error(), c.empty) {
+			t.Errorf("%s: %v, want ALPHA_TYPE_MISMATCH saying %q", c.name, err, c.empty)
+		}
+		// A custom matte may be empty (the whole frame is replaced).
+		if _, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "custom", Source: src, Alpha: key}, codec.DefaultLimits()); err != nil {
+			t.Errorf("%s as a custom matte: %v", c.name, err)
+		}
 	}
 }

@@ -73,9 +73,29 @@ func PutData(ctx context.Context, st Store, key string, u URI) (Object, error) {
 	if err := CheckSniff(u.MIME, head); err != nil {
 		return Object{}, fmt.Errorf("store: data uri: %w", err)
 	}
-	obj, err := st.Put(ctx, key, io.MultiReader(bytes.NewReader(head), r), size, u.MIME)
+	// The content is counted as it streams: more than size bytes (which
+	// parsing checked against the limit) stops at the first byte over.
+	body := &sizedReader{r: io.LimitReader(io.MultiReader(bytes.NewReader(head), r), size+1), max: size}
+	obj, err := st.Put(ctx, key, body, size, u.MIME)
 	if err != nil {
 		return Object{}, err
 	}
 	return obj, nil
+}
+
+// sizedReader reads at most max bytes from r and fails with ErrTooLarge at
+// the first byte past max.
+type sizedReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	if s.n > s.max {
+		return n - int(s.n-s.max), fmt.Errorf("store: data uri: more than %d decoded bytes: %w", s.max, ErrTooLarge)
+	}
+	return n, err
 }

@@ -392,8 +392,9 @@ func (l *Local) sign(op, key string, exp int64) []byte {
 // its Content-Type and ETag; PUT (op=put) streams the body into the key
 // (Content-Type from the request, else application/octet-stream) and answers
 // 200 with the ETag; a body over the upload cap gets 413. A bad, tampered
-// or expired signature, or a method that does not match op, gets 403 with
-// a short plain-text message; a missing object 404.
+// or expired signature, or a method that does not match op, gets 403; a
+// missing object 404. Errors are the API's JSON envelope
+// {"error":{"code","message"}} (fileError).
 func (l *Local) Handler() http.Handler {
 	return http.HandlerFunc(l.serveHTTP)
 }
@@ -407,31 +408,31 @@ func (l *Local) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		op = opPut
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		fileError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed: GET, HEAD or PUT")
 		return
 	}
 	key, ok := strings.CutPrefix(r.URL.Path, FilesPath)
 	if !ok || ValidateKey(key) != nil {
-		http.Error(w, "not found", http.StatusNotFound)
+		fileError(w, http.StatusNotFound, "NOT_FOUND", "no such file")
 		return
 	}
 	q := r.URL.Query()
 	exp, err := strconv.ParseInt(q.Get("exp"), 10, 64)
 	if err != nil {
-		http.Error(w, "forbidden: bad expiry", http.StatusForbidden)
+		fileError(w, http.StatusForbidden, "FORBIDDEN", "bad expiry")
 		return
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(q.Get("sig"))
 	if err != nil || !hmac.Equal(sig, l.sign(q.Get("op"), key, exp)) {
-		http.Error(w, "forbidden: bad signature", http.StatusForbidden)
+		fileError(w, http.StatusForbidden, "FORBIDDEN", "bad signature")
 		return
 	}
 	if q.Get("op") != op {
-		http.Error(w, "forbidden: url not valid for this method", http.StatusForbidden)
+		fileError(w, http.StatusForbidden, "FORBIDDEN", "url not valid for this method")
 		return
 	}
 	if l.now().Unix() > exp {
-		http.Error(w, "forbidden: url expired", http.StatusForbidden)
+		fileError(w, http.StatusForbidden, "FORBIDDEN", "url expired")
 		return
 	}
 	if op == opGet {
@@ -445,10 +446,10 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, key string) {
 	f, obj, err := l.Open(r.Context(), key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			http.Error(w, "not found", http.StatusNotFound)
+			fileError(w, http.StatusNotFound, "NOT_FOUND", "no such file")
 			return
 		}
-		http.Error(w, "internal error", http.StatusInternalServerError)
+		fileError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "internal error")
 		return
 	}
 	defer f.Close()
@@ -461,17 +462,17 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, key string) {
 
 func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string) {
 	if r.ContentLength > l.maxUpload {
-		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		fileError(w, http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE", fmt.Sprintf("request body over %d bytes", l.maxUpload))
 		return
 	}
 	ct, err := normContentType(r.Header.Get("Content-Type"))
 	if err != nil {
-		http.Error(w, "bad content type", http.StatusBadRequest)
+		fileError(w, http.StatusBadRequest, "BAD_REQUEST", "bad content type")
 		return
 	}
 	// A signed URL accepts one successful PUT.
 	if _, err := l.Stat(r.Context(), key); err == nil {
-		http.Error(w, "conflict: this upload URL was already used", http.StatusConflict)
+		fileError(w, http.StatusConflict, "CONFLICT", "this upload URL was already used")
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, l.maxUpload)
@@ -480,18 +481,30 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string) {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.Is(err, errExists):
-			http.Error(w, "conflict: this upload URL was already used", http.StatusConflict)
+			fileError(w, http.StatusConflict, "CONFLICT", "this upload URL was already used")
 		case errors.As(err, &mbe):
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			fileError(w, http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE", fmt.Sprintf("request body over %d bytes", l.maxUpload))
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			http.Error(w, "incomplete body", http.StatusBadRequest)
+			fileError(w, http.StatusBadRequest, "BAD_REQUEST", "incomplete body")
 		case errors.Is(err, ErrInvalidKey):
-			http.Error(w, "bad request", http.StatusBadRequest)
+			fileError(w, http.StatusBadRequest, "BAD_REQUEST", "bad request")
 		default:
-			http.Error(w, "internal error", http.StatusInternalServerError)
+			fileError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "internal error")
 		}
 		return
 	}
 	w.Header().Set("ETag", `"`+obj.ETag+`"`)
 	w.WriteHeader(http.StatusOK)
+}
+
+// fileError answers an error of the signed-URL handler in the API's JSON
+// envelope, {"error":{"code":…,"message":…}}.
+func fileError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(map[string]map[string]string{"error": {"code": code, "message": message}})
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
 }

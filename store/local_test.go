@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -307,7 +308,7 @@ func TestLocalSignedURLs(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("%s = %d %q, want 403", method, resp.StatusCode, msg)
 		}
-		return string(msg)
+		return envelope(t, resp, msg, "FORBIDDEN")
 	}
 	t.Run("tampered signature", func(t *testing.T) {
 		u, _ := url.Parse(getURL)
@@ -354,10 +355,11 @@ func TestLocalSignedURLs(t *testing.T) {
 	})
 	t.Run("put over the cap", func(t *testing.T) {
 		u, _ := l.PresignPut(ctx, "x/big.bin", time.Minute)
-		resp, _ := do(t, http.MethodPut, u, bytes.NewReader(make([]byte, 1001)), nil)
+		resp, msg := do(t, http.MethodPut, u, bytes.NewReader(make([]byte, 1001)), nil)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Fatalf("PUT with content-length over cap = %d, want 413", resp.StatusCode)
 		}
+		envelope(t, resp, msg, "REQUEST_TOO_LARGE")
 		// Unknown length (chunked): the cap applies while streaming.
 		resp, _ = do(t, http.MethodPut, u, io.MultiReader(bytes.NewReader(make([]byte, 600)), bytes.NewReader(make([]byte, 600))), nil)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
@@ -374,17 +376,35 @@ func TestLocalSignedURLs(t *testing.T) {
 	})
 	t.Run("missing object", func(t *testing.T) {
 		u, _ := l.PresignGet(ctx, "nope/none.png", time.Minute)
-		resp, _ := do(t, http.MethodGet, u, nil, nil)
+		resp, msg := do(t, http.MethodGet, u, nil, nil)
 		if resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("GET missing = %d", resp.StatusCode)
 		}
+		envelope(t, resp, msg, "NOT_FOUND")
 	})
 	t.Run("method", func(t *testing.T) {
-		resp, _ := do(t, http.MethodDelete, getURL, nil, nil)
+		resp, msg := do(t, http.MethodDelete, getURL, nil, nil)
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Fatalf("DELETE = %d", resp.StatusCode)
 		}
+		envelope(t, resp, msg, "METHOD_NOT_ALLOWED")
 	})
+}
+
+// envelope checks that an error answer of the signed-URL handler is the
+// API's JSON envelope with code, and returns its message.
+func envelope(t *testing.T, resp *http.Response, body []byte, code string) string {
+	t.Helper()
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%d: content type %q, want application/json: %s", resp.StatusCode, ct, body)
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != code || e.Error.Message == "" {
+		t.Fatalf("%d: body %s, want the envelope with code %s (%v)", resp.StatusCode, body, code, err)
+	}
+	return e.Error.Message
 }
 
 func TestPresignTTL(t *testing.T) {

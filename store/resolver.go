@@ -100,6 +100,10 @@ func (e *StatusError) Error() string {
 // Unwrap returns ErrUnreachable.
 func (e *StatusError) Unwrap() error { return ErrUnreachable }
 
+// MaxDataBytesOrDefault is the data: limit this Resolver applies:
+// MaxDataBytes, or DefaultMaxDataBytes when that is 0.
+func (r *Resolver) MaxDataBytesOrDefault() int64 { return r.maxData() }
+
 func (r *Resolver) maxData() int64 {
 	if r.MaxDataBytes > 0 {
 		return r.MaxDataBytes

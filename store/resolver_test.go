@@ -154,7 +154,8 @@ func TestResolverData(t *testing.T) {
 	if _, _, err := exact.Open(ctx, dataURI("image/png", content)); err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	// The default limit is 50 MB decoded, checked before decoding.
+	// The default limit is 50 MB decoded, checked before decoding (here a
+	// text far over) and, exactly, on the decoded length (TestDataLimitEdge).
 	big := "data:video/mp4;base64," + strings.Repeat("A", int(store.DefaultMaxDataBytes/3*4)+8)
 	if _, err := store.ParseURI(big); !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("ParseURI of a 50 MB+ data uri = %v, want ErrTooLarge", err)
@@ -580,4 +581,31 @@ func FuzzParseURI(f *testing.F) {
 			t.Fatalf("ParseURI(%q) gave kind %v", s, u.Kind)
 		}
 	})
+}
+
+// TestDataLimitEdge: the data: limit counts decoded bytes: 50,000,000
+// are accepted and 50,000,001 refused with ErrTooLarge, padded or not
+// (a padded text of 50,000,001 bytes is as long as one of 50,000,000:
+// 66,666,668 characters).
+func TestDataLimitEdge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds 67 MB data: URIs")
+	}
+	limit := int(store.DefaultMaxDataBytes)
+	content := make([]byte, limit+1)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
+		for _, c := range []struct {
+			n    int
+			want error
+		}{{limit - 1, nil}, {limit, nil}, {limit + 1, store.ErrTooLarge}} {
+			uri := "data:image/png;base64," + enc.EncodeToString(content[:c.n])
+			u, err := store.ParseURI(uri)
+			if !errors.Is(err, c.want) || (c.want != nil) != (err != nil) {
+				t.Fatalf("%d decoded bytes (padding %v): err %v, want %v", c.n, enc == base64.StdEncoding, err, c.want)
+			}
+			if err == nil && u.DataSize() != int64(c.n) {
+				t.Fatalf("%d decoded bytes: DataSize %d", c.n, u.DataSize())
+			}
+		}
+	}
 }

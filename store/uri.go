@@ -349,7 +349,9 @@ func checkHTTPURL(u *url.URL) error {
 }
 
 // parseData parses "{mime}[;param…];base64,{payload}" (the part after
-// "data:"). The size check is on the encoded length, before any decoding.
+// "data:"). The limit is on the decoded length (maxData bytes at most):
+// a payload whose encoded length cannot fit is refused before the
+// alphabet is scanned, and the exact decoded length is checked after.
 func parseData(rest string, maxData int64) (URI, error) {
 	header, payload, ok := strings.Cut(rest, ",")
 	if !ok {
@@ -375,7 +377,15 @@ func parseData(rest string, maxData int64) (URI, error) {
 	if err := checkBase64(payload); err != nil {
 		return URI{}, err
 	}
-	return URI{Kind: KindData, MIME: mt, data: payload}, nil
+	u := URI{Kind: KindData, MIME: mt, data: payload}
+	// The encoded length above only bounds the content from above (a
+	// padded text of maxEncodedLen chars decodes to up to maxData+1
+	// bytes); once the alphabet, length and padding are checked, DataSize
+	// is the exact decoded length, and that is what the limit counts.
+	if n := u.DataSize(); n > maxData {
+		return URI{}, fmt.Errorf("store: data uri: %d decoded bytes, over the limit of %d: %w", n, maxData, ErrTooLarge)
+	}
+	return u, nil
 }
 
 // maxEncodedLen is the longest padded base64 text of at most n bytes.

@@ -217,9 +217,11 @@ func boxResize(dst []float32, dw, dh int, src []float32, sw, sh int) {
 	}
 }
 
-// decodeGray decodes the first frame of in as Gray8 at w x h.
-func decodeGray(ctx context.Context, in codec.Input, lim codec.Limits, w, h int) (*frame.HostFrame, error) {
-	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.Gray8, Width: w, Height: h})
+// decodeKeyframe decodes the first frame of in as a matte at w x h, at 16
+// bits (a 16-bit keyframe keeps its precision, and so does the
+// resampling), into values in [0, 1].
+func decodeKeyframe(ctx context.Context, in codec.Input, lim codec.Limits, w, h int) ([]float32, error) {
+	dec, err := codec.NewDecoder(ctx, in, lim, codec.DecodeOptions{Format: frame.Gray16, Width: w, Height: h})
 	if err != nil {
 		return nil, classify("alpha", err)
 	}
@@ -228,7 +230,13 @@ func decodeGray(ctx context.Context, in codec.Input, lim codec.Limits, w, h int)
 	if err := dec.Next(ctx, f); err != nil {
 		return nil, classify("alpha", fmt.Errorf("%w: %w", codec.ErrCorrupt, err))
 	}
-	return f, nil
+	out := make([]float32, 0, f.Width*f.Height)
+	for y := 0; y < f.Height; y++ {
+		for x := 0; x < f.Width; x++ {
+			out = append(out, float32(f.Gray16At(x, y))/65535)
+		}
+	}
+	return out, nil
 }
 
 // matteSource makes the alpha of select (video) and auto jobs in the
@@ -242,8 +250,8 @@ type matteSource struct {
 	buf     []float32
 	chroma  *kernels.ChromaParams
 	key     int
-	keyFull *frame.HostFrame // select: the keyframe matte as given, at the output size
-	still   []float32        // auto on an image: the network's matte at the output size
+	keyFull []float32 // select: the keyframe matte as given, at the output size
+	still   []float32 // auto on an image: the network's matte at the output size
 	refiner *matte.Refiner
 	low     kernels.Image
 	Method  string
@@ -300,11 +308,11 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 			return nil, classify("alpha_keyframe_index", fmt.Errorf("%w: alpha_keyframe_index %d, the source decodes to %d frames (valid 0..%d)",
 				job.ErrKeyframeIndex, idx, n, n-1))
 		}
-		keyLow, err := decodeGray(ctx, *req.Alpha, lim, fw, fh)
+		keyLow, err := decodeKeyframe(ctx, *req.Alpha, lim, fw, fh)
 		if err != nil {
 			return nil, err
 		}
-		if ms.keyFull, err = decodeGray(ctx, *req.Alpha, lim, w, h); err != nil {
+		if ms.keyFull, err = decodeKeyframe(ctx, *req.Alpha, lim, w, h); err != nil {
 			return nil, err
 		}
 		key, err := dev.NewImage(fw, fh, 1)
@@ -312,7 +320,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 			return nil, err
 		}
 		defer dev.Free(key)
-		if err := dev.Upload(key, keyLow); err != nil {
+		if err := dev.WritePixels(key, keyLow); err != nil {
 			return nil, err
 		}
 		ms.key, ms.Method = idx, "select"
@@ -366,7 +374,7 @@ func (m *matteSource) alpha(i int, src, dst kernels.Image) error {
 	case i == 0 && m.still != nil:
 		return m.dev.WritePixels(dst, m.still)
 	case i == m.key:
-		return m.dev.Upload(dst, m.keyFull)
+		return m.dev.WritePixels(dst, m.keyFull)
 	case i >= len(m.lows):
 		return fmt.Errorf("worker: the source decoded to more frames (%d+) than in the matte pass (%d)", i+1, len(m.lows))
 	}

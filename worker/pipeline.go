@@ -62,16 +62,34 @@ type RenderRequest struct {
 	// (ProRes 4444 with alpha) for a video (`vfx render --foreground`,
 	// product vfx outputs.foreground).
 	Foreground bool
+	// OutputFormat is "" or OutputMP4 (render, source and alpha only) or
+	// OutputEXR: also the linear half-float EXR pass sequences
+	// (EXRPasses) in <out>/<pass>/<pass>.<frame>.exr.
+	OutputFormat string
+	// StartFrame is the number of the first EXR frame (<= 0 means
+	// DefaultStartFrame, 1001).
+	StartFrame int
+	// EXRColorSpace is EXRRec709 ("" too) or EXRACEScg: the primaries
+	// of the EXR colour passes, written as their chromaticities.
+	EXRColorSpace string
 }
+
+// passes reports whether the job renders render.Passes: for the EXR
+// sequences and for the clean foreground.
+func (r *RenderRequest) passes() bool { return r.OutputFormat == OutputEXR || r.Foreground }
 
 // Result describes the files a job wrote.
 type Result struct {
 	Render, Source, Alpha string // paths of the output files
 	Foreground            string // path of the foreground, when asked for
-	Frames                int
-	Width, Height         int
-	SourceCopied          bool // the source was passed through unchanged (stream copy)
-	AlphaCopied           bool // the custom matte video was passed through unchanged
+	// EXR is the folder holding the pass folders of an exr job ("" for
+	// other jobs), and EXRFrames the frame numbers written.
+	EXR                         string
+	EXRFirstFrame, EXRLastFrame int
+	Frames                      int
+	Width, Height               int
+	SourceCopied                bool // the source was passed through unchanged (stream copy)
+	AlphaCopied                 bool // the custom matte video was passed through unchanged
 	// Matte is how select and auto made the matte: "select", "auto/chroma",
 	// "auto/static" or "auto/centre" ("" for the other modes and for select
 	// on an image, whose keyframe is used as given).
@@ -126,9 +144,15 @@ func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20
 // float source and matte for select (video) and auto, whose matte is made
 // on the device; plus lookup tables and low-resolution images.
 const (
-	heapPerPixel       = 43
-	heapDevicePerPixel = 16
-	heapFixed          = 24 << 20
+	// Pass images (render.Passes): all of them (EXR) or the clean
+	// foreground's (composite, foreground, alpha, scratch), plus the
+	// foreground's unpremultiplied colour; float32 per channel.
+	heapPassesPerPixel   = 4*31 + 12
+	heapFGPassesPerPixel = 4*11 + 12
+	heapEXRPerPixel      = 4 * 28
+	heapPerPixel         = 43
+	heapDevicePerPixel   = 16
+	heapFixed            = 24 << 20
 )
 
 // Validate checks the request's fields (not its media) and returns a
@@ -157,6 +181,16 @@ func Validate(req *RenderRequest) error {
 	}
 	if req.CRF < -1 || req.CRF > 51 {
 		return inputErr(job.CodeInvalidInput, "crf %d: want 0..51", req.CRF)
+	}
+	switch req.OutputFormat {
+	case "", OutputMP4, OutputEXR:
+	default:
+		return inputErr(job.CodeInvalidInput, "output format %q: want mp4 or exr", req.OutputFormat)
+	}
+	switch req.EXRColorSpace {
+	case "", EXRRec709, EXRACEScg:
+	default:
+		return inputErr(job.CodeInvalidInput, "exr colour space %q: want rec709 or acescg", req.EXRColorSpace)
 	}
 	return nil
 }
@@ -218,6 +252,15 @@ func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (R
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += lowBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}
+		switch {
+		case req.OutputFormat == OutputEXR:
+			// 31 channels of pass images, the source and matte images,
+			// and up to three frames of passes read back for the EXR
+			// writer (28 channels each).
+			heap += int64((heapPassesPerPixel + heapDevicePerPixel + 3*heapEXRPerPixel) * outW * outH)
+		case req.Foreground:
+			heap += int64((heapFGPassesPerPixel + heapDevicePerPixel) * outW * outH)
+		}
 		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
 	}
 	if outDir == "" {
@@ -274,9 +317,21 @@ func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (R
 	if req.Foreground {
 		fgName = foregroundName(video)
 	}
+	exrDir := ""
+	if req.OutputFormat == OutputEXR {
+		exrDir = tmp
+		if err := makeEXRDirs(tmp); err != nil {
+			return Result{}, err
+		}
+	}
+	start1 := req.StartFrame
+	if start1 <= 0 {
+		start1 = DefaultStartFrame
+	}
 	n, err := p.frames(ctx, &stream{req: &req, mode: mode, ms: ms, info: srcInfo, w: outW, h: outH, rend: rend,
 		renderPath: filepath.Join(tmp, names[0]), sourcePath: filepath.Join(tmp, names[1]),
 		alphaPath: filepath.Join(tmp, names[2]), fgPath: filepath.Join(tmp, fgName),
+		exrDir: exrDir, startFrame: start1,
 		copySource: copySource, copyAlpha: copyAlpha})
 	if err != nil {
 		return Result{}, err
@@ -286,6 +341,14 @@ func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (R
 	outs := names[:]
 	if fgName != "" {
 		final, outs = append(final, &res.Foreground), append(outs, fgName)
+	}
+	if exrDir != "" {
+		for _, pass := range EXRPasses {
+			var dummy string
+			final, outs = append(final, &dummy), append(outs, pass)
+			_ = os.RemoveAll(filepath.Join(outDir, pass)) // a previous job's frames
+		}
+		res.EXR, res.EXRFirstFrame, res.EXRLastFrame = outDir, start1, start1+n-1
 	}
 	for i, name := range outs {
 		dst := filepath.Join(outDir, name)

@@ -298,6 +298,7 @@ func TestRunErrors(t *testing.T) {
 	os.WriteFile(text, []byte("this is not an image, whatever its name says\n"), 0o644)
 	wide := writePNG(t, filepath.Join(dir, "wide.png"), 410, 100)
 	huge := writePNG(t, filepath.Join(dir, "huge.png"), 2000, 1400)
+	black := writePNG(t, filepath.Join(dir, "black.png"), 64, 48)
 	long := strings.Repeat("é", job.MaxPromptChars+1)
 
 	base := func() RenderRequest {
@@ -314,7 +315,7 @@ func TestRunErrors(t *testing.T) {
 		{"missing source", func(r *RenderRequest) { r.Source = nil }, codec.Limits{}, "MISSING_SOURCE", "source"},
 		{"alpha mode", func(r *RenderRequest) { r.AlphaMode = "magic" }, codec.Limits{}, "INVALID_ALPHA_MODE", "magic"},
 		{"select video keyframe", func(r *RenderRequest) { r.AlphaMode = "select" }, codec.Limits{}, "ALPHA_MUST_BE_IMAGE", "video"},
-		{"select colour keyframe", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(fx.Still) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "grayscale"},
+		{"select empty keyframe", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(black) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "selects nothing"},
 		{"select keyframe aspect", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(other.StillMatte) }, codec.Limits{}, "ALPHA_TYPE_MISMATCH", "aspect ratio"},
 		{"select keyframe index", func(r *RenderRequest) { r.AlphaMode = "select"; r.Alpha = in(fx.StillMatte); r.AlphaKeyframeIndex = 6 }, codec.Limits{}, "INVALID_KEYFRAME_INDEX", "valid 0..5"},
 		{"missing alpha", func(r *RenderRequest) { r.Alpha = nil }, codec.Limits{}, "MISSING_ALPHA", "custom"},

@@ -23,6 +23,10 @@ type stream struct {
 	rend *render.Renderer
 	// Output files (fgPath only with req.Foreground).
 	renderPath, sourcePath, alphaPath, fgPath string
+	// exrDir, when set, receives the EXR pass folders; frame i is
+	// numbered startFrame+i.
+	exrDir     string
+	startFrame int
 	// copySource and copyAlpha: those outputs are stream copies of the
 	// inputs, not encodes.
 	copySource, copyAlpha bool
@@ -56,6 +60,7 @@ type lanes struct {
 	// recycled by their own encoders.
 	fgColPool, fgAlphaPool pool
 	toFG                   chan [2]*frame.HostFrame
+	toEXR                  chan exrFrame
 }
 
 func newLanes() *lanes {
@@ -65,7 +70,8 @@ func newLanes() *lanes {
 		toRender:  make(chan *frame.HostFrame, depth), toAlpha: make(chan *frame.HostFrame, depth),
 		toSource:  make(chan *frame.HostFrame, depth),
 		fgColPool: newPool(depth), fgAlphaPool: newPool(depth),
-		toFG: make(chan [2]*frame.HostFrame, depth),
+		toFG:  make(chan [2]*frame.HostFrame, depth),
+		toEXR: make(chan exrFrame, 1),
 	}
 }
 
@@ -124,6 +130,7 @@ func (p *Pipeline) frames(ctx context.Context, s *stream) (int, error) {
 	g.Go(func() error { return encodeAll(gctx, ln.toAlpha, cs.alphaEnc, ln.alphaPool, "alpha", nil) })
 	g.Go(func() error { return encodeAll(gctx, ln.toSource, cs.sourceEnc, ln.srcPool, "source", nil) })
 	g.Go(func() error { return foregroundStage(gctx, cs.fgEnc, ln) })
+	g.Go(func() error { return exrStage(gctx, s.exrDir, ln.toEXR) })
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()

@@ -9,6 +9,7 @@ import (
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render"
 )
 
 // decodeStage decodes the source (and the matte, when it is decoded) frame
@@ -73,12 +74,18 @@ func decodeStage(ctx context.Context, s *stream, cs *codecs, ln *lanes) error {
 // uploaded source, so they keep the source and matte images.
 type compute struct {
 	dev          kernels.Device
-	srcImg, aImg kernels.Image // nil unless the matte is made on the device
+	srcImg, aImg kernels.Image // nil unless the matte is made on the device or passes are made
+	// Jobs that ask for the EXR passes or the clean foreground render
+	// the passes (render.Passes); fgImg and fgHost hold the foreground's
+	// unpremultiplied colour.
+	passes *render.Passes
+	fgImg  kernels.Image
+	fgHost *frame.HostFrame
 }
 
 func (p *Pipeline) newCompute(s *stream) (*compute, error) {
 	c := &compute{dev: p.Device}
-	if s.ms == nil {
+	if s.ms == nil && !s.req.passes() {
 		return c, nil
 	}
 	var err error
@@ -89,12 +96,36 @@ func (p *Pipeline) newCompute(s *stream) (*compute, error) {
 		c.close()
 		return nil, err
 	}
+	if !s.req.passes() {
+		return c, nil
+	}
+	newPasses := s.rend.NewPasses
+	if s.exrDir == "" {
+		newPasses = s.rend.NewForegroundPasses // the clean foreground only
+	}
+	if c.passes, err = newPasses(); err != nil {
+		c.close()
+		return nil, err
+	}
+	if s.req.Foreground {
+		if c.fgImg, err = c.dev.NewImage(s.w, s.h, 3); err != nil {
+			c.close()
+			return nil, err
+		}
+		if c.fgHost, err = frame.New(s.srcFmt(), s.w, s.h); err != nil {
+			c.close()
+			return nil, err
+		}
+		c.fgHost.ColorSpace = frame.BT709
+	}
 	return c, nil
 }
 
 func (c *compute) close() {
 	c.dev.Free(c.srcImg)
 	c.dev.Free(c.aImg)
+	c.dev.Free(c.fgImg)
+	c.passes.Free()
 }
 
 // stage renders every frame of ln.toCompute into a pooled output frame and
@@ -105,6 +136,7 @@ func (c *compute) stage(ctx context.Context, s *stream, cs *codecs, ln *lanes) e
 	defer close(ln.toAlpha)
 	defer close(ln.toSource)
 	defer close(ln.toFG)
+	defer close(ln.toEXR)
 	for i := 0; ; i++ {
 		var wk work
 		select {
@@ -129,8 +161,28 @@ func (c *compute) stage(ctx context.Context, s *stream, cs *codecs, ln *lanes) e
 			return err
 		}
 		out.PTS = wk.src.PTS
+		if s.exrDir != "" {
+			imgs, err := readPasses(c.dev, c.passes, s.w, s.h, s.req.EXRColorSpace)
+			if err != nil {
+				return err
+			}
+			if err := send(ctx, ln.toEXR, exrFrame{number: s.startFrame + i, images: imgs}); err != nil {
+				return err
+			}
+		}
 		if cs.fgEnc != nil {
-			pair, err := copyPair(ctx, ln.fgColPool, ln.fgAlphaPool, out, wk.alpha)
+			fgCol := out
+			if c.fgHost != nil { // the clean foreground, not the composite's subject
+				if err := s.rend.Unpremultiply(c.fgImg, c.passes); err != nil {
+					return err
+				}
+				if err := c.dev.Download(c.fgHost, c.fgImg); err != nil {
+					return fmt.Errorf("worker: download foreground: %w", err)
+				}
+				c.fgHost.PTS = out.PTS
+				fgCol = c.fgHost
+			}
+			pair, err := copyPair(ctx, ln.fgColPool, ln.fgAlphaPool, fgCol, wk.alpha)
 			if err != nil {
 				return err
 			}
@@ -160,6 +212,9 @@ func (c *compute) stage(ctx context.Context, s *stream, cs *codecs, ln *lanes) e
 
 // render renders frame i of the job into out.
 func (c *compute) render(ctx context.Context, s *stream, i int, out *frame.HostFrame, wk work) error {
+	if c.passes != nil {
+		return c.renderPasses(ctx, s, i, out, wk)
+	}
 	if s.ms == nil {
 		if err := s.rend.FrameFromHost(ctx, out, wk.src, wk.alpha); err != nil {
 			return fmt.Errorf("worker: render: %w", err)
@@ -183,6 +238,34 @@ func (c *compute) render(ctx context.Context, s *stream, i int, out *frame.HostF
 	}
 	if err := s.rend.FrameHost(ctx, out, c.srcImg, c.aImg); err != nil {
 		return fmt.Errorf("worker: render: %w", err)
+	}
+	return nil
+}
+
+// renderPasses renders frame i of the job with its passes (c.passes) and
+// downloads the composite into out.
+func (c *compute) renderPasses(ctx context.Context, s *stream, i int, out *frame.HostFrame, wk work) error {
+	dev := c.dev
+	if err := dev.Upload(c.srcImg, wk.src); err != nil {
+		return fmt.Errorf("worker: upload source: %w", err)
+	}
+	if s.ms != nil {
+		if err := s.ms.alpha(i, c.srcImg, c.aImg); err != nil {
+			return fmt.Errorf("worker: matte of frame %d: %w", i, err)
+		}
+		if err := dev.Download(wk.alpha, c.aImg); err != nil {
+			return fmt.Errorf("worker: download matte: %w", err)
+		}
+	}
+	// The 8-bit matte, as written to the alpha file (fill: all 255).
+	if err := dev.Upload(c.aImg, wk.alpha); err != nil {
+		return fmt.Errorf("worker: upload matte: %w", err)
+	}
+	if err := s.rend.FramePasses(ctx, c.passes, c.srcImg, c.aImg); err != nil {
+		return fmt.Errorf("worker: render: %w", err)
+	}
+	if err := dev.Download(out, c.passes.Composite); err != nil {
+		return fmt.Errorf("worker: download render: %w", err)
 	}
 	return nil
 }

@@ -310,9 +310,16 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 			return nil
 		}
 	}
+	var origins []string
 	if local, ok := st.(*store.Local); ok {
 		srv.Mount(store.FilesPath, local.Handler())
+	} else if o := s3Origin(cfg.s3); o != "" {
+		origins = append(origins, o)
 	}
+	if err := mountWeb(srv, origins); err != nil {
+		return err
+	}
+	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
 		if err := srv.Run(bgCtx); err != nil {
@@ -357,4 +364,21 @@ func openAPIStore(ctx context.Context, cfg apiConfig, baseURL string) (store.Sto
 		return nil, err
 	}
 	return store.NewLocal(cfg.storeDir, baseURL, secret)
+}
+
+// s3Origin is the browser origin of an S3 endpoint ("https://host:port"),
+// where the page loads outputs from and PUTs uploads to; "" when unknown.
+func s3Origin(c store.S3Config) string {
+	ep := strings.TrimSpace(c.Endpoint)
+	if ep == "" {
+		return ""
+	}
+	if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
+		if c.Secure {
+			ep = "https://" + ep
+		} else {
+			ep = "http://" + ep
+		}
+	}
+	return strings.TrimRight(ep, "/")
 }

@@ -177,6 +177,16 @@ func TestAPIExternal(t *testing.T) {
 	if got := call("GET", "/readyz", nil, nil, 200)["text"]; got != "ready\n" {
 		t.Fatalf("readyz %q", got)
 	}
+	// The web page, with the S3 endpoint's origin in its CSP (the page
+	// PUTs uploads there and loads the outputs from there).
+	page, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	if csp := page.Header.Get("Content-Security-Policy"); page.StatusCode != 200 || !strings.Contains(csp, "connect-src 'self' http://"+endpoint+";") {
+		t.Fatalf("GET /: %d, CSP %q", page.StatusCode, csp)
+	}
 	call("GET", "/v1/account/info", nil, nil, 401)
 	call("POST", "/admin/v1/accounts", map[string]string{"Authorization": "Bearer wrong-token-0123456"}, map[string]any{"email": "x@example.com"}, 401)
 	adm := map[string]string{"Authorization": "Bearer " + admin}

@@ -23,7 +23,10 @@ import (
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"want a subcommand: fixture, ffmpeg, matte or look"}
+		return usageError{"want a subcommand: fixture, ffmpeg, matte, look or passes"}
+	}
+	if args[0] == "passes" {
+		return benchPasses(ctx, args[1:], stdout, stderr)
 	}
 	if args[0] == "matte" {
 		return benchMatte(ctx, args[1:], stdout, stderr)
@@ -345,4 +348,24 @@ func rate(n, secs float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f", n/secs)
+}
+
+// benchPasses writes a contact sheet of one frame of a job's EXR passes.
+func benchPasses(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench passes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "output folder of a vfx render --output-format exr job (required)")
+	number := fs.Int("frame", worker.DefaultStartFrame, "frame number")
+	out := fs.String("out", "out/passes.png", "sheet PNG to write")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usageError{"bench passes: --dir is required"}
+	}
+	if err := bench.WritePassSheet(ctx, *dir, *number, *out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	return nil
 }

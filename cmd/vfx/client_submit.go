@@ -68,6 +68,8 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	out := fs.String("out", "", "download folder (default ./out/<job id>)")
 	noWait := fs.Bool("no-wait", false, "print the job id and return without waiting")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the job")
+	foreground := fs.Bool("foreground", false, "also return output.foreground: the clean relit subject premultiplied with its alpha (RGBA PNG or ProRes 4444 .mov; an extension beyond SPEC.md)")
+	outputFormat := fs.String("output-format", "mp4", "mp4 (render, source, alpha); exr passes are made by vfx render --output-format exr only for now")
 	fit := fs.Bool("fit", false, "downscale a local source (and custom matte) over 2.77 MP to the largest size within the limit before upload, keeping the aspect ratio")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -81,6 +83,13 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	}
 	if *timeout <= 0 {
 		return submitConfig{}, usageError{"--timeout: want a positive duration"}
+	}
+	switch *outputFormat {
+	case "mp4":
+	case "exr":
+		return submitConfig{}, usageError{"--output-format exr: the API does not return EXR passes yet; render them locally with vfx render --output-format exr"}
+	default:
+		return submitConfig{}, usageError{fmt.Sprintf("--output-format %q: want mp4", *outputFormat)}
 	}
 	set := setFlags(fs)
 	cfg := submitConfig{conn: cf, out: *out, noWait: *noWait, timeout: *timeout, fit: *fit,
@@ -111,6 +120,9 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if set["alpha-keyframe-index"] {
 		cfg.request["alpha_keyframe_index"] = *keyframe
 	}
+	if *foreground {
+		cfg.request["foreground"] = true
+	}
 	if set["callback-url"] {
 		cfg.request["callback_url"] = *callback
 	}
@@ -131,6 +143,7 @@ func isRemoteURI(v string) bool {
 
 // cmdSubmit is `vfx submit`: upload, submit, wait, download.
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	codec.Quiet() // --fit decodes and scales: no FFmpeg lines on the terminal
 	cfg, err := parseSubmitFlags(args, stderr, os.Getenv)
 	if err != nil {
 		return err

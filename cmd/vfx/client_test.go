@@ -29,8 +29,9 @@ type testServer struct {
 }
 
 // startServe runs `vfx serve` until the test ends and returns its address
-// and the development key and account it prints.
-func startServe(t *testing.T) testServer {
+// and the development key and account it prints; extra flags follow the
+// test's own.
+func startServe(t *testing.T, extra ...string) testServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
@@ -41,8 +42,8 @@ func startServe(t *testing.T) testServer {
 	// removed under a running NATS ("directory not empty").
 	data := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", testAdminToken,
-			"--concurrency", "2"}, &out, &errOut)
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-token", testAdminToken,
+			"--concurrency", "2"}, extra...), &out, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -154,11 +155,51 @@ func TestClientE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("submit foreground", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, out, errOut := cli(ctx, append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "custom",
+			"--alpha", fx.StillMatte, "--prompt", "warm key light", "--foreground", "--out", dir}, conn...)...)
+		fg := filepath.Join(dir, "foreground.png")
+		if code != 0 || !strings.Contains(out, fg) {
+			t.Fatalf("exit %d, %q, %q; want %s among the outputs", code, out, errOut, fg)
+		}
+		info, err := codec.Probe(ctx, codec.FileInput(fg), codec.Limits{})
+		if err != nil || !info.HasAlpha || info.Width != 160 {
+			t.Errorf("%s: %+v, %v; want a 160-wide image with alpha", fg, info, err)
+		}
+		if code, _, errOut := cli(ctx, append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "fill",
+			"--prompt", "x", "--output-format", "exr"}, conn...)...); code != 2 || !strings.Contains(errOut, "vfx render --output-format exr") {
+			t.Errorf("--output-format exr: exit %d, %q", code, errOut)
+		}
+	})
+
 	t.Run("submit no-wait", func(t *testing.T) {
 		code, out, errOut := cli(ctx, append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "fill",
 			"--prompt", "x", "--no-wait"}, conn...)...)
 		if code != 0 || !regexp.MustCompile(`^vfx_\w+\n$`).MatchString(out) || errOut != "" {
 			t.Fatalf("exit %d, %q, %q", code, out, errOut)
+		} // Then `vfx jobs download ID --out DIR`, polled until the job is done.
+		id, dir := strings.TrimSpace(out), filepath.Join(t.TempDir(), "dl")
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			code, out, errOut = cli(ctx, append([]string{"jobs", "download", id, "--out", dir}, conn...)...)
+			if code == 0 || !strings.Contains(errOut, "not completed") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if code != 0 {
+			t.Fatalf("jobs download: exit %d, %q", code, errOut)
+		}
+		for _, name := range []string{"render.png", "source.png", "alpha.png"} {
+			if p := filepath.Join(dir, name); !strings.Contains(out, p) {
+				t.Errorf("jobs download printed %q, not %s", out, p)
+			} else if _, err := os.Stat(p); err != nil {
+				t.Error(err)
+			}
+		}
+		if code, _, errOut := cli(ctx, append([]string{"jobs", "download", "vfx_nope"}, conn...)...); code == 0 || !strings.Contains(errOut, "JOB_NOT_FOUND") {
+			t.Errorf("unknown job: exit %d, %q", code, errOut)
 		}
 	})
 

@@ -250,10 +250,15 @@ func printJSON(w io.Writer, raw []byte) error {
 // connFlags are the connection flags shared by the HTTP commands.
 type connFlags struct {
 	server, key, adminToken *string
+	// envKey and envAdmin are VFX_API_KEY and VFX_ADMIN_TOKEN: used when
+	// the flag is not given, and never a flag default (-h prints
+	// defaults).
+	envKey, envAdmin string
 }
 
 // addConnFlags defines --server and, as asked, --key and --admin-token on
-// fs, defaulting to VFX_API_URL, VFX_API_KEY and VFX_ADMIN_TOKEN.
+// fs, defaulting to VFX_API_URL, VFX_API_KEY and VFX_ADMIN_TOKEN (the
+// secrets are read at use, so that -h never prints them).
 func addConnFlags(fs *flag.FlagSet, getenv func(string) string, withKey, withAdmin bool) connFlags {
 	def := func(name, fallback string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -265,10 +270,12 @@ func addConnFlags(fs *flag.FlagSet, getenv func(string) string, withKey, withAdm
 	empty := ""
 	cf.key, cf.adminToken = &empty, &empty
 	if withKey {
-		cf.key = fs.String("key", def("VFX_API_KEY", ""), "API key, sent as x-api-key (prefer VFX_API_KEY: flags show in ps) [VFX_API_KEY]")
+		cf.key = fs.String("key", "", "API key, sent as x-api-key (default: VFX_API_KEY; prefer it: flags show in ps) [VFX_API_KEY]")
+		cf.envKey = def("VFX_API_KEY", "")
 	}
 	if withAdmin {
-		cf.adminToken = fs.String("admin-token", def("VFX_ADMIN_TOKEN", ""), "operator token of /admin/v1 (prefer VFX_ADMIN_TOKEN) [VFX_ADMIN_TOKEN]")
+		cf.adminToken = fs.String("admin-token", "", "operator token of /admin/v1 (default: VFX_ADMIN_TOKEN; prefer it) [VFX_ADMIN_TOKEN]")
+		cf.envAdmin = def("VFX_ADMIN_TOKEN", "")
 	}
 	return cf
 }
@@ -279,11 +286,18 @@ func (cf connFlags) client(needKey, needAdmin bool) (*apiClient, error) {
 	if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
 		return nil, usageError{fmt.Sprintf("--server %q: want an http:// or https:// URL", s)}
 	}
-	if needKey && strings.TrimSpace(*cf.key) == "" {
+	key, admin := strings.TrimSpace(*cf.key), strings.TrimSpace(*cf.adminToken)
+	if key == "" {
+		key = cf.envKey
+	}
+	if admin == "" {
+		admin = cf.envAdmin
+	}
+	if needKey && key == "" {
 		return nil, usageError{"an API key is required: --key or VFX_API_KEY"}
 	}
-	if needAdmin && strings.TrimSpace(*cf.adminToken) == "" {
+	if needAdmin && admin == "" {
 		return nil, usageError{"an operator token is required: --admin-token or VFX_ADMIN_TOKEN"}
 	}
-	return newAPIClient(s, *cf.key, *cf.adminToken), nil
+	return newAPIClient(s, key, admin), nil
 }

@@ -54,6 +54,10 @@ var commandHelp = map[string]cmdHelp{
 		synopsis: "vfx jobs get ID [flags]",
 		example:  `vfx jobs get gen_0123abcd`,
 	},
+	"jobs download": {
+		synopsis: "vfx jobs download ID [flags]",
+		example:  `vfx jobs download gen_0123abcd --out out/shot`,
+	},
 	"bench fixture": {
 		synopsis: "vfx bench fixture [flags]",
 		example:  `vfx bench fixture --out out/fx --frames 48 --width 1280 --height 720`,
@@ -65,6 +69,10 @@ var commandHelp = map[string]cmdHelp{
 	"bench matte": {
 		synopsis: "vfx bench matte [flags]",
 		example:  `vfx bench matte --dataset ../shared/datasets/davis2016-train --clips bear,soccerball --cache out/netcache --sheet out/matte-sheet.png`,
+	},
+	"bench passes": {
+		synopsis: "vfx bench passes --dir DIR [flags]",
+		example:  `vfx bench passes --dir out/shot --frame 1001 --out out/shot-passes.png`,
 	},
 	"selftest": {
 		synopsis: "vfx selftest [flags]",

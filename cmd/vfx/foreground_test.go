@@ -86,6 +86,9 @@ func TestRenderForeground(t *testing.T) {
 			(c.typ == "video" && !strings.Contains(string(probe), "pix_fmt=yuva444p")) || (c.typ == "image" && !strings.Contains(string(probe), "pix_fmt=rgba")) {
 			t.Errorf("%s: ffprobe:\n%s", c.typ, probe)
 		}
+		if c.typ == "video" {
+			checkBT709Tags(t, map[string]string{"render.mp4": "tv", "source.mp4": "tv", "alpha.mp4": "pc", c.fg: "tv"}, out)
+		}
 		got, want := alphaByFFmpeg(t, fg), decodeMatte(t, filepath.Join(out, c.alpha))
 		if len(got) != len(want) || len(want) == 0 {
 			t.Fatalf("%s: %d alpha bytes from the foreground, %d from the job's alpha", c.typ, len(got), len(want))
@@ -102,6 +105,24 @@ func TestRenderForeground(t *testing.T) {
 		}
 		if partial == 0 && !strings.Contains(string(want), "\x00") {
 			t.Errorf("%s: the matte is flat; the check proves nothing", c.typ)
+		}
+	}
+}
+
+// checkBT709Tags asserts that ffprobe shows BT.709 primaries, transfer and
+// matrix, and the given range ("tv" or "pc"), on each named video in dir.
+func checkBT709Tags(t *testing.T, ranges map[string]string, dir string) {
+	t.Helper()
+	for name, rng := range ranges {
+		probe, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+			"stream=color_primaries,color_transfer,color_space,color_range", "-of", "default=nw=1", filepath.Join(dir, name)).Output()
+		if err != nil {
+			t.Fatalf("ffprobe %s: %v", name, err)
+		}
+		for _, want := range []string{"color_primaries=bt709", "color_transfer=bt709", "color_space=bt709", "color_range=" + rng} {
+			if !strings.Contains(string(probe), want) {
+				t.Errorf("%s: ffprobe shows no %s:\n%s", name, want, probe)
+			}
 		}
 	}
 }

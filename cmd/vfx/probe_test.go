@@ -26,7 +26,7 @@ func TestProbe(t *testing.T) {
 		want string
 	}{
 		{[]string{"probe", srv.URL + "/livez"}, 0, "200 OK"},
-		{[]string{"probe", srv.URL + "/readyz"}, 1, "503"},
+		{[]string{"probe", srv.URL + "/readyz"}, 1, "answered 503 Service Unavailable"},
 		{[]string{"probe", "--timeout", "1s", "http://127.0.0.1:1/livez"}, 1, "unhealthy"},
 		{[]string{"probe", "ftp://x/y"}, 2, "not an http"},
 		{[]string{"probe"}, 2, "want one URL"},

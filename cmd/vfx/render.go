@@ -6,15 +6,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/media"
+	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/worker"
 )
+
+// parseFrames reads --frames A-B (0-based, inclusive).
+func parseFrames(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return 0, 0, fmt.Errorf("--frames %q: want A-B, 0 <= A <= B (0-based source frames, e.g. 10-19)", s)
+	}
+	return first, last, nil
+}
 
 func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -22,7 +37,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	typ := fs.String("type", "", "generation type: image or video (required)")
 	source := fs.String("source", "", "source image (PNG, JPEG, WebP) or video (MP4/MOV, H.264/HEVC) (required)")
 	alphaMode := fs.String("alpha-mode", "fill", "alpha mode: fill, custom, select (propagate a keyframe matte) or auto (no matte)")
-	alpha := fs.String("alpha", "", "alpha matte: custom: an image for image jobs, a video of the same length for video jobs; select: a grayscale PNG or JPEG keyframe matte")
+	alpha := fs.String("alpha", "", "alpha matte (white or opaque = keep): custom: an image for image jobs, a video of the same length for video jobs; select: a PNG or JPEG keyframe matte (grey, RGB or RGBA, 8 or 16 bits: the alpha where it is not all opaque, else the luminance)")
 	keyframe := fs.Int("alpha-keyframe-index", 0, "reference frame of a select matte (0-based)")
 	reference := fs.String("reference", "", "reference image whose light and colour the render takes (PNG, JPEG, WebP)")
 	prompt := fs.String("prompt", "", "text description of the light and scene (at most 2000 characters)")
@@ -36,7 +51,13 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	backend := fs.String("backend", "auto", backendHelp)
 	gpu := fs.Int("gpu", -1, gpuHelp)
 	fit := fs.Bool("fit", false, "downscale a source (and a custom matte) over 2.77 MP to the largest size within the limit, keeping the aspect ratio")
-	foreground := fs.Bool("foreground", false, "also write the relit subject with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
+	foreground := fs.Bool("foreground", false, "also write the clean relit subject (no new background, wrap or shadow) with its alpha, premultiplied: foreground.png (RGBA) for an image, foreground.mov (ProRes 4444) for a video")
+	outputFormat := fs.String("output-format", worker.OutputMP4, "mp4, or exr: also linear half-float EXR pass sequences <out>/<pass>/<pass>.####.exr (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain)")
+	startFrame := fs.Int("start-frame", worker.DefaultStartFrame, "number of the first EXR frame (at least 1)")
+	frames := fs.String("frames", "", "render only source frames A-B (0-based, inclusive, e.g. 10-19) of a video")
+	preview := fs.Bool("preview", false, "quick look: half the output size and x264 preset veryfast (unless --preset is given)")
+	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
+	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	mo := modelFlags(fs, &env{get: os.Getenv})
@@ -74,8 +95,83 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		CRF:                *crf,
 		X264Params:         *x264Params,
 		Foreground:         *foreground,
+		OutputFormat:       *outputFormat,
+		StartFrame:         *startFrame,
+		EXRColorSpace:      *exrSpace,
 	}
+	if *startFrame < 1 {
+		return usageError{fmt.Sprintf("--start-frame %d: want at least 1", *startFrame)}
+	}
+	if *outputFormat != worker.OutputMP4 && *outputFormat != worker.OutputEXR {
+		return usageError{fmt.Sprintf("--output-format %q: want mp4 or exr", *outputFormat)}
+	}
+	if *exrSpace != worker.EXRRec709 && *exrSpace != worker.EXRACEScg {
+		return usageError{fmt.Sprintf("--exr-colorspace %q: want rec709 or acescg", *exrSpace)}
+	}
+	codec.Quiet()
 	var err error
+	_, srcSeq, _ := sequenceFiles(*source)
+	_, alphaSeq, _ := sequenceFiles(*alpha)
+	if srcSeq || alphaSeq && *alpha != "" && *alphaMode == "custom" {
+		rate, err := parseFPS(*fps)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		tmp, err := os.MkdirTemp("", "vfx-sequence-")
+		if err != nil {
+			return fmt.Errorf("sequence: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		files := map[string]string{"source": *source}
+		if *alpha != "" && *alphaMode == "custom" {
+			files["alpha"] = *alpha
+		}
+		if files, err = sequenceInputs(ctx, files, rate, tmp, stdout); err != nil {
+			return err
+		}
+		*source = files["source"]
+		if a, ok := files["alpha"]; ok {
+			*alpha = a
+		}
+	}
+	if *frames != "" {
+		first, last, err := parseFrames(*frames)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		if *typ != "video" {
+			return usageError{"--frames needs --type video"}
+		}
+		tmp, err := os.MkdirTemp("", "vfx-frames-")
+		if err != nil {
+			return fmt.Errorf("--frames: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := checkLocalFile("source", *source); err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, "source.mp4")
+		if err := codec.TrimVideo(ctx, codec.FileInput(*source), dst, first, last, codec.DefaultLimits(), false); err != nil {
+			return fmt.Errorf("source: --frames %s: %w", *frames, err)
+		}
+		*source = dst
+		if *alpha != "" && *alphaMode == "custom" {
+			if err := checkLocalFile("alpha", *alpha); err != nil {
+				return err
+			}
+			dst := filepath.Join(tmp, "alpha.mp4")
+			if err := codec.TrimVideo(ctx, codec.FileInput(*alpha), dst, first, last, codec.DefaultLimits(), true); err != nil {
+				return fmt.Errorf("alpha: --frames %s: %w", *frames, err)
+			}
+			*alpha = dst
+		}
+		if *alphaMode == "select" {
+			if *keyframe < first || *keyframe > last {
+				return usageError{fmt.Sprintf("--alpha-keyframe-index %d is outside --frames %s", *keyframe, *frames)}
+			}
+			req.AlphaKeyframeIndex = *keyframe - first
+		}
+	}
 	if *fit {
 		tmp, err := os.MkdirTemp("", "vfx-fit-")
 		if err != nil {
@@ -124,7 +220,27 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}()
 	}
-	codec.Quiet()
+	// Every input is checked before the model loads: a bad input fails
+	// in well under a second in every mode.
+	if err := worker.Validate(&req); err != nil {
+		return err
+	}
+	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
+		AlphaKeyframeIndex: req.AlphaKeyframeIndex, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, codec.DefaultLimits())
+	if err != nil {
+		return err
+	}
+	if *preview {
+		maxR := req.MaxResolution
+		if maxR == 0 {
+			maxR = 1080
+		}
+		ow, oh := render.OutputSize(md.Source.DisplayWidth, md.Source.DisplayHeight, maxR, req.GenerationType == "video")
+		req.RenderShortSide = max(2, min(ow, oh)/2)
+		if !setFlags(fs)["preset"] {
+			req.Preset = "veryfast"
+		}
+	}
 	dev, err := openBackend(*backend, *gpu, *workers)
 	if err != nil {
 		return err
@@ -161,6 +277,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "matte: %s\n", res.Matte)
 	}
 	files := strings.TrimSpace(strings.Join([]string{res.Render, res.Source, res.Alpha, res.Foreground}, " "))
+	if res.EXR != "" {
+		files += fmt.Sprintf(" %s/<pass>/<pass>.%04d-%04d.exr (%s)", res.EXR, res.EXRFirstFrame, res.EXRLastFrame, strings.Join(worker.EXRPasses, ", "))
+	}
 	fmt.Fprintf(stdout, "rendered %d frame(s) %dx%d in %.2f s (%.1f frames/s), seed %d: %s\n",
 		res.Frames, res.Width, res.Height, secs, float64(res.Frames)/secs, s, files)
 	return nil

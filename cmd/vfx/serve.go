@@ -26,6 +26,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
+	"github.com/vfxrender/vfx/web"
 	"github.com/vfxrender/vfx/worker"
 )
 
@@ -218,6 +219,9 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 		return err
 	}
 	srv.Mount(store.FilesPath, local.Handler())
+	if err := mountWeb(srv, nil); err != nil {
+		return err
+	}
 	srv.Mount("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	srv.Mount("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -239,7 +243,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 	cancel()
 
-	codec.Quiet()
+	codec.LogWarnings(ffmpegLog(log))
 	net, card, closeNet, err := cfg.model.load(ctx)
 	if err != nil {
 		return fmt.Errorf("serve: segmentation model: %w", err)
@@ -271,6 +275,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	httpSrv := api.NewHTTPServer(srv.Handler())
+	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {
@@ -325,4 +330,17 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	bg.Wait()
 	log.Info("stopped")
 	return runErr
+}
+
+// mountWeb serves the page for people (package web) at / on srv; origins
+// are the object store's origins besides the API's own (an S3 endpoint).
+func mountWeb(srv *api.Server, origins []string) error {
+	h, err := web.Handler(web.Options{MediaOrigins: origins})
+	if err != nil {
+		return err
+	}
+	for _, p := range web.Patterns() {
+		srv.Mount(p, h)
+	}
+	return nil
 }

@@ -378,7 +378,7 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 	if len(removed) > 0 {
 		log.Info("removed stale job folders", zap.Strings("folders", removed))
 	}
-	codec.Quiet()
+	codec.LogWarnings(ffmpegLog(log))
 	// A worker without its segmentation network would fail every auto and
 	// select job: it refuses to start instead.
 	net, card, closeNet, err := cfg.model.load(ctx)

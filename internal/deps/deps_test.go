@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "codec", "frame", "infer"}
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "worker"}
+var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -53,6 +53,8 @@ var rules = []struct {
 		"the media checks probe with codec only; the API imports them"},
 	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, []string{"account", "api", "codec", "job", "media", "queue", "store", "worker", "render", "matte", "kernels", "infer", "frame"},
 		"kvcas, retry, srgb and trunc are leaves every package may use"},
+	{[]string{"web"}, []string{"account", "api", "codec", "job", "media", "queue", "store", "worker", "render", "matte", "kernels", "infer", "frame"},
+		"the web page is static files served as they are: everything it shows comes from the API in the browser"},
 	{library, []string{"bench"},
 		"bench is fixtures and benchmarks, never imported by product code (the command may, for `vfx bench`)"},
 }

@@ -1,0 +1,213 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/internal/kvcas"
+	"github.com/vfxrender/vfx/queue"
+)
+
+// Submissions in progress (bucket api_pending, keyed by job id).
+//
+// Every submission writes its record here before it holds anything
+// (reservation, credits, stored inline inputs, meta, index entry), adds
+// each inline input's store key before storing it, and deletes the record
+// once the job record exists (the job then owns all that) or once it has
+// given everything back. A record left behind is a submission that died
+// (its process crashed): recoverSubmission gives back what it held, as
+// soon as its idempotency claim is taken over (see idem.go) or, for a
+// submission without a key or whose key is never resent, when the sweeper
+// (SweepPending, run with the upload sweeper) finds the record older than
+// Config.PendingGrace with no job record.
+
+// BucketPending is the KV bucket of submissions in progress.
+const BucketPending = "api_pending"
+
+// DefaultPendingGrace is how old a submission's record must be before the
+// sweeper takes the submission for dead (Config.PendingGrace).
+const DefaultPendingGrace = 5 * time.Minute
+
+// Kinds of pending submissions.
+const (
+	pendingGeneration = "generation"
+	pendingProduct    = "product"
+)
+
+// pendingSub is the record of a submission in progress.
+type pendingSub struct {
+	JobID string `json:"job_id"`
+	// Kind is pendingGeneration or pendingProduct.
+	Kind string `json:"kind"`
+	// Owner is the account (generation) or organisation (product).
+	Owner string `json:"owner"`
+	// CreatedAt is the job's created_at (its index entry's sort key).
+	CreatedAt time.Time `json:"created_at"`
+	// Inputs are the store keys of the inline inputs it stores.
+	Inputs []string `json:"inputs,omitempty"`
+}
+
+// beginPending records a submission before it holds anything.
+func (s *Server) beginPending(ctx context.Context, ps pendingSub) error {
+	v, _ := json.Marshal(ps)
+	if _, err := s.pending.Put(ctx, ps.JobID, v); err != nil {
+		return fmt.Errorf("api: pending submission: %w", err)
+	}
+	return nil
+}
+
+// pendingInput adds an inline input's store key to the submission's record,
+// before the object is stored.
+func (s *Server) pendingInput(ctx context.Context, jobID, key string) error {
+	_, err := kvcas.JSON(ctx, s.pending, jobID, func(ps *pendingSub, exists bool) (bool, error) {
+		if !exists {
+			ps.JobID = jobID
+		}
+		if slices.Contains(ps.Inputs, key) {
+			return false, nil
+		}
+		ps.Inputs = append(ps.Inputs, key)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("api: pending submission: %w", err)
+	}
+	return nil
+}
+
+// endPending deletes a submission's record: its job exists, or it gave
+// back what it held.
+func (s *Server) endPending(ctx context.Context, jobID string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.pending.Delete(dctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		s.log.Warn("pending submission: delete record", zap.String("job_id", jobID), zap.Error(err))
+	}
+}
+
+// getPending reads a submission's record.
+func (s *Server) getPending(ctx context.Context, jobID string) (pendingSub, jetstream.KeyValueEntry, error) {
+	e, err := s.pending.Get(ctx, jobID)
+	if err != nil {
+		return pendingSub{}, nil, err
+	}
+	var ps pendingSub
+	if err := json.Unmarshal(e.Value(), &ps); err != nil {
+		return pendingSub{}, nil, fmt.Errorf("api: pending submission %s: %w", jobID, err)
+	}
+	return ps, e, nil
+}
+
+// recoverSubmission gives back what the dead submission of jobID held:
+// its in-flight reservation (generation) or credits (product), its stored
+// inline inputs, its meta and index entries, then deletes its record. A
+// submission whose job record exists is not dead: only its record goes.
+// A submission without a record held nothing. It reports whether a dead
+// submission was recovered.
+func (s *Server) recoverSubmission(ctx context.Context, jobID string) (bool, error) {
+	ps, e, err := s.getPending(ctx, jobID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, _, err = s.q.Get(ctx, jobID)
+	switch {
+	case err == nil:
+		return false, s.deletePending(ctx, jobID, e.Revision())
+	case !errors.Is(err, queue.ErrNotFound):
+		return false, fmt.Errorf("api: job %s: %w", jobID, err)
+	}
+	var errs []error
+	switch ps.Kind {
+	case pendingGeneration:
+		if err := s.acc.AbandonReservation(ctx, ps.Owner, jobID); err != nil && !errors.Is(err, account.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		if err := s.meta.Delete(ctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			errs = append(errs, fmt.Errorf("api: job meta %s: %w", jobID, err))
+		}
+		if !ps.CreatedAt.IsZero() {
+			if err := s.indexRemove(ctx, ps.Owner, ps.CreatedAt, jobID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	case pendingProduct:
+		if _, err := s.acc.RefundCredits(ctx, jobID); err != nil && !errors.Is(err, account.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("api: refund credits of %s: %w", jobID, err))
+		}
+		if err := s.pmeta.Delete(ctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			errs = append(errs, fmt.Errorf("api: product meta %s: %w", jobID, err))
+		}
+	}
+	for _, k := range ps.Inputs {
+		if err := s.st.Delete(ctx, k); err != nil {
+			errs = append(errs, fmt.Errorf("api: delete inline input %s: %w", k, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return false, err // the record stays: the sweeper tries again
+	}
+	s.log.Info("dead submission recovered", zap.String("job_id", jobID), zap.String("kind", ps.Kind),
+		zap.String("owner", ps.Owner), zap.Int("inline_inputs", len(ps.Inputs)))
+	return true, s.deletePending(ctx, jobID, e.Revision())
+}
+
+// deletePending deletes a record if it is still at revision rev.
+func (s *Server) deletePending(ctx context.Context, jobID string, rev uint64) error {
+	err := s.pending.Delete(ctx, jobID, jetstream.LastRevision(rev))
+	if err != nil && !kvcas.Conflict(err) && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("api: pending submission %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// SweepPending recovers the submissions whose record is older than
+// Config.PendingGrace and whose job record does not exist (their process
+// died; see recoverSubmission), deletes the records of submissions whose
+// job exists, and returns how many dead submissions it recovered.
+func (s *Server) SweepPending(ctx context.Context) (int, error) {
+	lister, err := s.pending.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("api: pending submissions: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	n := 0
+	var errs []error
+	for _, k := range keys {
+		e, err := s.pending.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("api: pending submissions: %w", err)
+		}
+		if time.Since(e.Created()) < s.cfg.PendingGrace {
+			continue
+		}
+		ok, err := s.recoverSubmission(ctx, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/store"
+)
+
+// browserPath finds Debian's chromium. Without it the browser test skips,
+// unless VFX_REQUIRE_BROWSER is set (make test sets it after make deps
+// installed the package), when it fails.
+func browserPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("VFX_REQUIRE_BROWSER") != "" {
+		t.Fatal("VFX_REQUIRE_BROWSER is set but no chromium is on PATH (make deps installs Debian's chromium)")
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium (make deps) to run the browser test")
+	return ""
+}
+
+// newBrowser starts a headless Chromium with a fresh profile; the returned
+// context drives one tab until the test ends.
+func newBrowser(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browserPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("mute-audio", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	return bctx
+}
+
+// updateDocs: VFX_UPDATE_DOCS=1 writes the test's screenshots into docs/.
+func updateDocs() bool { return os.Getenv("VFX_UPDATE_DOCS") != "" }
+
+// TestWebPage drives the page of `vfx serve` in headless Chromium: sign
+// in, upload a generated video and keyframe, submit a select job, wait
+// for it in the list, open it, move the wipe and compare the screenshots
+// region by region; a prompt holding <script> must show as text.
+func TestWebPage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bctx := newBrowser(t, ctx)
+	for _, k := range []string{"VFX_API_URL", "VFX_API_KEY", "VFX_ADMIN_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	// The network at 256x256 (not 1024): the frames are 160x120.
+	srv := startServe(t, "--model-size", "256")
+	fx, err := bench.WriteFixture(ctx, t.TempDir(), bench.FixtureOptions{Width: 160, Height: 120, Frames: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var dialogs []string
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			mu.Lock()
+			dialogs = append(dialogs, d.Message)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pageSays := func() string {
+		s, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("flash").textContent`))
+		return s
+	}
+
+	// The first load, signed out: its bytes and first paint (logged; the
+	// README has the numbers).
+	type perfT struct {
+		Bytes      float64  `json:"bytes"`
+		FirstPaint float64  `json:"first_paint"`
+		Resources  []string `json:"resources"`
+	}
+	measure := func() perfT {
+		t.Helper()
+		if err := chromedp.Do(bctx,
+			chromedp.Navigate(srv.url+"/"),
+			chromedp.WaitVisible(chromedp.ID("signin-key")),
+			pollJS(`performance.getEntriesByType("paint").length > 0`, 10*time.Second),
+		); err != nil {
+			t.Fatal(err)
+		}
+		perf, err := chromedp.Run(bctx, chromedp.Evaluate[perfT](`(() => {
+			const nav = performance.getEntriesByType("navigation")[0];
+			const res = performance.getEntriesByType("resource");
+			const paint = performance.getEntriesByType("paint");
+			const fcp = paint.find((p) => p.name === "first-contentful-paint") || paint[0];
+			return {bytes: nav.encodedBodySize + res.reduce((a, r) => a + r.encodedBodySize, 0), first_paint: fcp.startTime, resources: res.map((r) => r.name)};
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return perf
+	}
+	perf := measure()
+	t.Logf("page: %d files (/ and %q), %.0f bytes, first contentful paint %.0f ms", len(perf.Resources)+1, perf.Resources, perf.Bytes, perf.FirstPaint)
+	if len(perf.Resources) != 2 || perf.Bytes < 1000 {
+		t.Errorf("page load: %+v; want index.html, app.js and style.css", perf)
+	}
+	again := measure()
+	t.Logf("page again (warm browser): %.0f bytes, first contentful paint %.0f ms", again.Bytes, again.FirstPaint)
+
+	prompt := `<script>window.__vfxInjected=1</script><img src=x onerror="window.__vfxInjected=2"> golden hour`
+	if err := chromedp.Do(bctx,
+		chromedp.SendKeys(chromedp.ID("signin-key"), srv.devKey),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("view-jobs")),
+		chromedp.Click(chromedp.CSS(`#nav a[href="#/submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("submit-form")),
+		chromedp.SetValue(chromedp.ID("f-type"), "video"),
+		chromedp.SetValue(chromedp.ID("f-mode"), "select"),
+		js(`document.getElementById("f-mode").dispatchEvent(new Event("change"))`),
+		chromedp.WaitVisible(chromedp.ID("f-alpha")),
+		chromedp.SetUploadFiles(chromedp.ID("f-source"), []string{fx.Source}),
+		chromedp.SetUploadFiles(chromedp.ID("f-alpha"), []string{fx.StillMatte}),
+		chromedp.SendKeys(chromedp.ID("f-prompt"), prompt),
+		chromedp.SendKeys(chromedp.ID("f-seed"), "7"),
+		chromedp.SetValue(chromedp.ID("f-res"), "720"),
+		chromedp.Click(chromedp.ID("f-submit")),
+		pollJS(`location.hash.startsWith("#/jobs/vfx_")`, 30*time.Second),
+	); err != nil {
+		t.Fatalf("submit: %v (page says %q)", err, pageSays())
+	}
+	hash, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimPrefix(hash, "#/jobs/")
+
+	// The list: the job completes there, its prompt shows as text.
+	row := fmt.Sprintf(`#jobs-body tr[data-id=%q]`, id)
+	rowJS := "document.querySelector(`" + row + "`)"
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`#nav a[href="#/jobs"]`)),
+		pollJS(`(() => { const r = `+rowJS+`; return !!r && (r.dataset.status === "completed" || r.dataset.status === "failed"); })()`, 2*time.Minute),
+	); err != nil {
+		t.Fatalf("list: %v (page says %q)", err, pageSays())
+	}
+	status, err := chromedp.Run(bctx, chromedp.Evaluate[string](rowJS+`.dataset.status`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != "completed" {
+		t.Fatalf("job %s ended %s", id, status)
+	}
+	promptText, err := chromedp.Run(bctx, chromedp.Evaluate[string](rowJS+`.querySelector("td.c-prompt").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.__vfxInjected !== undefined || document.querySelectorAll("main script, main img[src='x']").length > 0`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	nd := len(dialogs)
+	mu.Unlock()
+	// The list came live from the event stream: the only plain list read
+	// is the sign-in's (a personal key has 5 reads a minute).
+	reads, err := chromedp.Run(bctx, chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter((r) => r.name.includes("/v1/vfx/generations?")).length`))
+	if err != nil || reads != 1 {
+		t.Errorf("list reads by the page: %d (%v); want only the sign-in's", reads, err)
+	}
+	if promptText != prompt || injected || nd > 0 {
+		t.Errorf("prompt in the list: %q (want it as text), injected %v, %d dialogs", promptText, injected, nd)
+	}
+	if updateDocs() {
+		if err := chromedp.Do(bctx, pollJS(rowJS+`.querySelector(".thumb").readyState >= 2`, 10*time.Second), chromedp.Sleep(300*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-jobs.png", shot)
+	}
+
+	// The job: open it, wait for every medium, then the wipe at 100 (all
+	// source), 0 (all render) and 50.
+	ready := func(frame int) chromedp.Action[chromedp.Void] {
+		return pollJS(fmt.Sprintf(`document.getElementById("stage").dataset.ready === "1" && document.getElementById("stage").dataset.frame === "%d"`, frame), 30*time.Second)
+	}
+	shoot := func() image.Image {
+		t.Helper()
+		b, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS(".wipe")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	wipeAt := func(v int) image.Image {
+		t.Helper()
+		if err := chromedp.Do(bctx, js(fmt.Sprintf(`(() => { const w = document.getElementById("wipe"); w.value = "%d"; w.dispatchEvent(new Event("input")); })()`, v))); err != nil {
+			t.Fatal(err)
+		}
+		return shoot()
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(row+` a`)),
+		chromedp.WaitVisible(chromedp.ID("review")),
+		ready(0),
+	); err != nil {
+		t.Fatalf("review: %v (page says %q)", err, pageSays())
+	}
+	detailPrompt, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#job-fields dt")].find((d) => d.textContent === "Prompt").nextElementSibling.textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if detailPrompt != prompt {
+		t.Errorf("prompt in the job: %q", detailPrompt)
+	}
+	src, rnd, mid := wipeAt(100), wipeAt(0), wipeAt(50)
+	b := mid.Bounds()
+	if b.Dx() < 300 || b.Dy() < 200 {
+		t.Fatalf("wipe screenshot %v: too small", b)
+	}
+	half, m := b.Min.X+b.Dx()/2, 12
+	left := image.Rect(b.Min.X, b.Min.Y, half-m, b.Max.Y)
+	right := image.Rect(half+m, b.Min.Y, b.Max.X, b.Max.Y)
+	if sd := stddev(mid, b); sd < 10 {
+		t.Errorf("wipe looks blank: luma stddev %.1f", sd)
+	}
+	if d := meanDiff(src, rnd, b); d < 8 {
+		t.Errorf("source and render look alike (mean difference %.1f): the wipe cannot show anything", d)
+	}
+	dls, dlr := meanDiff(mid, src, left), meanDiff(mid, rnd, left)
+	drs, drr := meanDiff(mid, src, right), meanDiff(mid, rnd, right)
+	t.Logf("wipe at 50: left vs source %.2f, vs render %.2f; right vs source %.2f, vs render %.2f", dls, dlr, drs, drr)
+	if dls > 3 || dlr < 3*dls+4 {
+		t.Errorf("left of the wipe is not the source: vs source %.2f, vs render %.2f", dls, dlr)
+	}
+	if drr > 3 || drs < 3*drr+4 {
+		t.Errorf("right of the wipe is not the render: vs render %.2f, vs source %.2f", drr, drs)
+	}
+
+	// The scrubber: frame 5 of the moving scene differs from frame 0.
+	if err := chromedp.Do(bctx,
+		js(`(() => { const f = document.getElementById("frame"); f.value = "5"; f.dispatchEvent(new Event("input")); })()`),
+		ready(5),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if d := meanDiff(shoot(), mid, b); d < 0.5 {
+		t.Errorf("frame 5 looks like frame 0 (mean difference %.2f)", d)
+	}
+	if updateDocs() {
+		if err := chromedp.Do(bctx, js(`(() => { const w = document.getElementById("wipe"); w.value = "45"; w.dispatchEvent(new Event("input")); })()`)); err != nil {
+			t.Fatal(err)
+		}
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-review.png", shot)
+	}
+
+	// The operator view: the operator token signs in to the queue's state.
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("signout")),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), testAdminToken),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("view-operator")),
+		pollJS(`document.querySelectorAll("#op-queue dt").length === 5`, 10*time.Second),
+	); err != nil {
+		t.Fatalf("operator: %v (page says %q)", err, pageSays())
+	}
+	opText, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("op-queue").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(opText, "Jobs waiting (queue depth)0") || !strings.Contains(opText, "Dead letters0") {
+		t.Errorf("operator view: %q", opText)
+	}
+	if key, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + " " + document.cookie + " " + localStorage.length`)); err != nil ||
+		strings.Contains(key, testAdminToken) || strings.Contains(key, srv.devKey) || !strings.HasSuffix(key, " 0") {
+		t.Errorf("a key outside session storage: %q %v", key, err)
+	}
+	if updateDocs() {
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-operator.png", shot)
+	}
+}
+
+// js runs a JavaScript expression and drops its value.
+func js(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](expr)
+}
+
+// pollJS waits until a JavaScript expression is truthy.
+func pollJS(expr string, timeout time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(timeout))
+}
+
+// writeDoc writes a screenshot into the repository's docs/ folder.
+func writeDoc(t *testing.T, name string, b []byte) {
+	t.Helper()
+	p := filepath.Join("..", "..", "docs", name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", p)
+}
+
+func luma(c interface{ RGBA() (r, g, b, a uint32) }) float64 {
+	r, g, b, _ := c.RGBA()
+	return (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 257
+}
+
+// meanDiff is the mean absolute luma difference (0-255) of a and b over r.
+func meanDiff(a, b image.Image, r image.Rectangle) float64 {
+	var s float64
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			s += math.Abs(luma(a.At(x, y)) - luma(b.At(x, y)))
+		}
+	}
+	return s / float64(r.Dx()*r.Dy())
+}
+
+// stddev is the standard deviation of a's luma over r.
+func stddev(a image.Image, r image.Rectangle) float64 {
+	var s, s2 float64
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			l := luma(a.At(x, y))
+			s += l
+			s2 += l * l
+		}
+	}
+	n := float64(r.Dx() * r.Dy())
+	return math.Sqrt(max(0, s2/n-(s/n)*(s/n)))
+}
+
+func TestS3Origin(t *testing.T) {
+	for _, c := range []struct {
+		cfg  store.S3Config
+		want string
+	}{
+		{store.S3Config{}, ""},
+		{store.S3Config{Endpoint: "minio:9000"}, "http://minio:9000"},
+		{store.S3Config{Endpoint: "s3.amazonaws.com", Secure: true}, "https://s3.amazonaws.com"},
+		{store.S3Config{Endpoint: "https://s3.example.com/"}, "https://s3.example.com"},
+		{store.S3Config{Endpoint: "http://10.0.0.5:9000", Secure: true}, "http://10.0.0.5:9000"},
+	} {
+		if got := s3Origin(c.cfg); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.cfg, got, c.want)
+		}
+	}
+}
