@@ -328,7 +328,11 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := write(*sheet, rows); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "contact sheet (%s; darkened = background, red = missed, blue = added): %s\n", ms[0], *sheet)
+		if frames != nil {
+			fmt.Fprintf(stdout, "contact sheet (%s; full size, each frame over a grey checkerboard by its alpha): %s\n", ms[0], *sheet)
+		} else {
+			fmt.Fprintf(stdout, "contact sheet (%s; darkened = background, red = missed, blue = added): %s\n", ms[0], *sheet)
+		}
 	}
 	return nil
 }
