@@ -47,7 +47,7 @@ type Clip interface {
 	Size() (w, h int)
 	Len() int
 	// Load writes frame i as planar sRGB values in [0,1] (3*w*h) and its
-	// true matte (w*h).
+	// true matte (w*h; alpha may be nil: the picture only).
 	Load(i int, rgb, alpha []float32) error
 }
 
@@ -57,6 +57,9 @@ func (c caseClip) Name() string     { return c.MatteCase.Name }
 func (c caseClip) Size() (int, int) { return c.W, c.H }
 func (c caseClip) Len() int         { return c.Frames }
 func (c caseClip) Load(i int, rgb, alpha []float32) error {
+	if alpha == nil { // the picture only
+		alpha = make([]float32, c.W*c.H)
+	}
 	c.Render(i, rgb, alpha)
 	return nil
 }

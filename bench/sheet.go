@@ -21,19 +21,11 @@ type SheetTile struct {
 // darkened, pixels the matte misses (true subject, alpha < 0.5) are red
 // and pixels it adds (alpha >= 0.5 outside the truth) are blue.
 func WriteSheet(path string, rows [][]SheetTile) error {
-	tw, th, cols := 0, 0, 0
-	for _, r := range rows {
-		cols = max(cols, len(r))
-		for _, t := range r {
-			w, h := t.Clip.Size()
-			tw, th = max(tw, w/2), max(th, h/2)
-		}
+	img, tw, th, err := sheetCanvas(rows, 2)
+	if err != nil {
+		return err
 	}
-	if cols == 0 {
-		return fmt.Errorf("bench: empty contact sheet")
-	}
-	const gap = 4
-	img := image.NewRGBA(image.Rect(0, 0, cols*(tw+gap), len(rows)*(th+gap)))
+	const gap = sheetGap
 	for ri, r := range rows {
 		for ci, t := range r {
 			w, h := t.Clip.Size()
@@ -65,15 +57,7 @@ func WriteSheet(path string, rows [][]SheetTile) error {
 			}
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return savePNG(path, img)
 }
 
 // WriteAlphaSheet writes a contact sheet PNG of the tiles at full size,
@@ -81,19 +65,11 @@ func WriteSheet(path string, rows [][]SheetTile) error {
 // (1−A)·checker), as a compositor looks at an alpha: a half-transparent
 // body or a double contour shows the checkerboard through the subject.
 func WriteAlphaSheet(path string, rows [][]SheetTile) error {
-	tw, th, cols := 0, 0, 0
-	for _, r := range rows {
-		cols = max(cols, len(r))
-		for _, t := range r {
-			w, h := t.Clip.Size()
-			tw, th = max(tw, w), max(th, h)
-		}
+	img, tw, th, err := sheetCanvas(rows, 1)
+	if err != nil {
+		return err
 	}
-	if cols == 0 {
-		return fmt.Errorf("bench: empty contact sheet")
-	}
-	const gap = 4
-	img := image.NewRGBA(image.Rect(0, 0, cols*(tw+gap), len(rows)*(th+gap)))
+	const gap = sheetGap
 	for ri, r := range rows {
 		for ci, t := range r {
 			w, h := t.Clip.Size()
@@ -119,6 +95,31 @@ func WriteAlphaSheet(path string, rows [][]SheetTile) error {
 			}
 		}
 	}
+	return savePNG(path, img)
+}
+
+// sheetGap is the gap between a contact sheet's tiles, in pixels.
+const sheetGap = 4
+
+// sheetCanvas is the blank image for rows of tiles at 1/scale of their
+// clips' size, with the tile size.
+func sheetCanvas(rows [][]SheetTile, scale int) (img *image.RGBA, tw, th int, err error) {
+	cols := 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+		for _, t := range r {
+			w, h := t.Clip.Size()
+			tw, th = max(tw, w/scale), max(th, h/scale)
+		}
+	}
+	if cols == 0 {
+		return nil, 0, 0, fmt.Errorf("bench: empty contact sheet")
+	}
+	return image.NewRGBA(image.Rect(0, 0, cols*(tw+sheetGap), len(rows)*(th+sheetGap))), tw, th, nil
+}
+
+// savePNG writes img to path.
+func savePNG(path string, img image.Image) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
