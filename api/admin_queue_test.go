@@ -37,13 +37,22 @@ func TestAdminQueue(t *testing.T) {
 	if _, err := d.Claim(ctx, "gpu-node-1"); err != nil {
 		t.Fatal(err)
 	}
-	r := e.adminDo("GET", "/admin/v1/queue", nil)
-	if r.status != 200 {
-		t.Fatalf("%d %s", r.status, r.body)
-	}
+	// The consumer's counts settle a moment after the pull (seen under
+	// load: pending 0 with 2 messages); poll with a deadline.
 	var st QueueStatus
-	if err := json.Unmarshal(r.body, &st); err != nil {
-		t.Fatal(err)
+	var r resp
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r = e.adminDo("GET", "/admin/v1/queue", nil)
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		st = QueueStatus{}
+		if err := json.Unmarshal(r.body, &st); err != nil {
+			t.Fatal(err)
+		}
+		if (st.Pending == 1 && st.InFlight == 1) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if st.Pending != 1 || st.InFlight != 1 || len(st.Running) != 1 || st.Running[0].JobID != d.JobID || st.RecentDead == nil {
 		t.Errorf("queue: %s", r.body)
