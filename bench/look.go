@@ -8,10 +8,8 @@ import (
 	"github.com/vfxrender/vfx/matte"
 	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -774,15 +772,7 @@ func writeSheet(path string, rows [][]*thumb) error {
 		}
 		y += rh + gap
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return savePNG(path, img)
 }
 
 // PerSubject formats every prompt's measure per subject (NaN where it is
