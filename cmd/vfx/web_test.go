@@ -156,6 +156,26 @@ func TestWebPage(t *testing.T) {
 	}
 	id := strings.TrimPrefix(hash, "#/jobs/")
 
+	// The job's view follows it to the end over the event stream: one GET
+	// of the job (the view's first read), then only the stream.
+	if err := chromedp.Do(bctx, pollJS(`!document.getElementById("review").hidden || document.getElementById("job-status").className.includes("s-failed")`, 2*time.Minute)); err != nil {
+		t.Fatalf("job view: %v (page says %q)", err, pageSays())
+	}
+	type followT struct {
+		Via   string `json:"via"`
+		First string `json:"first"`
+		Gets  int    `json:"gets"`
+	}
+	follow, err := chromedp.Run(bctx, chromedp.Evaluate[followT](`({via: document.getElementById("job-status").dataset.via || "", first: document.getElementById("job-status").dataset.first || "",
+		gets: performance.getEntriesByType("resource").filter((r) => r.name.includes("/v1/vfx/generations/`+id+`")).length})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job view: followed via %q (first read %q), %d GETs of the job", follow.Via, follow.First, follow.Gets)
+	if follow.Gets != 1 || (follow.Via != "stream" && follow.First != "completed") {
+		t.Errorf("the job view polled: %+v; want one GET, then the stream", follow)
+	}
+
 	// The list: the job completes there, its prompt shows as text.
 	row := fmt.Sprintf(`#jobs-body tr[data-id=%q]`, id)
 	rowJS := "document.querySelector(`" + row + "`)"
@@ -208,9 +228,9 @@ func TestWebPage(t *testing.T) {
 	ready := func(frame int) chromedp.Action[chromedp.Void] {
 		return pollJS(fmt.Sprintf(`document.getElementById("stage").dataset.ready === "1" && document.getElementById("stage").dataset.frame === "%d"`, frame), 30*time.Second)
 	}
-	shoot := func() image.Image {
+	shootSel := func(sel string) image.Image {
 		t.Helper()
-		b, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS(".wipe")))
+		b, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS(sel)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,6 +240,7 @@ func TestWebPage(t *testing.T) {
 		}
 		return img
 	}
+	shoot := func() image.Image { t.Helper(); return shootSel(".wipe") }
 	wipeAt := func(v int) image.Image {
 		t.Helper()
 		if err := chromedp.Do(bctx, js(fmt.Sprintf(`(() => { const w = document.getElementById("wipe"); w.value = "%d"; w.dispatchEvent(new Event("input")); })()`, v))); err != nil {
@@ -286,6 +307,30 @@ func TestWebPage(t *testing.T) {
 		writeDoc(t, "web-review.png", shot)
 	}
 
+	// The alpha view: the render premultiplied by the alpha over a
+	// checkerboard (a canvas). Where the alpha is 0 it shows the checker,
+	// where it is 1 the render, pixel for pixel against the wipe's render.
+	rnd5 := wipeAt(0)
+	setCheck := func(on bool) chromedp.Action[chromedp.Void] {
+		return js(fmt.Sprintf(`(() => { const c = document.getElementById("checker"); c.checked = %v; c.dispatchEvent(new Event("change")); })()`, on))
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`.tabs button[data-tab=alpha]`)), setCheck(false)); err != nil {
+		t.Fatal(err)
+	}
+	alphaShot := shootSel(".alpha")
+	if err := chromedp.Do(bctx, setCheck(true), pollJS(`document.querySelector("canvas.comp").dataset.frame === "5"`, 10*time.Second)); err != nil {
+		t.Fatalf("composite: %v (page says %q)", err, pageSays())
+	}
+	comp := shootSel(".alpha")
+	checkComposite(t, comp, alphaShot, rnd5)
+	if updateDocs() {
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-alpha.png", shot)
+	}
+
 	// The operator view: the operator token signs in to the queue's state.
 	if err := chromedp.Do(bctx,
 		chromedp.Click(chromedp.ID("signout")),
@@ -314,6 +359,177 @@ func TestWebPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		writeDoc(t, "web-operator.png", shot)
+	}
+
+	// An organisation key: the product flow. The estimate shows before the
+	// job is submitted (8 frames at 720: 8 credits), the job is followed
+	// in the tab's list until it succeeds and is charged what was shown.
+	admin := []string{"--server", srv.url, "--admin-token", testAdminToken}
+	cliJSON := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, errOut := cli(ctx, append(args, admin...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return jsonOf(t, out)
+	}
+	org := cliJSON("admin", "orgs", "create", "--name", "Web")["id"].(string)
+	cliJSON("admin", "orgs", "credits", org, "--add", "100")
+	cliJSON("admin", "orgs", "product", org, "vfx", "--enabled=true")
+	cliJSON("admin", "orgs", "product", org, "vfx_finish", "--enabled=true")
+	cliJSON("admin", "orgs", "consent", org, "vfx-2.0", "--granted=true")
+	orgKey := cliJSON("admin", "orgs", "key", org)["key"].(string)
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("signout")),
+		chromedp.WaitVisible(chromedp.ID("signin-key")),
+		chromedp.SendKeys(chromedp.ID("signin-key"), orgKey),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("view-pjobs")),
+		chromedp.Click(chromedp.CSS(`#nav a[href="#/submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("l-pmode")),
+		chromedp.SetValue(chromedp.ID("f-mode"), "select"),
+		js(`document.getElementById("f-mode").dispatchEvent(new Event("change"))`),
+		chromedp.WaitVisible(chromedp.ID("f-alpha")),
+		chromedp.SetUploadFiles(chromedp.ID("f-source"), []string{fx.Source}),
+		chromedp.SetUploadFiles(chromedp.ID("f-alpha"), []string{fx.StillMatte}),
+		chromedp.SendKeys(chromedp.ID("f-prompt"), "<b>blue</b> hour"),
+		chromedp.SendKeys(chromedp.ID("f-seed"), "3"),
+		chromedp.SetValue(chromedp.ID("f-res"), "720"),
+		chromedp.Click(chromedp.ID("f-submit")),
+		pollJS(`!document.getElementById("estimate").hidden`, 30*time.Second),
+	); err != nil {
+		t.Fatalf("product estimate: %v (page says %q)", err, pageSays())
+	}
+	est, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("estimate-credits").textContent + " | " + document.getElementById("estimate-items").textContent + " | " + document.getElementById("f-submit").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "8 credits | vfx standard 720p: 8 × 1 = 8 | Submit for 8 credits"; est != want {
+		t.Errorf("estimate shown: %q, want %q", est, want)
+	}
+	if updateDocs() {
+		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeDoc(t, "web-estimate.png", shot)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.ID("f-submit")),
+		pollJS(`location.hash.startsWith("#/jobs/dap_")`, 30*time.Second),
+	); err != nil {
+		t.Fatalf("product submit: %v (page says %q)", err, pageSays())
+	}
+	hash, err = chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimPrefix(hash, "#/jobs/")
+	prow := fmt.Sprintf(`#pjobs-body tr[data-id=%q]`, pid)
+	prowJS := "document.querySelector(`" + prow + "`)"
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`#nav a[href="#/jobs"]`)),
+		pollJS(`(() => { const r = `+prowJS+`; return !!r && ["success", "failed", "cancelled", "credit_required"].includes(r.dataset.status); })()`, 2*time.Minute),
+	); err != nil {
+		t.Fatalf("product list: %v (page says %q)", err, pageSays())
+	}
+	prowText, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[...`+prowJS+`.cells].slice(2).map((c) => c.textContent.trim()).join(" | ")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(prowText, "success | 100% | vfx standard | video | 8 charged | <b>blue</b> hour | ") {
+		t.Errorf("product job in the list: %q", prowText)
+	}
+	if c := cliJSON("admin", "orgs", "credits", org); c["charged"] != 8.0 || c["balance"] != 92.0 {
+		t.Errorf("organisation credits after the job: %v; want 8 charged, 92 left", c)
+	}
+	// Its review: the same wipe; a finish is estimated (8 frames to 1080: 8).
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(prow+` a`)),
+		chromedp.WaitVisible(chromedp.ID("review")),
+		ready(0),
+		chromedp.WaitVisible(chromedp.ID("finish-form")),
+		chromedp.SetValue(chromedp.ID("finish-res"), "1080"),
+		chromedp.Click(chromedp.ID("finish-submit")),
+		pollJS(`document.getElementById("finish-estimate").textContent !== ""`, 10*time.Second),
+	); err != nil {
+		t.Fatalf("product review: %v (page says %q)", err, pageSays())
+	}
+	if sd := stddev(shoot(), b); sd < 10 {
+		t.Errorf("the product job's wipe looks blank: luma stddev %.1f", sd)
+	}
+	fin, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("finish-estimate").textContent + " | " + document.getElementById("finish-submit").textContent`))
+	if err != nil || fin != "8 credits (vfx_finish 1080: 8 × 1 = 8) | Submit for 8 credits" {
+		t.Errorf("finish estimate: %q %v", fin, err)
+	}
+	if st, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + " " + document.cookie + " " + localStorage.length + " " + sessionStorage.getItem("vfx.pjobs")`)); err != nil ||
+		strings.Contains(st, orgKey) || !strings.Contains(st, " 0 [{") || !strings.Contains(st, pid) {
+		t.Errorf("the org key outside session storage, or the job not in it: %q %v", st, err)
+	}
+}
+
+// checkComposite checks the alpha view's composite comp against the alpha
+// alone (alpha) and the render (rnd), three screenshots of one size: where
+// the alpha is 1 (and 4 px around) comp is the render, where it is 0 it is
+// the checkerboard (#bbb and #777 squares of 16 px from the corner).
+func checkComposite(t *testing.T, comp, alpha, rnd image.Image) {
+	t.Helper()
+	b := comp.Bounds()
+	if alpha.Bounds() != b || rnd.Bounds() != b {
+		t.Fatalf("composite %v, alpha %v, render %v: want one size", b, alpha.Bounds(), rnd.Bounds())
+	}
+	const r = 4
+	w, h := b.Dx(), b.Dy()
+	lo, hi := make([]float64, w*h), make([]float64, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			mn, mx := 255.0, 0.0
+			for dy := -r; dy <= r; dy++ {
+				for dx := -r; dx <= r; dx++ {
+					xx, yy := min(max(x+dx, 0), w-1), min(max(y+dy, 0), h-1)
+					l := luma(alpha.At(b.Min.X+xx, b.Min.Y+yy))
+					mn, mx = min(mn, l), max(mx, l)
+				}
+			}
+			lo[y*w+x], hi[y*w+x] = mn, mx
+		}
+	}
+	var nIn, nOut, checker, light, dark int
+	var dIn float64
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			c := luma(comp.At(b.Min.X+x, b.Min.Y+y))
+			switch {
+			case lo[y*w+x] >= 245:
+				nIn++
+				dIn += math.Abs(c - luma(rnd.At(b.Min.X+x, b.Min.Y+y)))
+			case hi[y*w+x] <= 10:
+				nOut++
+				want := 187.0 // #bbb
+				if (x/16+y/16)%2 == 1 {
+					want = 119 // #777
+				}
+				if math.Abs(c-want) <= 6 {
+					checker++
+					if want > 150 {
+						light++
+					} else {
+						dark++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("composite: %d px alpha 1 (mean difference from the render %.2f), %d px alpha 0 (%d the checker's: %d light, %d dark)",
+		nIn, dIn/float64(max(nIn, 1)), nOut, checker, light, dark)
+	if nIn < w*h/50 || nOut < w*h/50 {
+		t.Fatalf("the alpha has too little of 0 or 1 to test: %d and %d of %d px", nOut, nIn, w*h)
+	}
+	if d := dIn / float64(nIn); d > 4 {
+		t.Errorf("where the alpha is 1 the composite is not the render: mean difference %.2f", d)
+	}
+	if float64(checker) < 0.95*float64(nOut) || light < nOut/5 || dark < nOut/5 {
+		t.Errorf("where the alpha is 0 the composite is not the checkerboard: %d of %d px (%d light, %d dark)", checker, nOut, light, dark)
 	}
 }
 
