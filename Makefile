@@ -106,7 +106,7 @@ staticcheck: deps $(STATICCHECK_BIN)
 $(STATICCHECK_BIN):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## web-docs: run the web page's browser test and write its screenshots to docs/web-jobs.png and docs/web-review.png.
+## web-docs: run the web page's browser test and write its screenshots to docs/web-*.png (jobs, review, alpha, operator, estimate, product).
 .PHONY: web-docs
 web-docs: deps models
 	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_BROWSER=1 VFX_UPDATE_DOCS=1 $(GOV) test -count=1 -run '^TestWebPage$$' -v ./cmd/vfx

@@ -7,16 +7,20 @@
 // The page responses carry a strict Content-Security-Policy: scripts and
 // styles only from this origin (no inline script or style), media and
 // network requests only to this origin and the object store's origins
-// given in Options.
+// given in Options. A browser that accepts gzip gets the files gzipped
+// (compressed once, when the Handler is made).
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"embed"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -51,11 +55,81 @@ func Handler(o Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	index, err := fs.ReadFile(static, "index.html")
+	assets := map[string]asset{}
+	err = fs.WalkDir(static, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(static, name)
+		if err != nil {
+			return err
+		}
+		var z bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		if _, err := zw.Write(b); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		assets[name] = asset{plain: b, gz: z.Bytes(), ctype: contentType(name)}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return &handler{static: static, index: index, csp: csp}, nil
+	if _, ok := assets["index.html"]; !ok {
+		return nil, fmt.Errorf("web: no index.html")
+	}
+	return &handler{assets: assets, csp: csp}, nil
+}
+
+// asset is one static file, as is and gzipped.
+type asset struct {
+	plain, gz []byte
+	ctype     string
+}
+
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	return "application/octet-stream"
+}
+
+// acceptsGzip reports whether an Accept-Encoding header takes gzip: named
+// (or "*" when gzip is not named) with a q-value above 0.
+func acceptsGzip(header string) bool {
+	star := false
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				} else {
+					q = 0
+				}
+			}
+		}
+		switch coding {
+		case "gzip", "x-gzip":
+			return q > 0
+		case "*":
+			star = q > 0
+		}
+	}
+	return star
 }
 
 // Patterns are the http.ServeMux patterns Handler answers.
@@ -78,8 +152,7 @@ func policy(origins []string) (string, error) {
 }
 
 type handler struct {
-	static fs.FS
-	index  []byte
+	assets map[string]asset
 	csp    string
 }
 
@@ -90,32 +163,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if r.URL.Path == "/" {
-		hd.Set("Content-Type", "text/html; charset=utf-8")
-		hd.Set("Cache-Control", "no-cache")
-		_, _ = w.Write(h.index)
-		return
+	name := "index.html"
+	if r.URL.Path != "/" {
+		n, ok := strings.CutPrefix(r.URL.Path, AssetsPath)
+		if !ok || n == "" || n == "index.html" || !fs.ValidPath(n) {
+			http.NotFound(w, r)
+			return
+		}
+		name = n
 	}
-	name, ok := strings.CutPrefix(r.URL.Path, AssetsPath)
-	if !ok || name == "" || name == "index.html" || !fs.ValidPath(name) {
+	a, ok := h.assets[name]
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	b, err := fs.ReadFile(h.static, name)
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	switch path.Ext(name) {
-	case ".js":
-		hd.Set("Content-Type", "text/javascript; charset=utf-8")
-	case ".css":
-		hd.Set("Content-Type", "text/css; charset=utf-8")
-	case ".svg":
-		hd.Set("Content-Type", "image/svg+xml")
-	default:
-		hd.Set("Content-Type", "application/octet-stream")
-	}
+	hd.Set("Content-Type", a.ctype)
 	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Vary", "Accept-Encoding")
+	b := a.plain
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		b = a.gz
+		hd.Set("Content-Encoding", "gzip")
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
 }

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -102,4 +105,71 @@ func TestNoInlineScriptOrHTMLSinks(t *testing.T) {
 			t.Errorf("%s uses %s", e.Name(), m)
 		}
 	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"": false, "gzip": true, "gzip, deflate, br, zstd": true, "GZIP;q=0.5": true, "x-gzip": true,
+		"gzip;q=0": false, "gzip; q=0.000": false, "gzip;q=abc": false, "identity": false, "br": false,
+		"*": true, "*;q=0": false, "*, gzip;q=0": false, "gzip;q=0, *": false, "deflate, *;q=0.1": true, "gzipx": false,
+	} {
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestGzip checks that every file goes gzipped to a browser that takes
+// gzip, decompresses to the file, and goes as is to one that does not.
+func TestGzip(t *testing.T) {
+	h, err := Handler(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	for _, p := range Patterns() {
+		mux.Handle(p, h)
+	}
+	var plainSum, gzSum int
+	for path, file := range map[string]string{"/": "index.html", "/ui/app.js": "app.js", "/ui/style.css": "style.css"} {
+		want, err := fs.ReadFile(files, "static/"+file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ae := range []string{"gzip, deflate, br, zstd", "", "gzip;q=0"} {
+			req := httptest.NewRequest("GET", path, nil)
+			if ae != "" {
+				req.Header.Set("Accept-Encoding", ae)
+			}
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			res := rec.Result()
+			body := rec.Body.Bytes()
+			gz := ae == "gzip, deflate, br, zstd"
+			if res.StatusCode != 200 || res.Header.Get("Vary") != "Accept-Encoding" || (res.Header.Get("Content-Encoding") == "gzip") != gz ||
+				res.Header.Get("Content-Length") != strconv.Itoa(len(body)) {
+				t.Errorf("%s (Accept-Encoding %q): %d %v", path, ae, res.StatusCode, res.Header)
+				continue
+			}
+			if gz {
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				plain, err := io.ReadAll(zr)
+				if err != nil || !bytes.Equal(plain, want) {
+					t.Errorf("%s: gunzipped body differs from %s (%v)", path, file, err)
+				}
+				if len(body) >= len(want)/2 {
+					t.Errorf("%s: gzipped %d bytes of %d", path, len(body), len(want))
+				}
+				plainSum += len(want)
+				gzSum += len(body)
+				t.Logf("%s: %d bytes, %d gzipped", file, len(want), len(body))
+			} else if !bytes.Equal(body, want) {
+				t.Errorf("%s (Accept-Encoding %q): body differs from %s", path, ae, file)
+			}
+		}
+	}
+	t.Logf("page: %d bytes, %d gzipped", plainSum, gzSum)
 }

@@ -88,10 +88,19 @@ function show(view) {
   for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== "view-" + view;
 }
 
+// One timer drives the view shown: later replaces it, so two loads of a
+// view that overlap never leave two chains of timers. view counts the
+// views routed to: a load that finds it changed after an await stops
+// (its view is gone).
 let timer = 0;
+let view = 0;
 function stopTimer() {
   clearTimeout(timer);
   timer = 0;
+}
+function later(fn, ms) {
+  clearTimeout(timer);
+  timer = setTimeout(fn, ms);
 }
 
 // pace is the pause before the next live read: fast for keys without a
@@ -151,8 +160,7 @@ function signOut() {
   sessionStorage.removeItem(PJOBS);
   pstate.clear();
   prows.clear();
-  location.hash = "#/signin";
-  route();
+  go("#/signin");
 }
 
 // ---- jobs ----
@@ -235,7 +243,7 @@ async function loadJobs() {
   const again = await openStream(q, renderJobs);
   if (again === null) return;
   $("jobs-live").textContent = "reconnecting…";
-  timer = setTimeout(loadJobs, again);
+  later(loadJobs, again);
 }
 
 // openStream reads one event stream, handing each page of jobs to onPage,
@@ -297,27 +305,31 @@ function field(dl, name, value) {
 async function loadJob(id, follow = true) {
   stopTimer();
   stopStream();
+  const v = view;
   let job;
   try {
     job = await call("GET", "/v1/vfx/generations/" + enc(id));
   } catch (e) {
+    if (v !== view) return;
     if (e.status === 401) return signOut();
     flash(e.code + ": " + e.message);
-    timer = setTimeout(() => loadJob(id, follow), (e.retryAfter || 10) * 1000);
+    later(() => loadJob(id, follow), (e.retryAfter || 10) * 1000);
     return;
   }
+  if (v !== view) return;
   flash("");
   const st = $("job-status");
   if (!st.dataset.first) st.dataset.first = job.status;
   showJob(job);
   if (job.status === "completed" || job.status === "failed") return;
   if (follow) followJob(id);
-  else timer = setTimeout(() => loadJob(id, false), pace(true));
+  else later(() => loadJob(id, false), pace(true));
 }
 
 // followJob keeps the view on the job from the event stream's first page;
 // a job not on it is read with GET at the list's pace instead.
 async function followJob(id) {
+  const v = view;
   let missing = false;
   const onPage = (data) => {
     const job = data.jobs.find((j) => j.id === id);
@@ -330,9 +342,9 @@ async function followJob(id) {
     if (job.status === "completed" || job.status === "failed") stopStream();
   };
   const again = await openStream("/v1/vfx/events?limit=20", onPage);
-  if (location.hash !== "#/jobs/" + enc(id)) return;
-  if (missing) timer = setTimeout(() => loadJob(id, false), pace(true));
-  else if (again !== null) timer = setTimeout(() => followJob(id), again);
+  if (v !== view) return;
+  if (missing) later(() => loadJob(id, false), pace(true));
+  else if (again !== null) later(() => followJob(id), again);
 }
 
 function showJob(job) {
@@ -396,6 +408,7 @@ function buildViewer(v) {
     wipe.querySelector(".wipe-line").style.left = x + "%";
   };
   if (full) {
+    $("wipe").value = "50";
     $("wipe").oninput = setWipe;
     setWipe();
   }
@@ -590,6 +603,7 @@ function pjobRow(info, job) {
 
 async function loadProductJobs() {
   stopTimer();
+  const v = view;
   const list = pjobs();
   let open = 0;
   try {
@@ -600,28 +614,31 @@ async function loadProductJobs() {
     }
     flash("");
   } catch (e) {
+    if (v !== view) return;
     if (e.status === 401) return signOut();
     flash(e.code + ": " + e.message);
   }
-  if (location.hash !== "#/jobs" && location.hash !== "") return;
+  if (v !== view) return;
   $("pjobs-body").replaceChildren(...list.map((info) => pjobRow(info, pstate.get(info.id))));
   $("pjobs-empty").hidden = list.length > 0;
   $("pjobs-live").textContent = open ? `following ${open} unfinished job${open > 1 ? "s" : ""} · updated ` + new Date().toLocaleTimeString() : "";
-  if (open) timer = setTimeout(loadProductJobs, 2000);
+  if (open) later(loadProductJobs, 2000);
 }
 
 async function loadProductJob(id) {
   stopTimer();
+  const v = view;
   let job;
   try {
     job = await call("GET", "/v1/product-jobs/" + enc(id));
   } catch (e) {
+    if (v !== view) return;
     if (e.status === 401) return signOut();
     flash(e.code + ": " + e.message);
-    if (e.status !== 404) timer = setTimeout(() => loadProductJob(id), 5000);
+    if (e.status !== 404) later(() => loadProductJob(id), 5000);
     return;
   }
-  if (location.hash !== "#/jobs/" + enc(id)) return;
+  if (v !== view) return;
   flash("");
   pstate.set(id, job);
   if (!pjobs().some((j) => j.id === id)) rememberPJob({ id, product: job.product });
@@ -652,7 +669,7 @@ async function loadProductJob(id) {
   } else {
     $("review").hidden = true;
   }
-  if (!terminal(job.status)) timer = setTimeout(() => loadProductJob(id), 2000);
+  if (!terminal(job.status)) later(() => loadProductJob(id), 2000);
 }
 
 // estimateText shows an estimate answer: its credits and breakdown.
@@ -810,8 +827,10 @@ async function submitProduct() {
 // ---- operator ----
 async function loadOperator() {
   stopTimer();
+  const v = view;
   try {
     const q = await call("GET", "/admin/v1/queue", undefined, "bearer");
+    if (v !== view) return;
     const dl = $("op-queue");
     dl.replaceChildren();
     field(dl, "Jobs waiting (queue depth)", String(q.pending));
@@ -827,13 +846,21 @@ async function loadOperator() {
       el("tr", {}, el("td", {}, d.job_id), el("td", {}, String(d.attempts)), el("td", {}, d.reason), el("td", {}, fmtTime(d.at)))));
     flash("");
   } catch (e) {
+    if (v !== view) return;
     flash(e.code + ": " + e.message);
   }
-  if (location.hash === "#/operator") timer = setTimeout(loadOperator, 5000);
+  later(loadOperator, 5000);
 }
 
 // ---- routing ----
+// go shows a view: a new hash routes on its hashchange, the same one now.
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
 function route() {
+  view++;
   stopTimer();
   stopStream();
   const signedIn = !!sessionStorage.getItem(KEY);
@@ -882,8 +909,7 @@ $("signin-form").addEventListener("submit", async (ev) => {
     await signIn($("signin-key").value.trim());
     $("signin-key").value = "";
     flash("");
-    location.hash = sessionStorage.getItem(KIND) === "operator" ? "#/operator" : "#/jobs";
-    route();
+    go(sessionStorage.getItem(KIND) === "operator" ? "#/operator" : "#/jobs");
   } catch (e) {
     flash(e.code + ": " + e.message);
   }
