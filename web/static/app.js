@@ -368,10 +368,14 @@ function showJob(job) {
     $("review").hidden = true;
   }
 }
-function media(v, which) {
+// media makes the img or video of one output; cors loads one of another
+// origin (an S3 store) with CORS, so that a canvas may read its pixels.
+function media(v, which, cors = false) {
   const m = v.isVideo ? el("video", { muted: true, preload: "auto", playsInline: true }) : el("img", { alt: which });
   m.className = "m-" + which;
-  m.src = v.output[which];
+  const url = v.output[which];
+  if (cors && new URL(url, location.href).origin !== location.origin) m.crossOrigin = "anonymous";
+  m.src = url;
   return m;
 }
 
@@ -381,8 +385,8 @@ function media(v, which) {
 function buildViewer(v) {
   const stage = $("stage");
   const all = [];
-  const make = (which) => {
-    const m = media(v, which);
+  const make = (which, cors) => {
+    const m = media(v, which, cors);
     all.push(m);
     return m;
   };
@@ -391,7 +395,7 @@ function buildViewer(v) {
   const wipe = full ? el("div", { class: "wipe" }, make("source"), el("div", { class: "wipe-top" }, make("render")), el("div", { class: "wipe-line" })) : el("div");
   const layers = {};
   const side = el("div", { class: "side" }, ...["render", "source", "alpha"].filter(has).map((w) => {
-    const m = make(w);
+    const m = make(w, true); // the composite reads these
     layers[w] = m;
     return el("figure", {}, m, el("figcaption", {}, w));
   }));
