@@ -471,10 +471,35 @@ func TestWebPage(t *testing.T) {
 		}
 		writeDoc(t, "web-product.png", shot)
 	}
+	// A product job the tab does not know (its list emptied, the page
+	// reloaded: still signed in), opened by its id: read, reviewed (a
+	// video, by its URL), remembered; no scrubber (no frame count).
+	if err := chromedp.Do(bctx,
+		js(`sessionStorage.removeItem("vfx.pjobs")`),
+		chromedp.Click(chromedp.CSS(`#nav a[href="#/jobs"]`)),
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.ID("pjobs-empty")),
+		chromedp.SendKeys(chromedp.ID("pjob-id"), pid),
+		chromedp.Click(chromedp.CSS(`#pjob-open button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("review")),
+		pollJS(`document.getElementById("stage").dataset.ready === "1" && !!document.querySelector("#stage video.m-render")`, 30*time.Second),
+	); err != nil {
+		t.Fatalf("product job by id: %v (page says %q)", err, pageSays())
+	}
+	if byID, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("job-title").textContent + " " + document.getElementById("frame-control").hidden + " " + document.getElementById("job-fields").textContent`)); err != nil ||
+		byID != pid+" true Productvfx standardModelvfx-2.0Credits charged8Created"+byIDCreated(byID) {
+		t.Errorf("product job opened by id: %q %v", byID, err)
+	}
 	if st, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + " " + document.cookie + " " + localStorage.length + " " + sessionStorage.getItem("vfx.pjobs")`)); err != nil ||
 		strings.Contains(st, orgKey) || !strings.Contains(st, " 0 [{") || !strings.Contains(st, pid) {
 		t.Errorf("the org key outside session storage, or the job not in it: %q %v", st, err)
 	}
+}
+
+// byIDCreated is the created time at the end of a job's fields text.
+func byIDCreated(s string) string {
+	_, after, _ := strings.Cut(s, "Created")
+	return after
 }
 
 // checkComposite checks the alpha view's composite comp against the alpha
