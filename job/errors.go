@@ -30,6 +30,8 @@ const (
 	CodeSourceTooLarge        Code = "SOURCE_TOO_LARGE"
 	CodeVideoTooManyFrames    Code = "VIDEO_TOO_MANY_FRAMES"
 	CodeExtremeAspectRatio    Code = "EXTREME_ASPECT_RATIO"
+	CodeInvalidOutputFormat   Code = "INVALID_OUTPUT_FORMAT"
+	CodeInvalidFrameRange     Code = "INVALID_FRAME_RANGE"
 	// CodeModelUnavailable is an auto or select job on a worker without
 	// the segmentation network.
 	CodeModelUnavailable Code = "MODEL_UNAVAILABLE"
