@@ -48,6 +48,7 @@ const (
 	CodeExtremeAspectRatio      = "EXTREME_ASPECT_RATIO"
 	CodeInvalidOutputFormat     = "INVALID_OUTPUT_FORMAT"
 	CodeInvalidFrameRange       = "INVALID_FRAME_RANGE"
+	CodeInvalidArchive          = "INVALID_ARCHIVE"
 	CodeInvalidCallbackURL      = "INVALID_CALLBACK_URL"
 	CodeInvalidFilename         = "INVALID_FILENAME"
 	CodeRequestTooLarge         = "REQUEST_TOO_LARGE"
@@ -123,6 +124,7 @@ var codeStatus = map[string]int{
 	CodeExtremeAspectRatio:     http.StatusBadRequest,
 	CodeInvalidOutputFormat:    http.StatusBadRequest,
 	CodeInvalidFrameRange:      http.StatusBadRequest,
+	CodeInvalidArchive:         http.StatusBadRequest,
 	CodeInvalidCallbackURL:     http.StatusBadRequest,
 	CodeInvalidFilename:        http.StatusBadRequest,
 	CodeUnsupportedBillingUnit: http.StatusBadRequest,

@@ -1,8 +1,12 @@
 package api
 
 import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -131,6 +135,54 @@ func TestFramesAndOutputFormat(t *testing.T) {
 	for _, s := range []string{`"output_format"`, `"frames"`, `"^exr_(composite|`, `"INVALID_FRAME_RANGE"`, `"INVALID_OUTPUT_FORMAT"`} {
 		if !strings.Contains(string(doc.body), s) {
 			t.Errorf("the OpenAPI document lacks %s", s)
+		}
+	}
+}
+
+// TestArchiveUpload: a ZIP of PNG frames uploaded as a video source is
+// accepted with its frame count; a TAR with a link, and a ZIP one frame
+// over the limit, are refused at submission with their codes.
+func TestArchiveUpload(t *testing.T) {
+	e := newEnv(t, envOpts{noRun: true})
+	key := e.orgKey()
+	frame := pngBytes(t, 64, 48, false)
+	zipOf := func(n int) []byte {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		for i := range n {
+			w, _ := zw.Create(fmt.Sprintf("f.%04d.png", i))
+			w.Write(frame)
+		}
+		zw.Close()
+		return b.Bytes()
+	}
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	tw.WriteHeader(&tar.Header{Name: "f.0001.png", Size: int64(len(frame)), Mode: 0o644, Typeflag: tar.TypeReg})
+	tw.Write(frame)
+	tw.WriteHeader(&tar.Header{Name: "f.0002.png", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+	tw.Close()
+
+	video := func(uri string) map[string]any { return with(validReq(uri), "generation_type", "video") }
+	r := e.do("POST", "/v1/vfx/generations", key, video(e.upload(key, "frames.zip", zipOf(240))))
+	var j Job
+	if err := json.Unmarshal(r.body, &j); r.status != 201 || err != nil || j.Frames != 240 {
+		t.Fatalf("240 frames: %d %s", r.status, trunc.String(string(r.body), 300))
+	}
+	for _, c := range []struct {
+		name, file string
+		body       []byte
+		code, msg  string
+	}{
+		{"241 frames", "frames.zip", zipOf(241), CodeVideoTooManyFrames, "241 frames, over the limit of 240"},
+		{"symlink", "frames.tar", tb.Bytes(), CodeInvalidArchive, "f.0002.png is a symbolic link"},
+		{"zip named tar", "frames.tar", zipOf(2), CodeInvalidFileFormat, "declared application/x-tar, content is application/zip"},
+	} {
+		var env envelope
+		r := e.do("POST", "/v1/vfx/generations", key, video(e.upload(key, c.file, c.body)))
+		_ = json.Unmarshal(r.body, &env)
+		if r.status != 400 || env.Error.Code != c.code || !strings.Contains(env.Error.Message, c.msg) {
+			t.Errorf("%s: %d %s; want 400 %s naming %q", c.name, r.status, trunc.String(string(r.body), 300), c.code, c.msg)
 		}
 	}
 }

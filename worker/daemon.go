@@ -269,6 +269,11 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 	if err != nil {
 		return jobOutput{}, err
 	}
+	if src, ok, err := ArchiveSource(ctx, *req.Source, dir, dm.Pipeline.limits(), codec.Rational{Num: ArchiveFPS, Den: 1}); err != nil {
+		return jobOutput{}, err
+	} else if ok {
+		req.Source = &src
+	}
 	var stdW, stdH int
 	if jr.GenerationType == "" || productMode == job.ModeFast {
 		// The source's kind decides the generation type of a product job

@@ -257,6 +257,10 @@ func contentType(file string) string {
 		return "audio/mpeg"
 	case ".wav":
 		return "audio/wav"
+	case ".zip":
+		return "application/zip"
+	case ".tar":
+		return "application/x-tar"
 	}
 	return "application/octet-stream"
 }
@@ -268,7 +272,7 @@ func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
 		return "", err
 	}
 	if contentType(file) == "application/octet-stream" {
-		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: %s",
+		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images), .mp4 or .mov (videos), or .zip or .tar (an archive of PNG or EXR frames, a video); accepted: %s",
 			file, codec.AcceptedFormats)
 	}
 	st, err := os.Stat(file)

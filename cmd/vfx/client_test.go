@@ -211,6 +211,22 @@ func TestClientE2E(t *testing.T) {
 		}
 	})
 
+	// A TAR of PNG frames uploaded as the source renders through the API
+	// (the worker extracts it and reads it as an image sequence).
+	t.Run("submit archive", func(t *testing.T) {
+		dir := t.TempDir()
+		_, _, tarPath := writeFrameArchives(t, dir, 4, "")
+		out := filepath.Join(dir, "out")
+		code, stdout, errOut := cli(ctx, append([]string{"submit", "--type", "video", "--source", tarPath, "--alpha-mode", "fill",
+			"--prompt", "warm key light", "--out", out}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d, %q, %q", code, stdout, errOut)
+		}
+		if info, err := codec.Probe(ctx, codec.FileInput(filepath.Join(out, "render.mp4")), codec.Limits{}); err != nil || info.Frames != 4 || info.Width != 64 {
+			t.Errorf("render.mp4: %+v, %v; want the archive's 4 frames at 64x48", info, err)
+		}
+	})
+
 	t.Run("submit no-wait", func(t *testing.T) {
 		code, out, errOut := cli(ctx, append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "fill",
 			"--prompt", "x", "--no-wait"}, conn...)...)

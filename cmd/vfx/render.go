@@ -133,6 +133,26 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*alpha = a
 		}
 	}
+	if *typ == "video" && checkLocalFile("source", *source) == nil {
+		// A ZIP or TAR of frames: checked from its index, then extracted
+		// and read as an image sequence.
+		if format, err := media.SniffArchive(codec.FileInput(*source)); err == nil && format != "" {
+			rate, err := parseFPS(*fps)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			tmp, err := os.MkdirTemp("", "vfx-archive-")
+			if err != nil {
+				return fmt.Errorf("archive: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			src, _, err := worker.ArchiveSource(ctx, codec.FileInput(*source), tmp, codec.DefaultLimits(), rate)
+			if err != nil {
+				return err
+			}
+			*source = src.Path
+		}
+	}
 	if *frames != "" {
 		first, last, err := parseFrames(*frames)
 		if err != nil {
