@@ -309,3 +309,38 @@ func TestArchiveExtractHoldsDeclared(t *testing.T) {
 		t.Errorf("%v; want INVALID_ARCHIVE naming the declared size", err)
 	}
 }
+
+// TestArchiveEXR: a ZIP of EXR frames is read at the size its headers
+// give (the data window), and extracted frame for frame.
+func TestArchiveEXR(t *testing.T) {
+	dir := t.TempDir()
+	var ms []member
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("e%d.exr", i))
+		w, h := 40, 30
+		ch := make([][]float32, 3)
+		for c := range ch {
+			ch[c] = make([]float32, w*h)
+			for k := range ch[c] {
+				ch[c][k] = float32(k%w) / float32(w) * float32(c+i+1) / 4
+			}
+		}
+		if err := codec.WriteEXR(context.Background(), p, codec.EXRImage{Width: w, Height: h, Channels: ch, Chromaticities: codec.Rec709Chromaticities}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		ms = append(ms, member{name: fmt.Sprintf("plate/plate.%04d.exr", 1001+i), data: b})
+	}
+	in := codec.FileInput(writeZip(t, filepath.Join(dir, "e.zip"), ms))
+	a, err := InspectArchive(context.Background(), in, codec.DefaultLimits())
+	if err != nil || len(a.Frames) != 3 || a.Ext != ".exr" || a.Width != 40 || a.Height != 30 {
+		t.Fatalf("%+v, %v; want 3 EXR frames of 40x30", a, err)
+	}
+	paths, err := ExtractArchive(context.Background(), in, a, t.TempDir())
+	if err != nil || len(paths) != 3 || !strings.HasSuffix(paths[2], "frame.000002.exr") {
+		t.Fatalf("%v, %v", paths, err)
+	}
+	if got, _ := os.ReadFile(paths[1]); !bytes.Equal(got, ms[1].data) {
+		t.Error("frame 1 differs from plate.1002.exr")
+	}
+}
