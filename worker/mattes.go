@@ -299,7 +299,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 	step := func() {
 		steps++
 		if p.MatteProgress != nil {
-			p.MatteProgress(min(steps, total-1), total)
+			p.MatteProgress(min(steps, total), total)
 		}
 	}
 	low, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh, p.Net, sched, key, step)
@@ -307,11 +307,11 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 		return nil, err
 	}
 	n := low.Len()
-	if steps != n || total != 2*n { // the probe's count was off: the second half counts the frames decoded
-		total, steps = 2*n, n
-	}
+	total, steps = 2*n, n // the probe's count may have been off: the frames decoded count
 	defer func() {
-		if p.MatteProgress != nil {
+		// Modes that make no per-frame matte (a chroma key, a still) end
+		// the pass here.
+		if p.MatteProgress != nil && steps < total {
 			p.MatteProgress(total, total)
 		}
 	}()

@@ -57,7 +57,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
 	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	progressLog := fs.String("progress-log", "", "write the job's progress timeline to this file: one line per step, \"<seconds> <matte|render> <done> <total>\"")
+	progressLog := fs.String("progress-log", "", "write the job's progress timeline to this file: one line per step, \"<seconds> <matte|render> <done> <total>\", and \"<seconds> done 1 1\" at the end")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	mo := modelFlags(fs, &env{get: os.Getenv})
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
@@ -284,6 +284,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		p.Progress = bar.update
 		p.MatteProgress = bar.matte
 	}
+	var logDone func()
 	if *progressLog != "" {
 		f, err := os.Create(*progressLog)
 		if err != nil {
@@ -300,8 +301,12 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 		p.Progress, p.MatteProgress = logStep("render", p.Progress), logStep("matte", p.MatteProgress)
+		logDone = func() { logStep("done", nil)(1, 1) }
 	}
 	res, err := p.Run(ctx, req, *out)
+	if logDone != nil {
+		logDone()
+	}
 	if bar != nil {
 		bar.finish()
 	}
