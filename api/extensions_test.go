@@ -98,6 +98,22 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		}
 	}
 
+	// The fields are part of the idempotency hash: the same key with
+	// another range is another body (409); mp4 hashes as omitted.
+	idem := with(video, "frames", "0-3", "idempotency_key", "shot-7")
+	if r := e.do("POST", "/v1/vfx/generations", key, idem); r.status != 201 {
+		t.Fatalf("keyed: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.status != 409 || r.code() != CodeIdempotencyConflict {
+		t.Errorf("same key, frames 0-2: %d %s, want 409", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "exr")); r.status != 409 {
+		t.Errorf("same key, output_format exr: %d %s, want 409", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "mp4")); r.status != 200 {
+		t.Errorf("same key, output_format mp4 (the default): %d %s, want 200 with the job", r.status, r.body)
+	}
+
 	// A completed exr job lists its sequences beside render, source and alpha.
 	r := e.do("POST", "/v1/vfx/generations", key, with(video, "output_format", "exr"))
 	var j Job

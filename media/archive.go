@@ -195,7 +195,7 @@ func InspectArchive(ctx context.Context, in codec.Input, lim codec.Limits) (Arch
 	switch a.Format {
 	case ArchiveZip:
 		zr, err := zip.NewReader(&readerAt{r: rc}, size)
-		if err != nil {
+		if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // insecure names: refused below, with their name
 			return Archive{}, archiveErr("not a readable ZIP (%v)", err)
 		}
 		if len(zr.File) > maxEntries {
@@ -465,7 +465,7 @@ func ExtractArchive(ctx context.Context, in codec.Input, a Archive, dir string) 
 	switch a.Format {
 	case ArchiveZip:
 		zr, err := zip.NewReader(&readerAt{r: rc}, size)
-		if err != nil {
+		if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 			return nil, archiveErr("not a readable ZIP (%v)", err)
 		}
 		for _, zf := range zr.File {

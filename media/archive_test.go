@@ -344,3 +344,16 @@ func TestArchiveEXR(t *testing.T) {
 		t.Error("frame 1 differs from plate.1002.exr")
 	}
 }
+
+// TestArchiveInsecurePathSetting: with GODEBUG=zipinsecurepath=0, where
+// archive/zip itself flags such names, an unsafe name is still refused by
+// its own rule and message (not as an unreadable ZIP).
+func TestArchiveInsecurePathSetting(t *testing.T) {
+	t.Setenv("GODEBUG", "zipinsecurepath=0")
+	path := writeZip(t, filepath.Join(t.TempDir(), "a.zip"), []member{{name: "f.0001.png", data: pngFrame(t, 64, 48, 1, false)},
+		{name: "../f.0002.png", data: pngFrame(t, 64, 48, 2, false)}})
+	_, err := InspectArchive(context.Background(), codec.FileInput(path), codec.DefaultLimits())
+	if job.CodeOf(err) != job.CodeInvalidArchive || !strings.Contains(err.Error(), "../f.0002.png leads out of its folder") {
+		t.Errorf("%v; want INVALID_ARCHIVE naming ../f.0002.png", err)
+	}
+}
