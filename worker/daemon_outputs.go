@@ -52,6 +52,9 @@ func (dm *Daemon) upload(ctx context.Context, prefix string, video bool, res Res
 			if err := zipFolder(filepath.Join(res.EXR, pass), pass, zp); err != nil {
 				return nil, fmt.Errorf("worker: upload %s: %w", name, err)
 			}
+			// The frames are in the ZIP now: the job's folder holds each
+			// sequence once, not twice.
+			_ = os.RemoveAll(filepath.Join(res.EXR, pass))
 			files[name], keys[name] = zp, prefix+"/exr/"+pass+".zip"
 		}
 	}
