@@ -40,7 +40,7 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
 	}
 	if err := store.ValidateUploadFilename(name); err != nil {
-		return badRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav)",
+		return badRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
 			strings.TrimPrefix(err.Error(), "store: "))
 	}
 	owner, err := s.uploadOwner(r)

@@ -46,6 +46,9 @@ const (
 	CodeSourceTooLarge          = "SOURCE_TOO_LARGE"
 	CodeVideoTooManyFrames      = "VIDEO_TOO_MANY_FRAMES"
 	CodeExtremeAspectRatio      = "EXTREME_ASPECT_RATIO"
+	CodeInvalidOutputFormat     = "INVALID_OUTPUT_FORMAT"
+	CodeInvalidFrameRange       = "INVALID_FRAME_RANGE"
+	CodeInvalidArchive          = "INVALID_ARCHIVE"
 	CodeInvalidCallbackURL      = "INVALID_CALLBACK_URL"
 	CodeInvalidFilename         = "INVALID_FILENAME"
 	CodeRequestTooLarge         = "REQUEST_TOO_LARGE"
@@ -119,6 +122,9 @@ var codeStatus = map[string]int{
 	CodeSourceTooLarge:         http.StatusBadRequest,
 	CodeVideoTooManyFrames:     http.StatusBadRequest,
 	CodeExtremeAspectRatio:     http.StatusBadRequest,
+	CodeInvalidOutputFormat:    http.StatusBadRequest,
+	CodeInvalidFrameRange:      http.StatusBadRequest,
+	CodeInvalidArchive:         http.StatusBadRequest,
 	CodeInvalidCallbackURL:     http.StatusBadRequest,
 	CodeInvalidFilename:        http.StatusBadRequest,
 	CodeUnsupportedBillingUnit: http.StatusBadRequest,

@@ -56,6 +56,16 @@ type webhookState struct {
 	LastError string `json:"last_error"`
 }
 
+// outputNames are the outputs a generation job's view lists when its
+// record holds them: the SPEC's three, then the extensions.
+var outputNames = func() []string {
+	names := []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground}
+	for _, p := range job.EXRPasses {
+		names = append(names, job.OutputEXR(p))
+	}
+	return names
+}()
+
 // Job is a generation job as the API answers it (GET /v1/openapi.json).
 type Job struct {
 	ID             string            `json:"id"`
@@ -195,6 +205,18 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 		if jr.GenerationType == "video" {
 			frames = DefaultVideoFramesEstimate
 		}
+	}
+	if jr.Frames != "" {
+		// Checked against the source when it is at hand (checkMedia found
+		// its frames); the worker checks it again in every case.
+		first, last, err := job.ParseFrames(jr.Frames)
+		if err == nil && s.atHand(jr.SourceURI) {
+			_, _, err = job.CheckFrames(jr.Frames, frames)
+		}
+		if err != nil {
+			return mediaError("frames", err)
+		}
+		frames = last - first + 1
 	}
 	if g.Seed != nil {
 		jr.Seed = uint32(*g.Seed)
@@ -464,7 +486,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	switch rec.Status {
 	case queue.StatusCompleted:
 		v.Output = map[string]string{}
-		for _, name := range []string{job.OutputRender, job.OutputSource, job.OutputAlpha, job.OutputForeground} {
+		for _, name := range outputNames {
 			key, ok := rec.Outputs[name]
 			if !ok {
 				continue

@@ -82,7 +82,7 @@ var generationCodes = []string{
 	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidPrompt, CodeInvalidSeed, CodeInvalidKeyframeIndex,
 	CodeInvalidIdempotencyKey, CodeInvalidURI, CodeSourceUnreachable, CodeInvalidFileFormat,
 	CodeAlphaTypeMismatch, CodeAlphaMustBeImage, CodeSourceTooLarge, CodeVideoTooManyFrames,
-	CodeExtremeAspectRatio, CodeInvalidCallbackURL,
+	CodeExtremeAspectRatio, CodeInvalidCallbackURL, CodeInvalidOutputFormat, CodeInvalidFrameRange, CodeInvalidArchive,
 }
 
 // errorCodes describes every error code the API answers.
@@ -113,6 +113,9 @@ var errorCodes = map[string]string{
 	CodeSourceTooLarge:          "400: source over 2,770,000 pixels, or an inline data: URI over 50 MB.",
 	CodeVideoTooManyFrames:      "400: video over 240 frames.",
 	CodeExtremeAspectRatio:      "400: aspect ratio outside 1:4..4:1.",
+	CodeInvalidOutputFormat:     "400 (extension): output_format is not mp4 or exr.",
+	CodeInvalidArchive:          "400 (extension): a source given as a ZIP or TAR of frames is refused from its index, before anything is extracted: more entries than 240 frames and 64 others, a name that is absolute or leads out of its folder (..), a backslash or drive letter, a link or other non-regular entry, a name twice, a ZIP entry declaring over 100 times its packed size (a zip bomb), a frame declaring more bytes than a frame within the pixel limit can take, or over 4 GiB in all. Its frame count, pixel and aspect limits give the usual codes; files other than .png or .exr frames, or both kinds, INVALID_FILE_FORMAT.",
+	CodeInvalidFrameRange:       "400 (extension): frames is not A-B with 0 <= A <= B, is given for an image, or (a video at hand) its last frame B is not below the source's frame count. A job whose source was not at hand fails with this code.",
 	CodeInvalidCallbackURL:      "400: callback_url not an absolute https:// URL (http:// only when the operator allows it) of at most 2048 characters, or its host resolves to a non-public address.",
 	CodeInvalidFilename:         "400: upload filename not 3-255 characters with one of the accepted extensions, or with a path separator or control character.",
 	CodeRequestTooLarge:         "413: request body over the cap (about 70 MB: a 50 MB inline data: URI in base64 and the rest of the request).",
@@ -168,6 +171,8 @@ func (s *Server) OpenAPI() map[string]any {
 			"output": obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
 				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"},
 					"foreground": obj{"type": "string", "format": "uri", "description": "Extension: present when the request set foreground true."}},
+				"patternProperties": obj{"^exr_(composite|foreground|alpha|gain|shadow|wrap|backdrop|normals|grain)$": obj{"type": "string", "format": "uri",
+					"description": "Extension: present when the request set output_format exr, one per pass: a ZIP (stored) of the pass's sequence, <pass>/<pass>.<frame>.exr, half-float, ZIP-compressed, linear Rec.709, frames numbered from 1001. The passes and the formula that rebuilds the composite: README, For compositors."}},
 				"required": []any{"render", "source", "alpha"}},
 			"seed":         obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
 			"error":        strS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),
@@ -180,7 +185,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"description": "One of prompt or reference_image_uri is required (MISSING_STYLE_INPUT).",
 		"properties": obj{
 			"generation_type":      obj{"type": "string", "enum": []any{"image", "video"}, "description": "Output type. Image sources: PNG, JPEG, WebP. Video sources: MP4, MOV (H.264 or HEVC), at most 240 frames. At most 2,770,000 pixels; aspect within 1:4..4:1."},
-			"source_uri":           strS("vfx://uploads/{id}/{filename}, an https:// URL, or data:{mime};base64,… of at most 50 MB."),
+			"source_uri":           strS("vfx://uploads/{id}/{filename}, an https:// URL, or data:{mime};base64,… of at most 50 MB. Extension beyond SPEC.md: for a video, an upload named .zip or .tar holding PNG (8 or 16-bit) or EXR frames, read in name order at 24 fps, within the video limits (240 frames, 2,770,000 pixels, 1:4..4:1), judged from its index before anything is extracted (INVALID_ARCHIVE)."),
 			"alpha_mode":           obj{"type": "string", "enum": []any{"auto", "fill", "custom", "select"}},
 			"prompt":               obj{"type": "string", "maxLength": 2000, "description": "At most 2000 characters (PROMPT_TOO_LONG)."},
 			"reference_image_uri":  strS("Reference image (PNG, JPEG, WebP); same URI forms as source_uri."),
@@ -191,6 +196,8 @@ func (s *Server) OpenAPI() map[string]any {
 			"idempotency_key":      obj{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen, "description": "Same key and body again: 200 with the existing job; different body: 409."},
 			"callback_url":         obj{"type": "string", "format": "uri", "maxLength": MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
 			"foreground":           obj{"type": "boolean", "default": false, "description": "Extension beyond SPEC.md (SPEC clients may leave it out): also return output.foreground, the clean relit subject (no new background, light wrap or shadow) premultiplied with its alpha: an RGBA PNG for an image, a ProRes 4444 .mov (BT.709 tags) for a video."},
+			"output_format":        obj{"type": "string", "enum": []any{"mp4", "exr"}, "default": "mp4", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): exr also returns the EXR pass sequences (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain) as output.exr_<pass>, one ZIP each; render, source and alpha are returned as with mp4. Anything else: 400 INVALID_OUTPUT_FORMAT."},
+			"frames":               obj{"type": "string", "pattern": "^ *[0-9]+ *- *[0-9]+ *$", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): render only source frames A-B of a video, 0-based and inclusive (\"10-19\" is ten frames), as `vfx render --frames`; the job's frames, cost and outputs are those of the range. 0 <= A <= B < the source's frame count, video only, and a select keyframe (alpha_keyframe_index, still counted from the source's first frame) inside the range; else 400 INVALID_FRAME_RANGE (INVALID_KEYFRAME_INDEX for the keyframe)."},
 		}}
 	codes := obj{}
 	for c, d := range errorCodes {
@@ -396,7 +403,7 @@ func (s *Server) OpenAPI() map[string]any {
 					"output":       obj{"type": "object", "description": "When completed.", "properties": obj{"render": obj{"type": "string"}, "source": obj{"type": "string"}, "alpha": obj{"type": "string"}}},
 					"completed_at": obj{"type": "string", "format": "date-time"}, "error": strS("When failed.")}},
 				"UploadRequest": obj{"type": "object", "required": []any{"filename"}, "properties": obj{
-					"filename": obj{"type": "string", "minLength": 3, "maxLength": 255, "description": "With one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav."}}},
+					"filename": obj{"type": "string", "minLength": 3, "maxLength": 255, "description": "With one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav, or .zip .tar (extension: a video source given as an archive of PNG or EXR frames, checked from its index before anything is extracted; see source_uri)."}}},
 				"UploadRecord": obj{"type": "object", "required": []any{"id", "upload_url", "vfx_uri"}, "properties": obj{
 					"id": obj{"type": "string", "pattern": "^upload_"}, "upload_url": strS("Presigned PUT URL, valid 1 hour; no header required."),
 					"vfx_uri": strS("vfx://uploads/{id}/{filename}, accepted as source_uri, alpha_uri and reference_image_uri.")}},

@@ -54,6 +54,11 @@ type genRequest struct {
 	// Foreground (an extension beyond SPEC.md) asks for the clean relit
 	// foreground as an extra output, output.foreground.
 	Foreground *bool `json:"foreground,omitempty"`
+	// OutputFormat (an extension) is mp4 (the default) or exr: also the
+	// EXR pass sequences, output.exr_<pass>.
+	OutputFormat *string `json:"output_format,omitempty"`
+	// Frames (an extension) renders only source frames "A-B" of a video.
+	Frames *string `json:"frames,omitempty"`
 	// badUTF8 names the first string field whose JSON text held invalid
 	// UTF-8 (the decoder would have replaced it with U+FFFD).
 	badUTF8 string
@@ -89,6 +94,7 @@ var genFields = [...]struct {
 	{"prompt", kindString}, {"reference_image_uri", kindString}, {"alpha_uri", kindString},
 	{"alpha_keyframe_index", kindInt}, {"seed", kindInt}, {"max_resolution", kindInt},
 	{"idempotency_key", kindString}, {"callback_url", kindString}, {"foreground", kindBool},
+	{"output_format", kindString}, {"frames", kindString},
 }
 
 // decodeObject parses body as one JSON object into its raw fields (slices
@@ -126,6 +132,7 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 		"generation_type": &req.GenerationType, "source_uri": &req.SourceURI, "alpha_mode": &req.AlphaMode,
 		"prompt": &req.Prompt, "reference_image_uri": &req.ReferenceImageURI, "alpha_uri": &req.AlphaURI,
 		"idempotency_key": &req.IdempotencyKey, "callback_url": &req.CallbackURL,
+		"output_format": &req.OutputFormat, "frames": &req.Frames,
 	}
 	ints := map[string]**int64{
 		"alpha_keyframe_index": &req.AlphaKeyframeIndex, "seed": &req.Seed, "max_resolution": &req.MaxResolution,
@@ -244,6 +251,16 @@ func (g genRequest) hash() string {
 		field("foreground")
 		h.Write([]byte("true"))
 	}
+	// The extensions, when they ask for something other than the SPEC
+	// behaviour (mp4 is hashed as omitted).
+	if g.OutputFormat != nil && *g.OutputFormat != job.OutputFormatMP4 {
+		field("output_format")
+		writeString(h, *g.OutputFormat)
+	}
+	if g.Frames != nil {
+		field("frames")
+		writeString(h, *g.Frames)
+	}
 	h.Write([]byte{'}'})
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -320,6 +337,27 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
 		}
+	}
+	if g.OutputFormat != nil {
+		switch *g.OutputFormat {
+		case job.OutputFormatMP4, job.OutputFormatEXR:
+			jr.OutputFormat = *g.OutputFormat
+		default:
+			return jr, badRequest(CodeInvalidOutputFormat, "output_format %q: want mp4 or exr", trunc.String(*g.OutputFormat, 40))
+		}
+	}
+	if g.Frames != nil {
+		first, last, err := job.ParseFrames(*g.Frames)
+		if err != nil {
+			return jr, mediaError("frames", err)
+		}
+		if jr.GenerationType != "video" {
+			return jr, badRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
+		}
+		if alphaMode == job.AlphaSelect && (jr.AlphaKeyframeIndex < first || jr.AlphaKeyframeIndex > last) {
+			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d is outside frames %d-%d: the keyframe must be one of the frames rendered", jr.AlphaKeyframeIndex, first, last)
+		}
+		jr.Frames = fmt.Sprintf("%d-%d", first, last)
 	}
 	if g.IdempotencyKey != nil {
 		if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {

@@ -399,3 +399,21 @@ func inv3(m [3][3]float64) [3][3]float64 {
 	}
 	return o
 }
+
+// EXRHeaderSize reads the data window of a single-part scanline OpenEXR
+// file from its leading bytes (the header: a few hundred bytes), without
+// decoding anything: the frame's width and height.
+func EXRHeaderSize(head []byte) (w, h int, err error) {
+	hd, err := parseEXRHeader(head)
+	if err != nil {
+		return 0, 0, fmt.Errorf("codec: %w: %w", err, ErrCorrupt)
+	}
+	if hd.multiOrTiled {
+		return 0, 0, fmt.Errorf("codec: exr: tiled, deep or multi-part files are not read: %w", ErrUnsupportedFormat)
+	}
+	w, h = hd.xMax-hd.xMin+1, hd.yMax-hd.yMin+1
+	if w <= 0 || h <= 0 {
+		return 0, 0, fmt.Errorf("codec: exr: data window %d,%d-%d,%d: %w", hd.xMin, hd.yMin, hd.xMax, hd.yMax, ErrCorrupt)
+	}
+	return w, h, nil
+}

@@ -30,6 +30,11 @@ const (
 	CodeSourceTooLarge        Code = "SOURCE_TOO_LARGE"
 	CodeVideoTooManyFrames    Code = "VIDEO_TOO_MANY_FRAMES"
 	CodeExtremeAspectRatio    Code = "EXTREME_ASPECT_RATIO"
+	CodeInvalidOutputFormat   Code = "INVALID_OUTPUT_FORMAT"
+	CodeInvalidFrameRange     Code = "INVALID_FRAME_RANGE"
+	// CodeInvalidArchive is a frame archive (a ZIP or TAR video source)
+	// refused from its index: a zip bomb, an unsafe name, a link.
+	CodeInvalidArchive Code = "INVALID_ARCHIVE"
 	// CodeModelUnavailable is an auto or select job on a worker without
 	// the segmentation network.
 	CodeModelUnavailable Code = "MODEL_UNAVAILABLE"

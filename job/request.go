@@ -33,6 +33,15 @@ type JobRequest struct {
 	// Foreground asks for the premultiplied foreground output too (product
 	// vfx inputs.outputs.foreground; the generation API never sets it).
 	Foreground bool `json:"foreground,omitempty"`
+	// OutputFormat is "" or OutputFormatMP4 (render, source and alpha
+	// only) or OutputFormatEXR: also the EXR pass sequences, one ZIP each
+	// (outputs exr_<pass>). An extension beyond SPEC.md.
+	OutputFormat string `json:"output_format,omitempty"`
+	// Frames, when set, renders only source frames "A-B" (0-based,
+	// inclusive; ParseFrames) of a video, as `vfx render --frames` does. An
+	// extension beyond SPEC.md. AlphaKeyframeIndex still counts from the
+	// source's first frame.
+	Frames string `json:"frames,omitempty"`
 }
 
 // DecodeJobRequest parses a record's request JSON. Unknown fields are

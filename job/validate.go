@@ -2,7 +2,11 @@ package job
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/vfxrender/vfx/internal/trunc"
 )
 
 // Request limits and defaults.
@@ -54,5 +58,61 @@ func Validate(r JobRequest) error {
 	if r.AlphaKeyframeIndex < 0 {
 		return Errorf(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d: minimum 0", r.AlphaKeyframeIndex)
 	}
+	switch r.OutputFormat {
+	case "", OutputFormatMP4, OutputFormatEXR:
+	default:
+		return Errorf(CodeInvalidOutputFormat, "output_format %q: want mp4 or exr", trunc.String(r.OutputFormat, 40))
+	}
+	if r.Frames != "" {
+		first, last, err := ParseFrames(r.Frames)
+		if err != nil {
+			return err
+		}
+		if r.GenerationType != "video" {
+			return Errorf(CodeInvalidFrameRange, "frames %s: a frame range needs generation_type video", r.Frames)
+		}
+		if mode == AlphaSelect && (r.AlphaKeyframeIndex < first || r.AlphaKeyframeIndex > last) {
+			return Errorf(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d is outside frames %d-%d: the keyframe must be one of the frames rendered", r.AlphaKeyframeIndex, first, last)
+		}
+	}
 	return nil
+}
+
+// Output formats of JobRequest.OutputFormat.
+const (
+	OutputFormatMP4 = "mp4"
+	OutputFormatEXR = "exr"
+)
+
+// EXRPasses are the EXR sequences of an exr job, in order: the composite
+// and its terms (see render.Passes).
+var EXRPasses = []string{"composite", "foreground", "alpha", "gain", "shadow", "wrap", "backdrop", "normals", "grain"}
+
+// OutputEXR is the output name of pass's EXR sequence (one ZIP of its
+// frames): "exr_composite", ...
+func OutputEXR(pass string) string { return "exr_" + pass }
+
+// ParseFrames reads a frame range "A-B": source frames A to B, 0-based and
+// inclusive, 0 <= A <= B (spaces around the numbers are allowed). A bad
+// range is an *InputError INVALID_FRAME_RANGE.
+func ParseFrames(s string) (first, last int, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return 0, 0, Errorf(CodeInvalidFrameRange, "frames %q: want A-B with 0 <= A <= B (0-based source frames, inclusive, e.g. 10-19)", trunc.String(s, 40))
+	}
+	return first, last, nil
+}
+
+// CheckFrames checks the frame range s (ParseFrames) against a source of
+// n frames: its last frame must be one of them.
+func CheckFrames(s string, n int) (first, last int, err error) {
+	if first, last, err = ParseFrames(s); err != nil {
+		return 0, 0, err
+	}
+	if last >= n {
+		return 0, 0, Errorf(CodeInvalidFrameRange, "frames %d-%d: the source has %d frames (0..%d)", first, last, n, n-1)
+	}
+	return first, last, nil
 }

@@ -71,7 +71,18 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		return m, AsInputError("alpha_mode", err)
 	}
 	if in.Source != nil {
-		if m.Source, err = codec.Probe(ctx, *in.Source, lim); err != nil {
+		format, err := SniffArchive(*in.Source)
+		if err != nil {
+			return m, AsInputError("source", err)
+		}
+		if format != "" {
+			// A frame archive: judged from its index (InspectArchive).
+			a, err := InspectArchive(ctx, *in.Source, lim)
+			if err != nil {
+				return m, AsInputError("source", err)
+			}
+			m.Source = a.Info()
+		} else if m.Source, err = codec.Probe(ctx, *in.Source, lim); err != nil {
 			return m, AsInputError("source", err)
 		}
 		if (m.Source.Kind == codec.KindVideo) != video {

@@ -28,6 +28,10 @@ func ExtMIME(filename string) string {
 		return "audio/mpeg"
 	case ".wav":
 		return "audio/wav"
+	case ".zip":
+		return "application/zip"
+	case ".tar":
+		return "application/x-tar"
 	}
 	return ""
 }

@@ -2,8 +2,9 @@ package store
 
 import "bytes"
 
-// SniffLen is how many leading bytes SniffMIME needs at most.
-const SniffLen = 64
+// SniffLen is how many leading bytes SniffMIME needs at most (a tar
+// header's magic ends at byte 262).
+const SniffLen = 512
 
 // SniffMIME names the media type of content from its leading bytes, or
 // returns "" when none of the accepted input types matches:
@@ -17,6 +18,9 @@ const SniffLen = 64
 //   - video/mp4: any other "ftyp" box
 //   - audio/mpeg: an "ID3" tag or an MPEG audio frame sync
 //   - audio/wav: "RIFF" size "WAVE"
+//   - application/zip: a local file header "PK\x03\x04" (a frame archive
+//     of uploads only)
+//   - application/x-tar: a POSIX (ustar) tar header: "ustar" at byte 257
 func SniffMIME(b []byte) string {
 	switch {
 	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
@@ -38,6 +42,10 @@ func SniffMIME(b []byte) string {
 		return "audio/mpeg"
 	case isMPEGAudioSync(b):
 		return "audio/mpeg"
+	case bytes.HasPrefix(b, []byte("PK\x03\x04")):
+		return "application/zip"
+	case len(b) >= 262 && string(b[257:262]) == "ustar":
+		return "application/x-tar"
 	}
 	return ""
 }

@@ -73,7 +73,7 @@ const (
 // uploadExtOK reports an accepted upload extension (lowercase, with dot).
 func uploadExtOK(ext string) bool {
 	switch ext {
-	case ".mp4", ".mov", ".png", ".jpg", ".jpeg", ".webp", ".mp3", ".wav":
+	case ".mp4", ".mov", ".png", ".jpg", ".jpeg", ".webp", ".mp3", ".wav", ".zip", ".tar":
 		return true
 	}
 	return false
@@ -187,7 +187,7 @@ func ValidateUploadID(id string) error {
 // ValidateUploadFilename checks an upload file name: 3–255 characters of
 // valid UTF-8, printable, none of / \ ? # % and no control characters, not
 // starting with "." or a space, not ending with a space, and an accepted
-// extension (.mp4 .mov .png .jpg .jpeg .webp .mp3 .wav, any case) after a
+// extension (.mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar, any case) after a
 // non-empty stem. The error wraps ErrInvalidURI.
 func ValidateUploadFilename(name string) error {
 	bad := func(why string) error {
@@ -210,7 +210,7 @@ func ValidateUploadFilename(name string) error {
 	}
 	ext := strings.ToLower(path.Ext(name))
 	if !uploadExtOK(ext) {
-		return bad("extension not one of .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav")
+		return bad("extension not one of .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar")
 	}
 	return nil
 }

@@ -269,6 +269,11 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 	if err != nil {
 		return jobOutput{}, err
 	}
+	if src, ok, err := ArchiveSource(ctx, *req.Source, dir, dm.Pipeline.limits(), codec.Rational{Num: ArchiveFPS, Den: 1}); err != nil {
+		return jobOutput{}, err
+	} else if ok {
+		req.Source = &src
+	}
 	var stdW, stdH int
 	if jr.GenerationType == "" || productMode == job.ModeFast {
 		// The source's kind decides the generation type of a product job
@@ -297,9 +302,19 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 		}
 	}
 	req.Foreground = jr.Foreground
+	req.OutputFormat = jr.OutputFormat
+	if jr.Frames != "" {
+		first, last, err := job.ParseFrames(jr.Frames)
+		if err != nil {
+			return jobOutput{}, err
+		}
+		if err := TrimFrames(ctx, &req, first, last, dir, dm.Pipeline.limits()); err != nil {
+			return jobOutput{}, err
+		}
+	}
 	p := *dm.Pipeline
-	report, stopProgress := dm.progress(ctx, d, log)
-	p.Progress = report
+	var stopProgress func()
+	p.Progress, p.MatteProgress, stopProgress = dm.progress(ctx, d, log)
 	res, err := p.Run(ctx, req, filepath.Join(dir, "out"))
 	stopProgress()
 	if err != nil {
@@ -367,15 +382,20 @@ func (dm *Daemon) complete(ctx context.Context, d *queue.Delivery, out jobOutput
 	return nil
 }
 
-// progress returns the Pipeline.Progress callback of one job and a stop
-// function. The callback only stores the count; a goroutine writes it to
-// the record at most once per ProgressInterval, as long as this attempt
-// still owns the record, capped at 99 % (100 comes with completion).
-func (dm *Daemon) progress(ctx context.Context, d *queue.Delivery, log *zap.Logger) (func(done, total int), func()) {
-	var done, total atomic.Int64
-	report := func(n, of int) {
+// progress returns the Pipeline.Progress and Pipeline.MatteProgress
+// callbacks of one job and a stop function. The callbacks only store the
+// counts; a goroutine writes the job's percent (JobFraction) to the record
+// at most once per ProgressInterval, as long as this attempt still owns
+// the record, capped at 99 % (100 comes with completion).
+func (dm *Daemon) progress(ctx context.Context, d *queue.Delivery, log *zap.Logger) (render, matte func(done, total int), stop func()) {
+	var done, total, mDone, mTotal atomic.Int64
+	render = func(n, of int) {
 		done.Store(int64(n))
 		total.Store(int64(of))
+	}
+	matte = func(n, of int) {
+		mDone.Store(int64(n))
+		mTotal.Store(int64(of))
 	}
 	interval := dm.ProgressInterval
 	if interval <= 0 {
@@ -395,11 +415,11 @@ func (dm *Daemon) progress(ctx context.Context, d *queue.Delivery, log *zap.Logg
 				return
 			case <-tick.C:
 			}
-			t := total.Load()
-			if t <= 0 {
+			t, mt := total.Load(), mTotal.Load()
+			if t <= 0 && mt <= 0 {
 				continue
 			}
-			pct := int(min(done.Load()*100/t, 99))
+			pct := min(int(100*JobFraction(int(mDone.Load()), int(mt), int(done.Load()), int(t))), 99)
 			if pct == last {
 				continue
 			}
@@ -423,7 +443,7 @@ func (dm *Daemon) progress(ctx context.Context, d *queue.Delivery, log *zap.Logg
 			}
 		}
 	}()
-	return report, func() {
+	return render, matte, func() {
 		cancel()
 		wg.Wait()
 	}

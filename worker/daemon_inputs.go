@@ -91,7 +91,7 @@ func (dm *Daemon) spool(ctx context.Context, what, uri, dir string) (string, err
 func inputExt(name string) string {
 	ext := strings.ToLower(filepath.Ext(name))
 	switch ext {
-	case ".mp4", ".mov", ".png", ".jpg", ".jpeg", ".webp":
+	case ".mp4", ".mov", ".png", ".jpg", ".jpeg", ".webp", ".zip", ".tar":
 		return ext
 	}
 	return ""

@@ -46,7 +46,7 @@ func (dm *Daemon) finish(ctx context.Context, d *queue.Delivery, fr job.FinishRe
 		return jobOutput{}, err
 	}
 	out := filepath.Join(dir, "render"+ext)
-	report, stopProgress := dm.progress(ctx, d, log)
+	report, _, stopProgress := dm.progress(ctx, d, log)
 	res, err := Upscale(ctx, dm.Pipeline.Device, codec.FileInput(in), out, UpscaleOptions{ShortSide: fr.TargetResolution,
 		Preset: dm.Preset, CRF: dm.CRF, Progress: report})
 	stopProgress()

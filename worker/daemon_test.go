@@ -21,6 +21,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/infer"
+	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
@@ -223,11 +226,17 @@ func putFile(t *testing.T, st store.Store, path, name string) string {
 // runDaemon works jobs in this process until the test ends.
 func runDaemon(t *testing.T, e *qenv, st store.Store, res *store.Resolver) *Daemon {
 	t.Helper()
+	return runDaemonWith(t, e, st, res, &Pipeline{Device: kernels.NewCPU(2)})
+}
+
+// runDaemonWith is runDaemon with the pipeline p.
+func runDaemonWith(t *testing.T, e *qenv, st store.Store, res *store.Resolver, p *Pipeline) *Daemon {
+	t.Helper()
 	dm := &Daemon{
 		Queue:            e.q,
 		Store:            st,
 		Resolver:         res,
-		Pipeline:         &Pipeline{Device: kernels.NewCPU(2)},
+		Pipeline:         p,
 		Name:             "inproc",
 		TempDir:          t.TempDir(),
 		Preset:           "ultrafast",
@@ -436,5 +445,67 @@ func TestDaemonCompletesInProcess(t *testing.T) {
 		if ev := e.events(t, c.id); ev[queue.StatusCompleted] != 1 || len(ev) != 1 {
 			t.Errorf("%s: events %v, want one completed", c.id, ev)
 		}
+	}
+}
+
+// TestDaemonMatteProgress: a select job's record (what GET answers as
+// progress) moves during the matte pass, before the render frames (which
+// start at 85 %), and never goes back. The network runs at 256x256 here,
+// to keep the test short.
+func TestDaemonMatteProgress(t *testing.T) {
+	modeltest.Load(t) // skips where the model is not installed
+	rt, err := infer.Open(infer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := infer.ISNetIMGLY().At(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := rt.Load(tctx(t, time.Minute), card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	c := bench.MatteSuite(128, 72, 24)[0]
+	fx, err := bench.WriteMatteCase(context.Background(), t.TempDir(), c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startQueue(t)
+	st := localStore(t)
+	src, key := putFile(t, st, fx.Source, "clip.mp4"), putFile(t, st, fx.Keyframes[0], "key.png")
+	runDaemonWith(t, e, st, nil, &Pipeline{Device: kernels.NewCPU(2), Net: net}) // progress written every 100 ms
+	e.submit(t, "sel", job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select", AlphaURI: key, Prompt: "rim light", Seed: 3})
+	var seen []int
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		rec := e.record(t, "sel")
+		if len(seen) == 0 || rec.Progress != seen[len(seen)-1] {
+			seen = append(seen, rec.Progress)
+		}
+		if rec.Status.Terminal() {
+			if rec.Status != queue.StatusCompleted {
+				t.Fatalf("record %+v", rec)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done; progress seen %v", seen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("progress seen: %v", seen)
+	inMatte := 0
+	for i, p := range seen {
+		if p > 0 && p < int(100*(MatteDecodeShare+MatteMakeShare)) {
+			inMatte++
+		}
+		if i > 0 && p < seen[i-1] {
+			t.Errorf("progress went back: %v", seen)
+		}
+	}
+	if inMatte < 2 || seen[len(seen)-1] != 100 {
+		t.Errorf("progress seen %v: want at least two values of the matte pass (between 0 and 85) and 100 at the end", seen)
 	}
 }

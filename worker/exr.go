@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render"
 )
@@ -31,7 +32,7 @@ const (
 
 // EXRPasses are the EXR sequences an `exr` job writes, each in its own
 // folder: <out>/<pass>/<pass>.<frame>.exr (see render.Passes).
-var EXRPasses = []string{"composite", "foreground", "alpha", "gain", "shadow", "wrap", "backdrop", "normals", "grain"}
+var EXRPasses = job.EXRPasses
 
 // exrColour lists the passes that hold colours (converted to the EXR
 // colour space); the others are ratios, a matte or normals.

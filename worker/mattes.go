@@ -86,7 +86,9 @@ func (l *lowFrames) Objectness(_ context.Context, i int, dst []float32) (bool, e
 // packed RGB24. With a network, frames are decoded at netSize instead, the
 // network runs on the frames sched picks (with key, the keyframe, <0 for
 // none), and its maps and the frames are resampled to the flow size.
-func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim codec.Limits, w, h int, net Segmenter, sched matte.Schedule, key int) (*lowFrames, error) {
+// step, when set, is called after each decoded frame (and its network
+// run).
+func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim codec.Limits, w, h int, net Segmenter, sched matte.Schedule, key int, step func()) (*lowFrames, error) {
 	sw, sh := w, h
 	if net != nil {
 		info, err := codec.Probe(ctx, in, lim)
@@ -148,6 +150,9 @@ func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim code
 				copy(b[3*w*y:3*w*(y+1)], f.Planes[0][y*f.Strides[0]:y*f.Strides[0]+3*w])
 			}
 			l.frames = append(l.frames, b)
+			if step != nil {
+				step()
+			}
 			continue
 		}
 		n := sw * sh
@@ -183,6 +188,9 @@ func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim code
 			b[3*p+2] = uint8(min(max(v[2*m+p], 0), 1)*255 + 0.5)
 		}
 		l.frames = append(l.frames, b)
+		if step != nil {
+			step()
+		}
 	}
 	if len(l.frames) == 0 {
 		return nil, inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
@@ -266,7 +274,10 @@ func lowBytes(frames, w, h int) int64 {
 // prepareMattes runs the first pass of select (video) and auto jobs. It
 // returns nil for the other modes and for select on an image (whose
 // keyframe matte is used as given).
-func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode job.AlphaMode, video bool, w, h int) (*matteSource, error) {
+// frames is the source's probed frame count: the matte pass reports
+// 2*frames steps to p.MatteProgress (each frame decoded, then each
+// frame's matte made).
+func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode job.AlphaMode, video bool, w, h, frames int) (*matteSource, error) {
 	if mode != job.AlphaAuto && (mode != job.AlphaSelect || !video) {
 		return nil, nil
 	}
@@ -284,13 +295,29 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 	if sched.Every < 1 {
 		sched = matte.DefaultCPUSchedule
 	}
-	frames, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh, p.Net, sched, key)
+	total, steps := 2*max(frames, 1), 0
+	step := func() {
+		steps++
+		if p.MatteProgress != nil {
+			p.MatteProgress(min(steps, total), total)
+		}
+	}
+	low, err := decodeLow(ctx, dev, *req.Source, lim, fw, fh, p.Net, sched, key, step)
 	if err != nil {
 		return nil, err
 	}
-	n := frames.Len()
+	n := low.Len()
+	total, steps = 2*n, n // the probe's count may have been off: the frames decoded count
+	defer func() {
+		// Modes that make no per-frame matte (a chroma key, a still) end
+		// the pass here.
+		if p.MatteProgress != nil && steps < total {
+			p.MatteProgress(total, total)
+		}
+	}()
 	ms := &matteSource{dev: dev, key: -1}
 	collect := func(i int, m kernels.Image) error {
+		step()
 		v, err := dev.ReadPixels(m)
 		if err != nil {
 			return err
@@ -325,11 +352,11 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 		}
 		ms.key, ms.Method = idx, "select"
 		ms.lows = make([][]uint16, n)
-		if err := matte.Propagate(ctx, dev, frames, frames, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
+		if err := matte.Propagate(ctx, dev, low, low, idx, key, matte.DefaultSelectOptions(), collect); err != nil {
 			return nil, fmt.Errorf("worker: select: %w", err)
 		}
 	} else {
-		plan, err := matte.PlanAuto(ctx, dev, frames, frames, fw, fh, matte.DefaultAutoOptions())
+		plan, err := matte.PlanAuto(ctx, dev, low, low, fw, fh, matte.DefaultAutoOptions())
 		if err != nil {
 			return nil, fmt.Errorf("worker: auto: %w", err)
 		}
@@ -340,17 +367,17 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 			ms.chroma = &c
 			return ms, nil
 		}
-		if n == 1 && frames.first != nil {
+		if n == 1 && low.first != nil {
 			// A still: the network's own map at the output size, so that
 			// nothing it resolves is lost at the flow size.
 			ms.still = make([]float32, w*h)
-			infer.Resize(ms.still, w, h, frames.first, frames.fw, frames.fh)
+			infer.Resize(ms.still, w, h, low.first, low.fw, low.fh)
 			band := matte.DefaultAutoOptions().Band * float32(w) / float32(fw)
 			matte.SnapBand(ms.still, w, h, band)
 			return ms, nil
 		}
 		ms.lows = make([][]uint16, n)
-		if err := plan.Mattes(ctx, frames, collect); err != nil {
+		if err := plan.Mattes(ctx, low, collect); err != nil {
 			return nil, fmt.Errorf("worker: auto: %w", err)
 		}
 	}

@@ -3,9 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/vfxrender/vfx/bench"
@@ -51,7 +54,23 @@ func TestRunVideoSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
+	p := netPipeline(t)
+	// The progress moves through the matte pass (2 x 16 steps), before
+	// the first render frame, and JobFraction with it.
+	var steps []string
+	var md, mt, rd, rt int
+	var fracs []float64
+	p.MatteProgress = func(done, total int) {
+		md, mt = done, total
+		steps = append(steps, fmt.Sprintf("m%d/%d", done, total))
+		fracs = append(fracs, JobFraction(md, mt, rd, rt))
+	}
+	p.Progress = func(done, total int) {
+		rd, rt = done, total
+		steps = append(steps, fmt.Sprintf("r%d/%d", done, total))
+		fracs = append(fracs, JobFraction(md, mt, rd, rt))
+	}
+	res, err := p.Run(context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "select", Alpha: in(fx.Keyframes[7]),
 		AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -60,6 +79,24 @@ func TestRunVideoSelect(t *testing.T) {
 	}
 	if res.Frames != 16 || res.Matte != "select" {
 		t.Fatalf("result %+v", res)
+	}
+	var wantSteps []string
+	for i := 1; i <= 32; i++ {
+		wantSteps = append(wantSteps, fmt.Sprintf("m%d/32", i))
+	}
+	for i := 1; i <= 16; i++ {
+		wantSteps = append(wantSteps, fmt.Sprintf("r%d/16", i))
+	}
+	if strings.Join(steps, " ") != strings.Join(wantSteps, " ") {
+		t.Errorf("progress steps\n%s\nwant\n%s", strings.Join(steps, " "), strings.Join(wantSteps, " "))
+	}
+	for i := 1; i < len(fracs); i++ {
+		if fracs[i] < fracs[i-1] {
+			t.Errorf("JobFraction falls from %.3f to %.3f at step %d", fracs[i-1], fracs[i], i)
+		}
+	}
+	if f := fracs[31]; math.Abs(f-(MatteDecodeShare+MatteMakeShare)) > 1e-9 || fracs[len(fracs)-1] != 1 {
+		t.Errorf("JobFraction %.3f at the matte pass's end, %.3f at the job's; want %.2f and 1", f, fracs[len(fracs)-1], MatteDecodeShare+MatteMakeShare)
 	}
 	_, want := decodeAll(t, fx.Matte, frame.Gray8)
 	_, got := decodeAll(t, res.Alpha, frame.Gray8)

@@ -105,6 +105,12 @@ type Pipeline struct {
 	Limits codec.Limits
 	// Progress, when set, is called after each encoded render frame.
 	Progress func(done, total int)
+	// MatteProgress, when set, is called during the matte pass of select
+	// (video) and auto jobs, which comes before the first render frame:
+	// done steps of total, twice the source's frames (each frame decoded
+	// at the flow size, with the network on the frames its schedule
+	// picks; then each frame's matte). It ends with done == total.
+	MatteProgress func(done, total int)
 	// OnPlan, when set, is called once the inputs are probed and before
 	// any frame is decoded, with the job's shape and memory estimate (a
 	// process that runs one job at a time can set its GC limit from it).
@@ -283,7 +289,7 @@ func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (R
 	res := Result{Width: outW, Height: outH}
 
 	// Select (video) and auto: the first pass, at the flow size.
-	ms, err := p.prepareMattes(ctx, &req, mode, video, outW, outH)
+	ms, err := p.prepareMattes(ctx, &req, mode, video, outW, outH, md.Frames())
 	if err != nil {
 		return Result{}, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Polling of `vfx submit`: the first read after pollMin, then each pause
@@ -69,7 +70,8 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	noWait := fs.Bool("no-wait", false, "print the job id and return without waiting")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the job")
 	foreground := fs.Bool("foreground", false, "also return output.foreground: the clean relit subject premultiplied with its alpha (RGBA PNG or ProRes 4444 .mov; an extension beyond SPEC.md)")
-	outputFormat := fs.String("output-format", "mp4", "mp4 (render, source, alpha); exr passes are made by vfx render --output-format exr only for now")
+	outputFormat := fs.String("output-format", "mp4", "mp4 (render, source, alpha), or exr: also the EXR pass sequences, one ZIP each (exr_<pass>.zip: <pass>/<pass>.1001.exr ...; an extension beyond SPEC.md)")
+	frames := fs.String("frames", "", "render only source frames A-B of a video (0-based, inclusive, e.g. 10-19; an extension beyond SPEC.md)")
 	fit := fs.Bool("fit", false, "downscale a local source (and custom matte) over 2.77 MP to the largest size within the limit before upload, keeping the aspect ratio")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -84,12 +86,13 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	if *timeout <= 0 {
 		return submitConfig{}, usageError{"--timeout: want a positive duration"}
 	}
-	switch *outputFormat {
-	case "mp4":
-	case "exr":
-		return submitConfig{}, usageError{"--output-format exr: the API does not return EXR passes yet; render them locally with vfx render --output-format exr"}
-	default:
-		return submitConfig{}, usageError{fmt.Sprintf("--output-format %q: want mp4", *outputFormat)}
+	if *outputFormat != job.OutputFormatMP4 && *outputFormat != job.OutputFormatEXR {
+		return submitConfig{}, usageError{fmt.Sprintf("--output-format %q: want mp4 or exr", *outputFormat)}
+	}
+	if *frames != "" {
+		if _, _, err := parseFrames(*frames); err != nil {
+			return submitConfig{}, usageError{err.Error()}
+		}
 	}
 	set := setFlags(fs)
 	cfg := submitConfig{conn: cf, out: *out, noWait: *noWait, timeout: *timeout, fit: *fit,
@@ -122,6 +125,12 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	}
 	if *foreground {
 		cfg.request["foreground"] = true
+	}
+	if *outputFormat != job.OutputFormatMP4 {
+		cfg.request["output_format"] = *outputFormat
+	}
+	if *frames != "" {
+		cfg.request["frames"] = *frames
 	}
 	if set["callback-url"] {
 		cfg.request["callback_url"] = *callback
@@ -248,6 +257,10 @@ func contentType(file string) string {
 		return "audio/mpeg"
 	case ".wav":
 		return "audio/wav"
+	case ".zip":
+		return "application/zip"
+	case ".tar":
+		return "application/x-tar"
 	}
 	return "application/octet-stream"
 }
@@ -259,7 +272,7 @@ func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
 		return "", err
 	}
 	if contentType(file) == "application/octet-stream" {
-		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: %s",
+		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images), .mp4 or .mov (videos), or .zip or .tar (an archive of PNG or EXR frames, a video); accepted: %s",
 			file, codec.AcceptedFormats)
 	}
 	st, err := os.Stat(file)
@@ -486,6 +499,7 @@ type jobBar struct {
 	// procStart is when the job was first seen processing: the time left
 	// is estimated from the progress made since.
 	procStart time.Time
+	eta       etaEstimator
 }
 
 // update shows the job's status and progress.
@@ -507,10 +521,15 @@ func (b *jobBar) update(j api.Job) {
 	if j.Status == "processing" && b.procStart.IsZero() {
 		b.procStart = time.Now()
 	}
+	left := ""
+	if !b.procStart.IsZero() && !terminal(j) {
+		b.eta.observe(time.Since(b.procStart), float64(pct)/100)
+		left = b.eta.String()
+	}
 	const width = 30
 	fill := pct * width / 100
 	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %-10s %6.1f s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, j.Status, time.Since(b.start).Seconds(), timeLeft(time.Since(b.procStart), pct, terminal(j) || b.procStart.IsZero()))
+		pct, j.Status, time.Since(b.start).Seconds(), left)
 	b.last = j.Status
 	b.drawn = true
 }
@@ -530,17 +549,4 @@ func (b *jobBar) finish() {
 	if b.tty && b.drawn {
 		fmt.Fprintln(b.w)
 	}
-}
-
-// timeLeft estimates the rest of a job from the time its first pct
-// percent took: "ETA 1m05s", "ETA …" before any progress, "" when done.
-func timeLeft(elapsed time.Duration, pct int, done bool) string {
-	switch {
-	case done || pct >= 100:
-		return ""
-	case pct <= 0:
-		return "ETA …"
-	}
-	left := time.Duration(float64(elapsed) * float64(100-pct) / float64(pct))
-	return "ETA " + left.Round(time.Second).String()
 }

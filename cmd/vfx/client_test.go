@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 )
 
 const testAdminToken = "0123456789abcdef-client"
@@ -167,9 +169,61 @@ func TestClientE2E(t *testing.T) {
 		if err != nil || !info.HasAlpha || info.Width != 160 {
 			t.Errorf("%s: %+v, %v; want a 160-wide image with alpha", fg, info, err)
 		}
+	})
+
+	// --output-format exr --frames: the API renders the range and returns
+	// each pass sequence as a ZIP; a range past the source's last frame is
+	// refused at submission, an unknown format before anything is sent.
+	t.Run("submit exr frames", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, out, errOut := cli(ctx, append([]string{"submit", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom",
+			"--alpha", fx.Matte, "--prompt", "warm key light", "--output-format", "exr", "--frames", "1-1", "--out", dir}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d, %q, %q", code, out, errOut)
+		}
+		for _, pass := range job.EXRPasses {
+			p := filepath.Join(dir, job.OutputEXR(pass)+".zip")
+			zr, err := zip.OpenReader(p)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				continue
+			}
+			var names []string
+			for _, f := range zr.File {
+				names = append(names, f.Name)
+			}
+			zr.Close()
+			if want := pass + "/" + pass + ".1001.exr"; len(names) != 1 || names[0] != want {
+				t.Errorf("%s holds %q, want [%s]: one frame, numbered 1001", p, names, want)
+			}
+		}
+		if info, err := codec.Probe(ctx, codec.FileInput(filepath.Join(dir, "render.mp4")), codec.Limits{}); err != nil || info.Frames != 1 {
+			t.Errorf("render.mp4: %+v, %v; want the one frame of --frames 1-1", info, err)
+		}
+		code, _, errOut = cli(ctx, append([]string{"submit", "--type", "video", "--source", fx.Source, "--alpha-mode", "fill",
+			"--prompt", "x", "--frames", "1-2", "--no-wait"}, conn...)...)
+		if code != 1 || !strings.Contains(errOut, "INVALID_FRAME_RANGE") || !strings.Contains(errOut, "the source has 2 frames (0..1)") {
+			t.Errorf("--frames 1-2 of 2 frames: exit %d, %q", code, errOut)
+		}
 		if code, _, errOut := cli(ctx, append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "fill",
-			"--prompt", "x", "--output-format", "exr"}, conn...)...); code != 2 || !strings.Contains(errOut, "vfx render --output-format exr") {
-			t.Errorf("--output-format exr: exit %d, %q", code, errOut)
+			"--prompt", "x", "--output-format", "dpx"}, conn...)...); code != 2 || !strings.Contains(errOut, `--output-format "dpx": want mp4 or exr`) {
+			t.Errorf("--output-format dpx: exit %d, %q", code, errOut)
+		}
+	})
+
+	// A TAR of PNG frames uploaded as the source renders through the API
+	// (the worker extracts it and reads it as an image sequence).
+	t.Run("submit archive", func(t *testing.T) {
+		dir := t.TempDir()
+		_, _, tarPath := writeFrameArchives(t, dir, 4, "")
+		out := filepath.Join(dir, "out")
+		code, stdout, errOut := cli(ctx, append([]string{"submit", "--type", "video", "--source", tarPath, "--alpha-mode", "fill",
+			"--prompt", "warm key light", "--out", out}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d, %q, %q", code, stdout, errOut)
+		}
+		if info, err := codec.Probe(ctx, codec.FileInput(filepath.Join(out, "render.mp4")), codec.Limits{}); err != nil || info.Frames != 4 || info.Width != 64 {
+			t.Errorf("render.mp4: %+v, %v; want the archive's 4 frames at 64x48", info, err)
 		}
 	})
 

@@ -244,7 +244,7 @@ func TestSubmitFit(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ src, want string }{
-		{txt, "INVALID_FILE_FORMAT: upload: " + txt + ": the name must end in .png, .jpg, .jpeg or .webp (images) or .mp4 or .mov (videos); accepted: PNG, JPEG"},
+		{txt, "INVALID_FILE_FORMAT: upload: " + txt + ": the name must end in .png, .jpg, .jpeg or .webp (images), .mp4 or .mov (videos), or .zip or .tar (an archive of PNG or EXR frames, a video); accepted: PNG, JPEG"},
 		// Text named .png: refused at the upload's content check (one sniffing rule for uploads
 		// and data:, issue 19), before the codec sees it.
 		{fake, "INVALID_FILE_FORMAT: source: "},

@@ -6,26 +6,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/media"
 	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/worker"
 )
 
-// parseFrames reads --frames A-B (0-based, inclusive).
+// parseFrames reads --frames A-B (0-based, inclusive): job.ParseFrames,
+// the rule of the API's frames field.
 func parseFrames(s string) (int, int, error) {
-	a, b, ok := strings.Cut(s, "-")
-	first, err1 := strconv.Atoi(strings.TrimSpace(a))
-	last, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+	first, last, err := job.ParseFrames(s)
+	if err != nil {
 		return 0, 0, fmt.Errorf("--frames %q: want A-B, 0 <= A <= B (0-based source frames, e.g. 10-19)", s)
 	}
 	return first, last, nil
@@ -59,6 +57,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
 	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	progressLog := fs.String("progress-log", "", "write the job's progress timeline to this file: one line per step, \"<seconds> <matte|render> <done> <total>\", and \"<seconds> done 1 1\" at the end")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
 	mo := modelFlags(fs, &env{get: os.Getenv})
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
@@ -134,6 +133,26 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*alpha = a
 		}
 	}
+	if *typ == "video" && checkLocalFile("source", *source) == nil {
+		// A ZIP or TAR of frames: checked from its index, then extracted
+		// and read as an image sequence.
+		if format, err := media.SniffArchive(codec.FileInput(*source)); err == nil && format != "" {
+			rate, err := parseFPS(*fps)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			tmp, err := os.MkdirTemp("", "vfx-archive-")
+			if err != nil {
+				return fmt.Errorf("archive: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			src, _, err := worker.ArchiveSource(ctx, codec.FileInput(*source), tmp, codec.DefaultLimits(), rate)
+			if err != nil {
+				return err
+			}
+			*source = src.Path
+		}
+	}
 	if *frames != "" {
 		first, last, err := parseFrames(*frames)
 		if err != nil {
@@ -141,6 +160,9 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		if *typ != "video" {
 			return usageError{"--frames needs --type video"}
+		}
+		if *alphaMode == "select" && (*keyframe < first || *keyframe > last) {
+			return usageError{fmt.Sprintf("--alpha-keyframe-index %d is outside --frames %s", *keyframe, *frames)}
 		}
 		tmp, err := os.MkdirTemp("", "vfx-frames-")
 		if err != nil {
@@ -150,27 +172,23 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := checkLocalFile("source", *source); err != nil {
 			return err
 		}
-		dst := filepath.Join(tmp, "source.mp4")
-		if err := codec.TrimVideo(ctx, codec.FileInput(*source), dst, first, last, codec.DefaultLimits(), false); err != nil {
-			return fmt.Errorf("source: --frames %s: %w", *frames, err)
+		r := worker.RenderRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe}
+		if r.Source, err = fileInput("source", *source); err != nil {
+			return err
 		}
-		*source = dst
 		if *alpha != "" && *alphaMode == "custom" {
-			if err := checkLocalFile("alpha", *alpha); err != nil {
+			if r.Alpha, err = fileInput("alpha", *alpha); err != nil {
 				return err
 			}
-			dst := filepath.Join(tmp, "alpha.mp4")
-			if err := codec.TrimVideo(ctx, codec.FileInput(*alpha), dst, first, last, codec.DefaultLimits(), true); err != nil {
-				return fmt.Errorf("alpha: --frames %s: %w", *frames, err)
-			}
-			*alpha = dst
 		}
-		if *alphaMode == "select" {
-			if *keyframe < first || *keyframe > last {
-				return usageError{fmt.Sprintf("--alpha-keyframe-index %d is outside --frames %s", *keyframe, *frames)}
-			}
-			req.AlphaKeyframeIndex = *keyframe - first
+		if err := worker.TrimFrames(ctx, &r, first, last, tmp, codec.DefaultLimits()); err != nil {
+			return fmt.Errorf("--frames %s: %w", *frames, err)
 		}
+		*source = r.Source.Path
+		if r.Alpha != nil {
+			*alpha = r.Alpha.Path
+		}
+		req.AlphaKeyframeIndex = r.AlphaKeyframeIndex
 	}
 	if *fit {
 		tmp, err := os.MkdirTemp("", "vfx-fit-")
@@ -264,8 +282,31 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !*quiet && isTerminal(stderr) {
 		bar = &progressBar{w: stderr, start: time.Now()}
 		p.Progress = bar.update
+		p.MatteProgress = bar.matte
+	}
+	var logDone func()
+	if *progressLog != "" {
+		f, err := os.Create(*progressLog)
+		if err != nil {
+			return fmt.Errorf("--progress-log: %w", err)
+		}
+		defer f.Close()
+		start := time.Now()
+		logStep := func(phase string, next func(int, int)) func(int, int) {
+			return func(done, total int) {
+				fmt.Fprintf(f, "%.3f %s %d %d\n", time.Since(start).Seconds(), phase, done, total)
+				if next != nil {
+					next(done, total)
+				}
+			}
+		}
+		p.Progress, p.MatteProgress = logStep("render", p.Progress), logStep("matte", p.MatteProgress)
+		logDone = func() { logStep("done", nil)(1, 1) }
 	}
 	res, err := p.Run(ctx, req, *out)
+	if logDone != nil {
+		logDone()
+	}
 	if bar != nil {
 		bar.finish()
 	}
@@ -327,33 +368,47 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// progressBar draws a one-line bar on a terminal.
+// progressBar draws a one-line bar on a terminal: the matte pass of
+// select and auto jobs, then the render frames, with the time left.
 type progressBar struct {
 	w     io.Writer
 	start time.Time
 	last  time.Time
 	drawn bool
+	// The phases' counts (worker.JobFraction) and the time left's estimator.
+	mDone, mTotal int
+	eta           etaEstimator
 }
 
+// matte shows the matte pass (Pipeline.MatteProgress).
+func (b *progressBar) matte(done, total int) {
+	b.mDone, b.mTotal = done, total
+	b.draw(fmt.Sprintf("matte %d/%d", done, total), worker.JobFraction(done, total, 0, 1), false)
+}
+
+// update shows the render frames (Pipeline.Progress).
 func (b *progressBar) update(done, total int) {
+	fps := float64(done) / time.Since(b.start).Seconds()
+	b.draw(fmt.Sprintf("%d/%d frames %.1f frames/s", done, total, fps), worker.JobFraction(b.mDone, b.mTotal, done, total), done >= total)
+}
+
+func (b *progressBar) draw(what string, frac float64, done bool) {
 	now := time.Now()
-	if done < total && now.Sub(b.last) < 100*time.Millisecond {
+	elapsed := now.Sub(b.start)
+	b.eta.observe(elapsed, frac)
+	if !done && now.Sub(b.last) < 100*time.Millisecond {
 		return
 	}
 	b.last = now
 	const width = 30
-	fill := width
-	if total > 0 {
-		fill = done * width / total
+	fill := int(frac * width)
+	pct := int(frac * 100)
+	left := ""
+	if !done {
+		left = b.eta.String()
 	}
-	elapsed := now.Sub(b.start)
-	fps := float64(done) / elapsed.Seconds()
-	pct := 100
-	if total > 0 {
-		pct = done * 100 / total
-	}
-	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %d/%d frames %.1f frames/s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, done, total, fps, timeLeft(elapsed, pct, done >= total))
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %3d%% %s  %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, what, left)
 	b.drawn = true
 }
 

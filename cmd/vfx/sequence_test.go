@@ -161,7 +161,7 @@ func TestRenderFramesPreview(t *testing.T) {
 		want string
 	}{
 		{[]string{"--frames", "5-2"}, "--frames \"5-2\""},
-		{[]string{"--frames", "6-9"}, "the video has 8"},
+		{[]string{"--frames", "6-9"}, "the source has 8 frames"},
 	} {
 		args := append([]string{"render", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom", "--alpha", fx.Matte,
 			"--prompt", "x", "--out", filepath.Join(dir, "bad")}, c.args...)
