@@ -169,34 +169,33 @@ func (c *apiClient) call(ctx context.Context, method, path string, in any, opt c
 			return 0, nil, nil, fmt.Errorf("encode request: %w", err)
 		}
 	}
-	backoff := retry.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second}
-	var lastErr error
-	for attempt := 1; attempt <= maxCallAttempts; attempt++ {
-		status, h, body, err := c.once(ctx, method, path, payload, opt.admin)
-		if err == nil {
-			return status, h, body, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || attempt == maxCallAttempts {
-			break
-		}
-		var ae *apiError
-		wait := backoff.Pause()
-		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
-			if ae.RetryAfter > 0 {
-				wait = ae.RetryAfter
+	var status int
+	var h http.Header
+	var body []byte
+	err := retry.Do(ctx, retry.Options{
+		Backoff:  retry.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second},
+		Attempts: maxCallAttempts,
+		MaxPause: maxRetryWait,
+		Sleep:    c.sleep,
+		Retryable: func(err error) (bool, time.Duration) {
+			var ae *apiError
+			switch {
+			case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
+				return true, ae.RetryAfter // 0: the backoff's pause
+			case errors.As(err, &ae):
+				return ae.Status >= 500 && opt.retry, 0
+			default: // network error
+				return opt.retry, 0
 			}
-		case errors.As(err, &ae) && ae.Status >= 500 && opt.retry:
-		case !errors.As(err, &ae) && opt.retry: // network error
-		default:
-			return status, h, body, err
-		}
-		if err := c.sleep(ctx, min(wait, maxRetryWait)); err != nil {
-			return 0, nil, nil, errors.Join(lastErr, err)
-		}
+		},
+	}, func(ctx context.Context) (err error) {
+		status, h, body, err = c.once(ctx, method, path, payload, opt.admin)
+		return err
+	})
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	return 0, nil, nil, lastErr
+	return status, h, body, nil
 }
 
 // once sends one request.
