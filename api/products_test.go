@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
 
@@ -91,7 +92,7 @@ func detailOf(t *testing.T, r resp) ErrorDetail {
 	return d.Detail
 }
 
-func wantDetail(t *testing.T, r resp, status int, code string) ErrorDetail {
+func wantDetail(t *testing.T, r resp, status int, code job.Code) ErrorDetail {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

@@ -19,6 +19,7 @@ import (
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Client-side defaults of the HTTP commands (`vfx submit`, `vfx jobs`,
@@ -61,14 +62,14 @@ func newAPIClient(base, key, adminToken string) *apiClient {
 // (docs/api.md, Errors): the envelope {"error":{"code","message"}} or a `detail` value.
 type apiError struct {
 	Status     int
-	Code       string // envelope code or detail error_code; empty when none
-	Message    string // one line
+	Code       job.Code // envelope code or detail error_code; empty when none
+	Message    string   // one line
 	RetryAfter time.Duration
 }
 
 // Error renders the answer on one line: "CODE: message (HTTP status)".
 func (e *apiError) Error() string {
-	code := e.Code
+	code := string(e.Code)
 	if code == "" {
 		code = http.StatusText(e.Status)
 	}
@@ -108,7 +109,7 @@ func parseAPIError(status int, h http.Header, body []byte) *apiError {
 
 // describeDetail returns the code and a one-line message of a `detail`
 // value.
-func describeDetail(raw json.RawMessage) (code, msg string) {
+func describeDetail(raw json.RawMessage) (code job.Code, msg string) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return "", oneLine(s)
