@@ -477,7 +477,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	case queue.StatusFailed:
 		v.Error = job.FailureText(rec.ErrorCode, rec.Error)
 		if v.Error == "" {
-			v.Error = "INTERNAL_ERROR: the job failed"
+			v.Error = job.FailureText(CodeInternal, "the job failed")
 		}
 	}
 	if m != nil && m.CallbackURL != "" {

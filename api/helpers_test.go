@@ -392,7 +392,7 @@ func (e *env) finish(id string, ok bool) {
 		if ok {
 			r.Status, r.Outputs, r.Progress = queue.StatusCompleted, outs, 100
 		} else {
-			r.Status, r.Error = queue.StatusFailed, "INVALID_FILE_FORMAT: source: test failure"
+			r.Status, r.ErrorCode, r.Error = queue.StatusFailed, CodeInvalidFileFormat, "source: test failure"
 		}
 		return nil
 	})

@@ -143,7 +143,7 @@ func (e *env) finishProduct(id string, ok bool, frames int) {
 		if ok {
 			r.Status, r.Outputs, r.Progress, r.Frames = queue.StatusCompleted, outs, 100, frames
 		} else {
-			r.Status, r.Error = queue.StatusFailed, "INVALID_FILE_FORMAT: source: test failure"
+			r.Status, r.ErrorCode, r.Error = queue.StatusFailed, CodeInvalidFileFormat, "source: test failure"
 		}
 		return nil
 	})
