@@ -55,9 +55,6 @@ func TestErrorCorpus(t *testing.T) {
 			return s[:strings.Index(s, "_")] + "_<id>"
 		})
 		fmt.Fprintf(&out, "== %s\n%d\n%s\n", name, r.status, strings.TrimRight(body, "\n"))
-		if os.Getenv("CORPUS_DEBUG") != "" {
-			t.Logf("%s: %d %s", name, r.status, body)
-		}
 	}
 	gen := func(kv ...any) resp { return e.do("POST", "/v1/vfx/generations", key, with(validReq(src), kv...)) }
 
