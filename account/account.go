@@ -471,29 +471,35 @@ func (s *Service) WebhookSecret(ctx context.Context, accountID string) (string, 
 	if _, err := s.getRecord(ctx, accountID); err != nil {
 		return "", err
 	}
-	key := "whsec." + accountID
-	for range 10 {
-		e, err := s.accounts.Get(ctx, key)
-		if err == nil {
-			return string(e.Value()), nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return "", fmt.Errorf("account: webhook secret: %w", err)
+	secret, err := getOrCreateSecret(ctx, s.accounts, "whsec."+accountID)
+	if errors.Is(err, kvcas.ErrConflict) {
+		return "", errors.New("account: webhook secret: too much contention")
+	}
+	if err != nil {
+		return "", fmt.Errorf("account: webhook secret: %w", err)
+	}
+	return secret, nil
+}
+
+// getOrCreateSecret returns the webhook secret at key, creating a new one
+// when there is none (with kv.Create: concurrent first callers on any
+// replica all get the one that landed). kvcas.ErrConflict after
+// secretAttempts lost creates.
+func getOrCreateSecret(ctx context.Context, kv jetstream.KeyValue, key string) (string, error) {
+	v, err := kvcas.BytesWith(ctx, kvcas.Options{MaxAttempts: secretAttempts}, kv, key, func(v *[]byte, exists bool) (bool, error) {
+		if exists {
+			return false, nil
 		}
 		secret, err := webhookSecret()
-		if err != nil {
-			return "", fmt.Errorf("account: webhook secret: %w", err)
-		}
-		_, err = s.accounts.Create(ctx, key, []byte(secret))
-		if err == nil {
-			return secret, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return "", fmt.Errorf("account: webhook secret: %w", err)
-		}
-	}
-	return "", errors.New("account: webhook secret: too much contention")
+		*v = []byte(secret)
+		return err == nil, err
+	})
+	return string(v), err
 }
+
+// secretAttempts bounds the reads of a webhook secret that find none and
+// then lose the create to another caller.
+const secretAttempts = 10
 
 // EnsureDevAccount prepares a first start: when no account exists it
 // creates a prepaid development account with the given e-mail and a $1000

@@ -204,36 +204,49 @@ func (s *Service) Reserve(ctx context.Context, acct Account, jobID string, cost 
 		return err
 	}
 	key := entryKey(acct.ID, jobID)
-	pause := kvcas.DefaultBackoff()
-	for attempt := 0; attempt < transitionWaits; attempt++ {
+	gaveUp, err := untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
 		now := s.cfg.Now().UTC()
 		r := reservation{Micros: toMicros(cost), At: now, State: resPending, Since: now}
 		rev, err := s.putEntry(ctx, key, r, 0)
 		if err == nil {
-			return wrapOp("reserve", s.admit(ctx, ar, key, rev, r, cost, enforceConcurrency))
+			return true, s.admit(ctx, ar, key, rev, r, cost, enforceConcurrency)
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return wrapOp("reserve", err)
+			return false, err
 		}
 		cur, crev, found, err := s.getEntry(ctx, key)
 		switch {
 		case err != nil:
-			return wrapOp("reserve", err)
+			return false, err
 		case !found:
-			continue // released meanwhile: create it again
+			return false, nil // released meanwhile: create it again
 		case cur.State == resHeld:
-			return nil
+			return true, nil
 		case s.stale(cur, now):
-			if err := s.dropStale(ctx, acct.ID, key, crev); err != nil {
-				return wrapOp("reserve", err)
-			}
-			continue
+			return false, s.dropStale(ctx, acct.ID, key, crev)
 		}
-		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
-			return wrapOp("reserve", err)
-		}
+		return false, nil // another call is changing it: wait
+	})
+	if gaveUp {
+		return fmt.Errorf("account: reserve: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
 	}
-	return fmt.Errorf("account: reserve: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+	return wrapOp("reserve", err)
+}
+
+// untilDone is kvcas.Retry (try until done) that tells its giving up
+// (every try said "not yet": gaveUp, and a nil error) from a try's own
+// error or the context's (err), which may wrap kvcas.ErrConflict too.
+func untilDone(ctx context.Context, o kvcas.Options, key string, try func() (done bool, err error)) (gaveUp bool, err error) {
+	var tryErr error
+	err = kvcas.Retry(ctx, o, key, func() (bool, error) {
+		done, err := try()
+		tryErr = err
+		return done, err
+	})
+	if err != nil && tryErr == nil && errors.Is(err, kvcas.ErrConflict) {
+		return true, nil
+	}
+	return false, err
 }
 
 // admit counts the pending entry key (created at revision rev) in the
@@ -321,33 +334,25 @@ func (s *Service) admit(ctx context.Context, ar accountRecord, key string, rev u
 // no-op; an entry another call is changing is waited for.
 func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 	key := entryKey(accountID, jobID)
-	pause := kvcas.DefaultBackoff()
-	for attempt := 0; attempt < transitionWaits; attempt++ {
+	gaveUp, err := untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
 		r, rev, found, err := s.getEntry(ctx, key)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return nil
-		}
 		switch {
+		case err != nil:
+			return false, err
+		case !found:
+			return true, nil
 		case r.State == resHeld:
-			won, err := s.releaseHeld(ctx, accountID, key, r, rev)
-			if err != nil || won {
-				return err
-			}
-			continue // another call changed it first: look again
+			// Lost (won false): another call changed it first; look again.
+			return s.releaseHeld(ctx, accountID, key, r, rev)
 		case s.stale(r, s.cfg.Now()):
-			if err := s.dropStale(ctx, accountID, key, rev); err != nil {
-				return err
-			}
-			continue
+			return false, s.dropStale(ctx, accountID, key, rev)
 		}
-		if err := retry.Sleep(ctx, pause.Pause()); err != nil {
-			return err
-		}
+		return false, nil // another call is changing it: wait
+	})
+	if gaveUp {
+		return fmt.Errorf("job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
 	}
-	return fmt.Errorf("job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+	return err
 }
 
 // releaseHeld moves the held entry key (read at revision rev) to releasing;
@@ -580,46 +585,40 @@ func (s *Service) AbandonReservation(ctx context.Context, accountID, jobID strin
 		return fmt.Errorf("%w: account %q", ErrNotFound, accountID)
 	}
 	key := entryKey(accountID, jobID)
-	for attempt := 0; attempt < transitionWaits; attempt++ {
+	gaveUp, err := untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
 		r, rev, found, err := s.getEntry(ctx, key)
-		if err != nil {
-			return fmt.Errorf("account: abandon reservation: %w", err)
-		}
-		if !found {
-			return nil
-		}
-		if r.State == resHeld {
-			won, err := s.releaseHeld(ctx, accountID, key, r, rev)
-			if err != nil {
-				return fmt.Errorf("account: abandon reservation: %w", err)
-			}
-			if won {
-				return nil
-			}
-			continue
+		switch {
+		case err != nil:
+			return false, err
+		case !found:
+			return true, nil
+		case r.State == resHeld:
+			// Lost (won false): another call changed it first; look again.
+			return s.releaseHeld(ctx, accountID, key, r, rev)
 		}
 		// Pending or releasing: whether the aggregate counts it cannot be
 		// told, so the entry goes and the aggregate is recounted. Other
 		// reservations of the account mid-change make a recount give up;
 		// they last milliseconds (or are dead too, and abandoned by their
-		// own recovery), so the recount is tried again for a while.
+		// own recovery), so the recount is tried again for a while (past
+		// that, giving up is no error: a later sweep recounts). Then the
+		// entry is looked at again.
 		if err := s.purgeEntry(ctx, key, rev); err != nil {
-			return fmt.Errorf("account: abandon reservation: %w", err)
+			return false, err
 		}
-		for try := 0; try < abandonRecountTries; try++ {
-			exact, err := s.recountOnce(ctx, accountID, "")
-			if err != nil {
-				return fmt.Errorf("account: abandon reservation: %w", err)
-			}
-			if exact {
-				break
-			}
-			if err := retry.Sleep(ctx, abandonRecountPause); err != nil {
-				return fmt.Errorf("account: abandon reservation: %w", err)
-			}
-		}
+		steady := retry.Backoff{Initial: abandonRecountPause, Max: abandonRecountPause}
+		_, err = untilDone(ctx, kvcas.Options{MaxAttempts: abandonRecountTries, Backoff: steady}, sumKey(accountID), func() (bool, error) {
+			return s.recountOnce(ctx, accountID, "")
+		})
+		return false, err
+	})
+	switch {
+	case gaveUp:
+		return fmt.Errorf("account: abandon reservation: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+	case err != nil:
+		return fmt.Errorf("account: abandon reservation: %w", err)
 	}
-	return fmt.Errorf("account: abandon reservation: job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+	return nil
 }
 
 // abandonRecountTries and abandonRecountPause bound how long

@@ -204,24 +204,12 @@ func (s *Service) OrgWebhookSecret(ctx context.Context, orgID string) (string, e
 	if _, err := s.GetOrg(ctx, orgID); err != nil {
 		return "", err
 	}
-	key := "whsec." + orgID
-	for range 10 {
-		e, err := s.orgs.Get(ctx, key)
-		if err == nil {
-			return string(e.Value()), nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return "", fmt.Errorf("account: org webhook secret: %w", err)
-		}
-		secret, err := webhookSecret()
-		if err != nil {
-			return "", fmt.Errorf("account: org webhook secret: %w", err)
-		}
-		if _, err = s.orgs.Create(ctx, key, []byte(secret)); err == nil {
-			return secret, nil
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return "", fmt.Errorf("account: org webhook secret: %w", err)
-		}
+	secret, err := getOrCreateSecret(ctx, s.orgs, "whsec."+orgID)
+	if errors.Is(err, kvcas.ErrConflict) {
+		return "", errors.New("account: org webhook secret: too much contention")
 	}
-	return "", errors.New("account: org webhook secret: too much contention")
+	if err != nil {
+		return "", fmt.Errorf("account: org webhook secret: %w", err)
+	}
+	return secret, nil
 }

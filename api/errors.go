@@ -18,56 +18,62 @@ import (
 )
 
 // Error codes of the generation API and of the admin API (docs/api.md,
-// Errors; each is described in the OpenAPI document's x-error-codes).
+// Errors; each is described in the OpenAPI document's x-error-codes),
+// beside the codes of a rejected job input, which are job's (below).
 const (
-	CodeInvalidAPIKey           = "INVALID_API_KEY"
-	CodeJobNotFound             = "JOB_NOT_FOUND"
-	CodeRateLimitExceeded       = "RATE_LIMIT_EXCEEDED"
-	CodeConcurrentLimitExceeded = "CONCURRENT_LIMIT_EXCEEDED"
-	CodeHardLimitExceeded       = "HARD_LIMIT_EXCEEDED"
-	CodeInsufficientBalance     = "INSUFFICIENT_BALANCE"
-	CodeIdempotencyConflict     = "IDEMPOTENCY_CONFLICT"
-	CodeInvalidGenerationType   = "INVALID_GENERATION_TYPE"
-	CodeInvalidAlphaMode        = "INVALID_ALPHA_MODE"
-	CodeInvalidMaxResolution    = "INVALID_MAX_RESOLUTION"
-	CodeMissingStyleInput       = "MISSING_STYLE_INPUT"
-	CodeMissingSource           = "MISSING_SOURCE"
-	CodeMissingAlpha            = "MISSING_ALPHA"
-	CodePromptTooLong           = "PROMPT_TOO_LONG"
-	CodeInvalidPrompt           = "INVALID_PROMPT"
-	CodeInvalidSeed             = "INVALID_SEED"
-	CodeInvalidKeyframeIndex    = "INVALID_KEYFRAME_INDEX"
-	CodeInvalidIdempotencyKey   = "INVALID_IDEMPOTENCY_KEY"
-	CodeInvalidURI              = "INVALID_URI"
-	CodeSourceUnreachable       = "SOURCE_UNREACHABLE"
-	CodeInvalidFileFormat       = "INVALID_FILE_FORMAT"
-	CodeAlphaTypeMismatch       = "ALPHA_TYPE_MISMATCH"
-	CodeAlphaMustBeImage        = "ALPHA_MUST_BE_IMAGE"
-	CodeSourceTooLarge          = "SOURCE_TOO_LARGE"
-	CodeVideoTooManyFrames      = "VIDEO_TOO_MANY_FRAMES"
-	CodeExtremeAspectRatio      = "EXTREME_ASPECT_RATIO"
-	CodeInvalidOutputFormat     = "INVALID_OUTPUT_FORMAT"
-	CodeInvalidFrameRange       = "INVALID_FRAME_RANGE"
-	CodeInvalidArchive          = "INVALID_ARCHIVE"
-	CodeInvalidCallbackURL      = "INVALID_CALLBACK_URL"
-	CodeInvalidFilename         = "INVALID_FILENAME"
-	CodeRequestTooLarge         = "REQUEST_TOO_LARGE"
-	CodeRequestTimeout          = "REQUEST_TIMEOUT"
-	CodeInternal                = "INTERNAL_ERROR"
-	CodeUnavailable             = "SERVICE_UNAVAILABLE"
-	CodeNotFound                = "NOT_FOUND"
-	CodeMethodNotAllowed        = "METHOD_NOT_ALLOWED"
-	CodeUnauthorized            = "UNAUTHORIZED"
-	CodeAccountNotFound         = "ACCOUNT_NOT_FOUND"
-	CodeKeyNotFound             = "KEY_NOT_FOUND"
-	CodeInvalidInput            = "INVALID_INPUT"
-	CodeAccountExists           = "ACCOUNT_EXISTS"
+	CodeInvalidAPIKey           job.Code = "INVALID_API_KEY"
+	CodeJobNotFound             job.Code = "JOB_NOT_FOUND"
+	CodeRateLimitExceeded       job.Code = "RATE_LIMIT_EXCEEDED"
+	CodeConcurrentLimitExceeded job.Code = "CONCURRENT_LIMIT_EXCEEDED"
+	CodeHardLimitExceeded       job.Code = "HARD_LIMIT_EXCEEDED"
+	CodeInsufficientBalance     job.Code = "INSUFFICIENT_BALANCE"
+	CodeIdempotencyConflict     job.Code = "IDEMPOTENCY_CONFLICT"
+	CodeInvalidPrompt           job.Code = "INVALID_PROMPT"
+	CodeInvalidSeed             job.Code = "INVALID_SEED"
+	CodeInvalidIdempotencyKey   job.Code = "INVALID_IDEMPOTENCY_KEY"
+	CodeInvalidCallbackURL      job.Code = "INVALID_CALLBACK_URL"
+	CodeInvalidFilename         job.Code = "INVALID_FILENAME"
+	CodeRequestTooLarge         job.Code = "REQUEST_TOO_LARGE"
+	CodeRequestTimeout          job.Code = "REQUEST_TIMEOUT"
+	CodeInternal                job.Code = "INTERNAL_ERROR"
+	CodeUnavailable             job.Code = "SERVICE_UNAVAILABLE"
+	CodeNotFound                job.Code = "NOT_FOUND"
+	CodeMethodNotAllowed        job.Code = "METHOD_NOT_ALLOWED"
+	CodeUnauthorized            job.Code = "UNAUTHORIZED"
+	CodeAccountNotFound         job.Code = "ACCOUNT_NOT_FOUND"
+	CodeKeyNotFound             job.Code = "KEY_NOT_FOUND"
+	CodeAccountExists           job.Code = "ACCOUNT_EXISTS"
+)
+
+// The codes of a rejected job input: job's own values (job.Code), under
+// the names the API's handlers and tables use.
+const (
+	CodeInvalidInput          = job.CodeInvalidInput
+	CodeInvalidGenerationType = job.CodeInvalidGenerationType
+	CodeInvalidAlphaMode      = job.CodeInvalidAlphaMode
+	CodeInvalidMaxResolution  = job.CodeInvalidMaxResolution
+	CodeInvalidKeyframeIndex  = job.CodeInvalidKeyframeIndex
+	CodeMissingSource         = job.CodeMissingSource
+	CodeMissingAlpha          = job.CodeMissingAlpha
+	CodeMissingStyleInput     = job.CodeMissingStyleInput
+	CodePromptTooLong         = job.CodePromptTooLong
+	CodeInvalidURI            = job.CodeInvalidURI
+	CodeSourceUnreachable     = job.CodeSourceUnreachable
+	CodeInvalidFileFormat     = job.CodeInvalidFileFormat
+	CodeAlphaTypeMismatch     = job.CodeAlphaTypeMismatch
+	CodeAlphaMustBeImage      = job.CodeAlphaMustBeImage
+	CodeSourceTooLarge        = job.CodeSourceTooLarge
+	CodeVideoTooManyFrames    = job.CodeVideoTooManyFrames
+	CodeExtremeAspectRatio    = job.CodeExtremeAspectRatio
+	CodeInvalidOutputFormat   = job.CodeInvalidOutputFormat
+	CodeInvalidFrameRange     = job.CodeInvalidFrameRange
+	CodeInvalidArchive        = job.CodeInvalidArchive
 )
 
 // codeStatus is the one table from an error code to its HTTP status, for
 // both shapes. (The product API's 422 INVALID_INPUT is the one exception:
 // see invalidInput.)
-var codeStatus = map[string]int{
+var codeStatus = map[job.Code]int{
 	CodeInvalidAPIKey:           http.StatusUnauthorized,
 	CodeUnauthorized:            http.StatusUnauthorized,
 	CodeJobNotFound:             http.StatusNotFound,
@@ -130,12 +136,12 @@ var codeStatus = map[string]int{
 	CodeUnsupportedBillingUnit: http.StatusBadRequest,
 	// Codes of a rejected job input that the API never answers itself
 	// (the worker fails the job with them).
-	string(job.CodeModelUnavailable): http.StatusBadRequest,
+	job.CodeModelUnavailable: http.StatusBadRequest,
 }
 
 // statusOf returns code's HTTP status; a code missing from codeStatus is
 // a bug, answered as 500 (TestCodeStatus keeps the table whole).
-func statusOf(code string) int {
+func statusOf(code job.Code) int {
 	if st, ok := codeStatus[code]; ok {
 		return st
 	}
@@ -149,7 +155,7 @@ func statusOf(code string) int {
 type apiError struct {
 	// Status is the HTTP status: codeStatus's, set by newError.
 	Status  int
-	Code    string
+	Code    job.Code
 	Message string
 	// Unknown and Missing list field names (detail shape only).
 	Unknown, Missing []string
@@ -157,22 +163,22 @@ type apiError struct {
 	Header http.Header
 }
 
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+func (e *apiError) Error() string { return string(e.Code) + ": " + e.Message }
 
 // newError is an error with code, its status from codeStatus.
-func newError(code, format string, args ...any) *apiError {
+func newError(code job.Code, format string, args ...any) *apiError {
 	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // badRequest is newError for the codes of a request rule (all 400s).
-func badRequest(code, format string, args ...any) *apiError {
+func badRequest(code job.Code, format string, args ...any) *apiError {
 	return newError(code, format, args...)
 }
 
 // inputError answers a *job.InputError (a rule of the job contract or
 // of its media) as a 400 with its code.
 func inputError(ie *job.InputError) *apiError {
-	return badRequest(string(ie.Code), "%v", ie.Err)
+	return badRequest(ie.Code, "%v", ie.Err)
 }
 
 // unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
@@ -190,8 +196,8 @@ type envelope struct {
 
 // ErrorBody is the error of the envelope shape: its code and message.
 type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    job.Code `json:"code"`
+	Message string   `json:"message"`
 }
 
 // ValidationError is one element of a FastAPI-style 422 detail array.

@@ -188,7 +188,8 @@ func TestArchiveUpload(t *testing.T) {
 	for _, c := range []struct {
 		name, file string
 		body       []byte
-		code, msg  string
+		code       job.Code
+		msg        string
 	}{
 		{"241 frames", "frames.zip", zipOf(241), CodeVideoTooManyFrames, "241 frames, over the limit of 240"},
 		{"symlink", "frames.tar", tb.Bytes(), CodeInvalidArchive, "f.0002.png is a symbolic link"},

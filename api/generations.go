@@ -382,8 +382,7 @@ func (s *Server) abandon(ctx context.Context, jobID string, cause error) bool {
 	defer cancel()
 	_, err := s.q.Update(ctx, jobID, func(r *queue.Record) error {
 		r.Status = queue.StatusFailed
-		r.Error = CodeUnavailable + ": the job could not be queued"
-		r.ErrorCode = CodeUnavailable
+		r.ErrorCode, r.Error = CodeUnavailable, "the job could not be queued"
 		return nil
 	})
 	s.log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),
@@ -498,9 +497,9 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 			v.Output[name] = u
 		}
 	case queue.StatusFailed:
-		v.Error = rec.Error
+		v.Error = job.FailureText(rec.ErrorCode, rec.Error)
 		if v.Error == "" {
-			v.Error = "INTERNAL_ERROR: the job failed"
+			v.Error = job.FailureText(CodeInternal, "the job failed")
 		}
 	}
 	if m != nil && m.CallbackURL != "" {

@@ -82,7 +82,7 @@ func TestValidationRules(t *testing.T) {
 	cases := []struct {
 		name string
 		body map[string]any
-		code string
+		code job.Code
 	}{
 		{"no generation_type", with(base, "generation_type", nil), CodeInvalidGenerationType},
 		{"bad generation_type", with(base, "generation_type", "gif"), CodeInvalidGenerationType},
@@ -122,7 +122,10 @@ func TestValidationRules(t *testing.T) {
 		})
 	}
 	// A number beyond int64 is quoted as sent, not as the saturated value.
-	for _, c := range []struct{ field, text, code string }{
+	for _, c := range []struct {
+		field, text string
+		code        job.Code
+	}{
 		{"seed", "1e100", CodeInvalidSeed}, {"seed", "-1E+100", CodeInvalidSeed},
 		{"alpha_keyframe_index", "1e100", CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", CodeInvalidMaxResolution},
 	} {
@@ -133,7 +136,7 @@ func TestValidationRules(t *testing.T) {
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		_ = json.Unmarshal(r.body, &m)
-		if r.status != 400 || m.Error.Code != c.code || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
+		if r.status != 400 || m.Error.Code != string(c.code) || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
 			t.Fatalf("%s %s: %d %s", c.field, c.text, r.status, r.body)
 		}
 	}
@@ -205,7 +208,7 @@ func TestContentChecks(t *testing.T) {
 	cases := []struct {
 		name string
 		body map[string]any
-		code string
+		code job.Code
 	}{
 		{"too many pixels", validReq(big), CodeSourceTooLarge},
 		{"aspect", validReq(wide), CodeExtremeAspectRatio},
@@ -567,7 +570,7 @@ func TestSelectMatteChecks(t *testing.T) {
 	for _, tc := range []struct {
 		alpha string
 		index int
-		code  string
+		code  job.Code
 	}{
 		{matteVid, 0, CodeAlphaMustBeImage},
 		{kf, 4, CodeInvalidKeyframeIndex},

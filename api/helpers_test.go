@@ -26,6 +26,7 @@ import (
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/internal/modeltest"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -202,9 +203,9 @@ func (r resp) json(t *testing.T) map[string]any {
 }
 
 // code returns error.code of an envelope answer.
-func (r resp) code() string {
+func (r resp) code() job.Code {
 	var m struct {
-		Error struct{ Code string } `json:"error"`
+		Error struct{ Code job.Code } `json:"error"`
 	}
 	_ = json.Unmarshal(r.body, &m)
 	return m.Error.Code
@@ -391,7 +392,7 @@ func (e *env) finish(id string, ok bool) {
 		if ok {
 			r.Status, r.Outputs, r.Progress = queue.StatusCompleted, outs, 100
 		} else {
-			r.Status, r.Error = queue.StatusFailed, "INVALID_FILE_FORMAT: source: test failure"
+			r.Status, r.ErrorCode, r.Error = queue.StatusFailed, CodeInvalidFileFormat, "source: test failure"
 		}
 		return nil
 	})

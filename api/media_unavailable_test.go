@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -47,7 +48,7 @@ func TestNATSUnavailableIs503(t *testing.T) {
 		for _, c := range []struct {
 			err  error
 			code int
-			name string
+			name job.Code
 		}{
 			{fmt.Errorf("account: reserve: %w", nats.ErrNoResponders), http.StatusServiceUnavailable, CodeUnavailable},
 			{fmt.Errorf("queue: get: %w", nats.ErrTimeout), http.StatusServiceUnavailable, CodeUnavailable},
@@ -61,9 +62,9 @@ func TestNATSUnavailableIs503(t *testing.T) {
 			if c.code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
 				t.Errorf("shape %d, %v: no Retry-After", sh, c.err)
 			}
-			want := `{"error":{"code":"` + c.name + `",`
+			want := `{"error":{"code":"` + string(c.name) + `",`
 			if sh == detailShape {
-				want = `{"detail":{"error_code":"` + c.name + `",`
+				want = `{"detail":{"error_code":"` + string(c.name) + `",`
 			}
 			if !strings.HasPrefix(rec.Body.String(), want) {
 				t.Errorf("shape %d, %v: body %s, want it to start %s", sh, c.err, rec.Body, want)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vfxrender/vfx/job"
 )
 
 // TestMethodNotAllowed sends, over loopback HTTP, every method a route's
@@ -51,7 +53,7 @@ func TestMethodNotAllowed(t *testing.T) {
 			if product[path] {
 				var b struct {
 					Detail *struct {
-						ErrorCode     string   `json:"error_code"`
+						ErrorCode     job.Code `json:"error_code"`
 						Message       string   `json:"message"`
 						UnknownFields []string `json:"unknown_fields"`
 						MissingFields []string `json:"missing_fields"`

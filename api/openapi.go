@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 )
 
 // openAPI is GET /v1/openapi.json (no key needed).
@@ -52,13 +53,17 @@ func sseResponse(r obj) obj {
 }
 
 // errResp is an envelope error response whose codes are listed.
-func errResp(desc string, codes ...string) obj {
-	return response(desc+" Codes: "+strings.Join(codes, ", ")+".", obj{
+func errResp(desc string, codes ...job.Code) obj {
+	names := make([]string, len(codes))
+	for i, c := range codes {
+		names[i] = string(c)
+	}
+	return response(desc+" Codes: "+strings.Join(names, ", ")+".", obj{
 		"allOf": []any{ref("ErrorEnvelope"), obj{"properties": obj{"error": obj{"properties": obj{"code": obj{"enum": codes}}}}}},
 	})
 }
 
-func rateLimited(codes ...string) obj {
+func rateLimited(codes ...job.Code) obj {
 	r := errResp("Rate or concurrency limit of a personal key exceeded (organization keys have none). Retry after Retry-After seconds.", codes...)
 	r["headers"] = obj{
 		"Retry-After":           obj{"$ref": "#/components/headers/Retry-After"},
@@ -77,7 +82,7 @@ var (
 )
 
 // generationCodes are the 400 codes of POST /v1/vfx/generations.
-var generationCodes = []string{
+var generationCodes = []job.Code{
 	CodeInvalidGenerationType, CodeInvalidAlphaMode, CodeInvalidMaxResolution, CodeMissingStyleInput,
 	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidPrompt, CodeInvalidSeed, CodeInvalidKeyframeIndex,
 	CodeInvalidIdempotencyKey, CodeInvalidURI, CodeSourceUnreachable, CodeInvalidFileFormat,
@@ -86,7 +91,7 @@ var generationCodes = []string{
 }
 
 // errorCodes describes every error code the API answers.
-var errorCodes = map[string]string{
+var errorCodes = map[job.Code]string{
 	CodeInvalidAPIKey:           "401: the x-api-key header is missing, unknown or revoked.",
 	CodeJobNotFound:             "404: no such job, or it belongs to another account (existence is never revealed; never 403).",
 	CodeRateLimitExceeded:       "429: personal-key requests-per-minute limit (write, read or billing class) exceeded; Retry-After and X-RateLimit-* headers are set. On POST /v1/uploads (any key): the owner's open uploads (50) or bytes of the last 24 hours (20 GiB) are at their limit; Retry-After is set.",
@@ -201,7 +206,7 @@ func (s *Server) OpenAPI() map[string]any {
 		}}
 	codes := obj{}
 	for c, d := range errorCodes {
-		codes[c] = d
+		codes[string(c)] = d
 	}
 	allCodes := make([]any, 0, len(errorCodes))
 	for c := range errorCodes {
@@ -457,7 +462,7 @@ func (s *Server) addMethodNotAllowed(doc obj) {
 	}
 	doc["components"].(obj)["headers"].(obj)["Allow"] = obj{"schema": obj{"type": "string"},
 		"description": "The methods the path serves, comma-separated (GET implies HEAD)."}
-	const desc = "The path exists but does not serve this method; Allow lists the methods it does. Codes: " + CodeMethodNotAllowed + "."
+	const desc = "The path exists but does not serve this method; Allow lists the methods it does. Codes: " + string(CodeMethodNotAllowed) + "."
 	for path, ops := range doc["paths"].(obj) {
 		schema := obj{"allOf": []any{ref("ErrorEnvelope"), obj{"properties": obj{"error": obj{"properties": obj{"code": obj{"enum": []any{CodeMethodNotAllowed}}}}}}}}
 		if product[path] {

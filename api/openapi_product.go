@@ -3,12 +3,14 @@ package api
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/vfxrender/vfx/job"
 )
 
 // productErrorCodes describes every code of the product API, answered in
 // the detail shape {"detail":{"error_code","message","unknown_fields",
 // "missing_fields"}}.
-var productErrorCodes = map[string]string{
+var productErrorCodes = map[job.Code]string{
 	CodeInvalidAPIKey:          "401: the x-api-key header is missing, unknown or revoked.",
 	CodeOrgKeyRequired:         "403: the key is not an organization key of the product API (personal keys, and account keys of kind organization, are refused).",
 	CodeTeamForbidden:          "403: X-Service-Team-Id names a team that is not the key's team, or not a team of the key's organization.",
@@ -67,15 +69,19 @@ func (s *Server) addProductAPI(doc obj) {
 	info["description"] = info["description"].(string) + "\n\n" + productDescription
 	doc["x-product-error-codes"] = productErrorCodes
 
-	codesOf := func(codes ...string) []any {
+	codesOf := func(codes ...job.Code) []any {
 		out := make([]any, len(codes))
 		for i, c := range codes {
 			out[i] = c
 		}
 		return out
 	}
-	perr := func(desc string, codes ...string) obj {
-		return response(desc+" Codes: "+strings.Join(codes, ", ")+".", obj{
+	perr := func(desc string, codes ...job.Code) obj {
+		names := make([]string, len(codes))
+		for i, c := range codes {
+			names[i] = string(c)
+		}
+		return response(desc+" Codes: "+strings.Join(names, ", ")+".", obj{
 			"allOf": []any{ref("ProductError"), obj{"properties": obj{"detail": obj{"properties": obj{"error_code": obj{"enum": codesOf(codes...)}}}}}},
 		})
 	}

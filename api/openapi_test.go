@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vfxrender/vfx/job"
 )
 
 // TestOpenAPIMatchesRoutes checks the served document against the routes
@@ -66,16 +68,16 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, c := range append(slices.Clone(generationCodes), CodeInvalidAPIKey, CodeJobNotFound, CodeRateLimitExceeded,
 		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename, CodeMethodNotAllowed,
 		CodeInvalidPrompt, CodeRequestTimeout, CodeUnavailable) {
-		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
+		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
 			t.Errorf("error code %s not documented", c)
 		}
 	}
 	// Every code of the product API, and its notes.
-	for _, c := range []string{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
+	for _, c := range []job.Code{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
 		CodeUnsupportedBillingUnit, CodeBudgetExceeded, CodeJobNotFound, CodeProductNotFound, CodeModelNotFound, CodeIdempotencyConflict,
 		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful,
 		CodeMethodNotAllowed, CodeRequestTimeout} {
-		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+c+`"`) {
+		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
 			t.Errorf("product error code %s not documented", c)
 		}
 	}

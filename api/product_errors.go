@@ -1,31 +1,35 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/vfxrender/vfx/job"
+)
 
 // Error codes of the product API (docs/api.md, Errors). They are
 // answered in the detail shape, never in the generation API's envelope.
 const (
-	CodeOrgKeyRequired         = "ORG_KEY_REQUIRED"
-	CodeProductNotEnabled      = "PRODUCT_NOT_ENABLED"
-	CodeTeamForbidden          = "TEAM_FORBIDDEN"
-	CodeModelConsentRequired   = "MODEL_CONSENT_REQUIRED"
-	CodeUnsupportedBillingUnit = "UNSUPPORTED_BILLING_UNIT"
-	CodeBudgetExceeded         = "BUDGET_EXCEEDED"
-	CodeProductNotFound        = "PRODUCT_NOT_FOUND"
-	CodeModelNotFound          = "MODEL_NOT_FOUND"
+	CodeOrgKeyRequired         job.Code = "ORG_KEY_REQUIRED"
+	CodeProductNotEnabled      job.Code = "PRODUCT_NOT_ENABLED"
+	CodeTeamForbidden          job.Code = "TEAM_FORBIDDEN"
+	CodeModelConsentRequired   job.Code = "MODEL_CONSENT_REQUIRED"
+	CodeUnsupportedBillingUnit job.Code = "UNSUPPORTED_BILLING_UNIT"
+	CodeBudgetExceeded         job.Code = "BUDGET_EXCEEDED"
+	CodeProductNotFound        job.Code = "PRODUCT_NOT_FOUND"
+	CodeModelNotFound          job.Code = "MODEL_NOT_FOUND"
 	// vfx_finish parents.
-	CodeParentNotFound      = "PARENT_NOT_FOUND"
-	CodeParentNotOwned      = "PARENT_NOT_OWNED"
-	CodeParentNotProductJob = "PARENT_NOT_PRODUCT_JOB"
-	CodeParentFastMode      = "PARENT_FAST_MODE"
-	CodeParentIsFinish      = "PARENT_IS_FINISH"
-	CodeParentNotSuccessful = "PARENT_NOT_SUCCESSFUL"
+	CodeParentNotFound      job.Code = "PARENT_NOT_FOUND"
+	CodeParentNotOwned      job.Code = "PARENT_NOT_OWNED"
+	CodeParentNotProductJob job.Code = "PARENT_NOT_PRODUCT_JOB"
+	CodeParentFastMode      job.Code = "PARENT_FAST_MODE"
+	CodeParentIsFinish      job.Code = "PARENT_IS_FINISH"
+	CodeParentNotSuccessful job.Code = "PARENT_NOT_SUCCESSFUL"
 	// CodeAccountKeyRequired: an organisation key of the product API on a
 	// generation route (envelope shape).
-	CodeAccountKeyRequired = "ACCOUNT_KEY_REQUIRED"
+	CodeAccountKeyRequired job.Code = "ACCOUNT_KEY_REQUIRED"
 	// CodeOrgNotFound, CodeTeamNotFound: operator API.
-	CodeOrgNotFound  = "ORG_NOT_FOUND"
-	CodeTeamNotFound = "TEAM_NOT_FOUND"
+	CodeOrgNotFound  job.Code = "ORG_NOT_FOUND"
+	CodeTeamNotFound job.Code = "TEAM_NOT_FOUND"
 )
 
 // productDetail is the detail shape of an error (see writeError).
@@ -35,7 +39,7 @@ type productDetail struct {
 
 // ErrorDetail is the detail of the product API's error shape.
 type ErrorDetail struct {
-	ErrorCode     string   `json:"error_code"`
+	ErrorCode     job.Code `json:"error_code"`
 	Message       string   `json:"message"`
 	UnknownFields []string `json:"unknown_fields"`
 	MissingFields []string `json:"missing_fields"`

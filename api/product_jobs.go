@@ -37,8 +37,13 @@ const (
 	ProductCreditRequired = "credit_required"
 )
 
-// cancelledPrefix starts the queue record error of a cancelled product job.
-const cancelledPrefix = "CANCELLED"
+// Codes of a product job's error that only the product API gives.
+const (
+	// codeCancelled: the job was cancelled by its client.
+	codeCancelled job.Code = "CANCELLED"
+	// codeCreditRequired: the job cost more than its reservation.
+	codeCreditRequired job.Code = "CREDIT_REQUIRED"
+)
 
 // Buckets of the product API.
 const (
@@ -86,8 +91,8 @@ type ProductJob struct {
 }
 
 type productJobError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    job.Code `json:"code"`
+	Message string   `json:"message"`
 }
 
 // listProducts is GET /v1/products.
@@ -388,8 +393,7 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 	if !rec.Status.Terminal() {
 		next, err := s.q.Update(ctx, rec.ID, func(r *queue.Record) error {
 			r.Status = queue.StatusFailed
-			r.Error = cancelledPrefix + ": cancelled by the client"
-			r.ErrorCode = cancelledPrefix
+			r.ErrorCode, r.Error = codeCancelled, "cancelled by the client"
 			return nil
 		})
 		switch {
@@ -453,8 +457,10 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		v.Status = ProductRunning
 	case queue.StatusFailed:
 		v.Status = ProductFailed
-		code, msg := recordCode(rec), rec.Error
-		if code == cancelledPrefix {
+		// The message is the text the generation API shows (the code, then
+		// the record's error), as it has always been.
+		code, msg := rec.ErrorCode, job.FailureText(rec.ErrorCode, rec.Error)
+		if code == codeCancelled {
 			v.Status = ProductCancelled
 		}
 		if code == "" {
@@ -467,7 +473,7 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 	case queue.StatusCompleted:
 		if entry.State == account.LedgerCreditRequired {
 			v.Status = ProductCreditRequired
-			v.Error = &productJobError{Code: "CREDIT_REQUIRED", Message: fmt.Sprintf(
+			v.Error = &productJobError{Code: codeCreditRequired, Message: fmt.Sprintf(
 				"the job cost %d credits, over its reservation of %d (max_credits or balance); outputs are withheld and nothing was charged", entry.Cost, entry.Reserved)}
 			break
 		}
@@ -491,28 +497,4 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 		}
 	}
 	return v, nil
-}
-
-// recordCode returns a failed record's error code: its ErrorCode, or for
-// a record written before that field, the code at the start of its Error.
-func recordCode(rec queue.Record) string {
-	if rec.ErrorCode != "" {
-		return rec.ErrorCode
-	}
-	return errorCode(rec.Error)
-}
-
-// errorCode returns the code at the start of a record error
-// ("SOURCE_UNREACHABLE: …"), or "".
-func errorCode(s string) string {
-	code, _, ok := strings.Cut(s, ":")
-	if !ok || code == "" {
-		return ""
-	}
-	for _, c := range code {
-		if !(c >= 'A' && c <= 'Z' || c == '_' || c >= '0' && c <= '9') {
-			return ""
-		}
-	}
-	return code
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
 
@@ -91,7 +92,7 @@ func detailOf(t *testing.T, r resp) ErrorDetail {
 	return d.Detail
 }
 
-func wantDetail(t *testing.T, r resp, status int, code string) ErrorDetail {
+func wantDetail(t *testing.T, r resp, status int, code job.Code) ErrorDetail {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
@@ -142,7 +143,7 @@ func (e *env) finishProduct(id string, ok bool, frames int) {
 		if ok {
 			r.Status, r.Outputs, r.Progress, r.Frames = queue.StatusCompleted, outs, 100, frames
 		} else {
-			r.Status, r.Error = queue.StatusFailed, "INVALID_FILE_FORMAT: source: test failure"
+			r.Status, r.ErrorCode, r.Error = queue.StatusFailed, CodeInvalidFileFormat, "source: test failure"
 		}
 		return nil
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 )
 
 // receiver is a loopback webhook endpoint that fails its first fails
@@ -210,7 +211,10 @@ func TestSSRFGuard(t *testing.T) {
 	}})
 	key := e.orgKey()
 	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
-	for _, tc := range []struct{ field, url, code string }{
+	for _, tc := range []struct {
+		field, url string
+		code       job.Code
+	}{
 		{"callback_url", "http://public.test/hook", CodeInvalidCallbackURL},
 		{"callback_url", "https://127.0.0.1/hook", CodeInvalidCallbackURL},
 		{"callback_url", "https://[::1]/hook", CodeInvalidCallbackURL},

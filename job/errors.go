@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is a machine-readable error code of the API (for example
@@ -53,9 +54,32 @@ func (e *InputError) Error() string { return string(e.Code) + ": " + e.Err.Error
 // Unwrap returns the cause.
 func (e *InputError) Unwrap() error { return e.Err }
 
-// ErrorCode returns the code as a string: a failed job's record carries it
-// as data (queue.Coded).
-func (e *InputError) ErrorCode() string { return string(e.Code) }
+// Failure splits a job's failure into what its record stores: the code
+// of the *InputError in err's tree ("" for an internal failure), and err's
+// text without the "CODE: " that the InputError's Error puts before its
+// message. FailureText puts the code back in front.
+func Failure(err error) (code Code, message string) {
+	if err == nil {
+		return "", ""
+	}
+	text := err.Error()
+	var ie *InputError
+	if !errors.As(err, &ie) {
+		return "", text
+	}
+	inner := ie.Err.Error()
+	return ie.Code, strings.Replace(text, string(ie.Code)+": "+inner, inner, 1)
+}
+
+// FailureText is a failed job's error as the job APIs show it: "CODE:
+// message" (the code at the start, SPEC-NOTES), or the message alone for
+// an internal failure (code "").
+func FailureText(code Code, message string) string {
+	if code == "" {
+		return message
+	}
+	return string(code) + ": " + message
+}
 
 // Errorf returns an *InputError with code and a formatted message (%w
 // wraps as in fmt.Errorf).

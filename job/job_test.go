@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -211,6 +212,28 @@ func TestKeyframeSizeAndFormat(t *testing.T) {
 		err := CheckKeyframeFormat(c.container)
 		if c.ok != (err == nil) || err != nil && !errors.Is(err, ErrKeyframeFormat) {
 			t.Errorf("%s: err = %v, want ok=%v", c.container, err, c.ok)
+		}
+	}
+}
+
+// TestFailure: a failure's code and message as a record stores them, and
+// the text the job APIs show, for a direct, a wrapped and an internal
+// failure.
+func TestFailure(t *testing.T) {
+	ie := Errorf(CodeSourceTooLarge, "source: %d pixels", 25)
+	for _, c := range []struct {
+		err        error
+		code       Code
+		msg, shown string
+	}{
+		{ie, CodeSourceTooLarge, "source: 25 pixels", "SOURCE_TOO_LARGE: source: 25 pixels"},
+		{fmt.Errorf("worker: upscale: %w", ie), CodeSourceTooLarge, "worker: upscale: source: 25 pixels", "SOURCE_TOO_LARGE: worker: upscale: source: 25 pixels"},
+		{errors.New("worker: store: timeout"), "", "worker: store: timeout", "worker: store: timeout"},
+		{nil, "", "", ""},
+	} {
+		code, msg := Failure(c.err)
+		if code != c.code || msg != c.msg || FailureText(code, msg) != c.shown {
+			t.Errorf("%v: %q %q shown %q, want %q %q shown %q", c.err, code, msg, FailureText(code, msg), c.code, c.msg, c.shown)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
+	"github.com/vfxrender/vfx/job"
 )
 
 // ErrSettled is returned by Done, Retry, Fail and Release when the delivery
@@ -344,10 +345,11 @@ func (d *Delivery) Retry(ctx context.Context, cause error) error {
 	return errors.Join(errs...)
 }
 
-// Fail ends the job for good: a copy goes to the DLQ first, then the
-// record becomes failed with reason's text as its Error and reason's code
-// (see Coded) as its ErrorCode (a record already
-// terminal is left as it is), then the message is terminated (which
+// Fail ends the job for good: a copy goes to the DLQ first (with reason's
+// whole text), then the record becomes failed with reason's code and text
+// apart (job.Failure: the code of its *job.InputError as ErrorCode, the
+// text without that code as Error; a record already terminal is left as
+// it is), then the message is terminated (which
 // deletes it from VFX_JOBS). When a step fails the message is left
 // unsettled on the server and comes back after AckWait, and the error says
 // which step failed. Returns ErrSettled on a second settlement.
@@ -370,8 +372,10 @@ func (d *Delivery) Fail(ctx context.Context, reason error) error {
 	}
 	_, err = d.q.Update(ctx, d.JobID, func(r *Record) error {
 		r.Status = StatusFailed
-		r.Error = text
-		r.ErrorCode = ErrorCode(reason)
+		r.ErrorCode, r.Error = job.Failure(reason)
+		if reason == nil {
+			r.Error = text
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, ErrTerminal) && !errors.Is(err, ErrNotFound) {
@@ -394,23 +398,6 @@ func (d *Delivery) Release(ctx context.Context) error {
 		return fmt.Errorf("queue: release %s: %w", d.JobID, err)
 	}
 	return nil
-}
-
-// Coded is an error that carries a machine-readable code, such as
-// job.InputError: Fail records it as the record's ErrorCode.
-type Coded interface {
-	error
-	ErrorCode() string
-}
-
-// ErrorCode returns the code of the first Coded error in err's tree, or
-// "".
-func ErrorCode(err error) string {
-	var c Coded
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	return ""
 }
 
 func errorText(err error) string {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/job"
 )
 
 func TestConnect(t *testing.T) {
@@ -268,15 +269,9 @@ func TestRetry(t *testing.T) {
 	}
 }
 
-// codedError is an error with a code, as job.InputError is.
-type codedError struct{ code, msg string }
-
-func (e codedError) Error() string     { return e.code + ": " + e.msg }
-func (e codedError) ErrorCode() string { return e.code }
-
-// TestFailErrorCode: Fail records the code of a coded reason as the
-// record's ErrorCode (a field, not only the prefix of Error); a reason
-// without one leaves it empty.
+// TestFailErrorCode: Fail records the code of a reason's *job.InputError
+// as the record's ErrorCode and the reason's text without that code as its
+// Error (job.Failure); a reason without one leaves ErrorCode empty.
 func TestFailErrorCode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastConfig())
@@ -285,7 +280,7 @@ func TestFailErrorCode(t *testing.T) {
 	c := e.consumer(t)
 	for range 2 {
 		d := e.next(t, c, 5*time.Second)
-		reason := error(Permanent(fmt.Errorf("worker: %w", codedError{"SOURCE_TOO_LARGE", "source: 3000000 pixels"})))
+		reason := error(Permanent(fmt.Errorf("worker: %w", job.Errorf(job.CodeSourceTooLarge, "source: 3000000 pixels"))))
 		if d.JobID == "gen_plain" {
 			reason = Permanent(errors.New("worker: disk full"))
 		}
@@ -293,11 +288,57 @@ func TestFailErrorCode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rec := e.record(t, "gen_coded"); rec.ErrorCode != "SOURCE_TOO_LARGE" || rec.Error != "worker: SOURCE_TOO_LARGE: source: 3000000 pixels" {
+	if rec := e.record(t, "gen_coded"); rec.ErrorCode != job.CodeSourceTooLarge || rec.Error != "worker: source: 3000000 pixels" {
 		t.Errorf("coded: error %q code %q", rec.Error, rec.ErrorCode)
 	}
 	if rec := e.record(t, "gen_plain"); rec.ErrorCode != "" || rec.Error != "worker: disk full" {
 		t.Errorf("plain: error %q code %q", rec.Error, rec.ErrorCode)
+	}
+}
+
+// TestRecordMigration reads failed records as older code stored them: with
+// the code only as the "CODE: " prefix of error (before error_code), and
+// with both (before the prefix went). Each reads as today's record (code in
+// ErrorCode, no prefix in Error), through Get and through Update's
+// compare-and-swap read; an error without a code stays as it is.
+func TestRecordMigration(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fastConfig())
+	ctx := testCtx(t, 10*time.Second)
+	for _, c := range []struct {
+		id, stored string
+		code       job.Code
+		msg        string
+	}{
+		{"old_prefix", `"error":"INVALID_FILE_FORMAT: source: not an image"`, job.CodeInvalidFileFormat, "source: not an image"},
+		{"old_both", `"error":"SOURCE_TOO_LARGE: source: 3000000 pixels","error_code":"SOURCE_TOO_LARGE"`, job.CodeSourceTooLarge, "source: 3000000 pixels"},
+		{"old_cancel", `"error":"CANCELLED: cancelled by the client"`, "CANCELLED", "cancelled by the client"},
+		{"today", `"error":"source: 404","error_code":"SOURCE_UNREACHABLE"`, job.CodeSourceUnreachable, "source: 404"},
+		{"internal", `"error":"worker: gave up after 5 delivery attempts (last error: SOURCE_UNREACHABLE: x)"`, "", "worker: gave up after 5 delivery attempts (last error: SOURCE_UNREACHABLE: x)"},
+		{"lowercase", `"error":"store: timeout"`, "", "store: timeout"},
+	} {
+		raw := `{"id":"` + c.id + `","kind":"generation","owner":"acct_x","status":"failed","progress":0,"seed":1,` + c.stored +
+			`,"attempt":1,"created_at":"2026-01-02T03:04:05Z","modified_at":"2026-01-02T03:04:06Z","completed_at":"2026-01-02T03:04:06Z"}`
+		if _, err := e.q.kv.Create(ctx, c.id, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		rec, _, err := e.q.Get(ctx, c.id)
+		if err != nil || rec.ErrorCode != c.code || rec.Error != c.msg {
+			t.Errorf("%s: get: code %q error %q (%v), want %q %q", c.id, rec.ErrorCode, rec.Error, err, c.code, c.msg)
+		}
+		// Update reads it too (and leaves a terminal record alone).
+		rec, err = e.q.Update(ctx, c.id, func(*Record) error { return nil })
+		if !errors.Is(err, ErrTerminal) || rec.ErrorCode != c.code || rec.Error != c.msg {
+			t.Errorf("%s: update: code %q error %q (%v), want %q %q", c.id, rec.ErrorCode, rec.Error, err, c.code, c.msg)
+		}
+		// The job APIs show what an old record's error said.
+		var stored struct{ Error string }
+		if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+			t.Fatal(err)
+		}
+		if shown := job.FailureText(rec.ErrorCode, rec.Error); c.id != "today" && shown != stored.Error {
+			t.Errorf("%s: shown as %q, stored %q", c.id, shown, stored.Error)
+		}
 	}
 }
 
@@ -331,13 +372,13 @@ func TestFail(t *testing.T) {
 	e.submit(t, "gen_bad")
 	c := e.consumer(t)
 	d := e.next(t, c, 5*time.Second)
-	reason := Permanent(errors.New("INVALID_FILE_FORMAT: source is not a video"))
+	reason := Permanent(job.Errorf(job.CodeInvalidFileFormat, "source is not a video"))
 	if err := d.Fail(testCtx(t, 5*time.Second), reason); err != nil {
 		t.Fatal(err)
 	}
 	rec := e.record(t, "gen_bad")
-	if rec.Status != StatusFailed || rec.Error != "INVALID_FILE_FORMAT: source is not a video" || rec.CompletedAt == nil {
-		t.Errorf("record: status=%s error=%q", rec.Status, rec.Error)
+	if rec.Status != StatusFailed || rec.ErrorCode != job.CodeInvalidFileFormat || rec.Error != "source is not a video" || rec.CompletedAt == nil {
+		t.Errorf("record: status=%s code=%q error=%q", rec.Status, rec.ErrorCode, rec.Error)
 	}
 	eventually(t, 5*time.Second, "job message deleted", func() (bool, string) {
 		n := e.streamInfo(t, StreamJobs).State.Msgs
@@ -668,7 +709,7 @@ func TestRunOutcomes(t *testing.T) {
 		errc <- e.consumer(t).Run(ctx, RunConfig{Slots: 3}, func(ctx context.Context, d *Delivery) error {
 			switch d.JobID {
 			case "gen_perm":
-				return Permanent(errors.New("MISSING_ALPHA: no matte given"))
+				return Permanent(job.Errorf(job.CodeMissingAlpha, "no matte given"))
 			case "gen_panic":
 				if panics.Add(1) == 1 {
 					panic("boom")
@@ -692,8 +733,8 @@ func TestRunOutcomes(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if r := e.record(t, "gen_perm"); r.Status != StatusFailed || r.Error != "MISSING_ALPHA: no matte given" {
-		t.Errorf("gen_perm: %s %q", r.Status, r.Error)
+	if r := e.record(t, "gen_perm"); r.Status != StatusFailed || r.ErrorCode != job.CodeMissingAlpha || r.Error != "no matte given" {
+		t.Errorf("gen_perm: %s %q %q", r.Status, r.ErrorCode, r.Error)
 	}
 	if r := e.record(t, "gen_panic"); r.Status != StatusCompleted || !strings.Contains(r.LastError, "boom") {
 		t.Errorf("gen_panic: %s last error %q", r.Status, r.LastError)

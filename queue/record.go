@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/internal/retry"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Sentinel errors callers branch on. Every error returned by this package
@@ -77,14 +79,15 @@ type Record struct {
 	// Frames is the number of frames the render of a completed job has (1
 	// for an image); the product API prices a job by it.
 	Frames int `json:"frames,omitempty"`
-	// Error is the readable reason of a failed job. It starts with
-	// ErrorCode and ": " when there is one (the generation API shows it so).
+	// Error is the readable reason of a failed job, without its code (the
+	// job APIs show job.FailureText(ErrorCode, Error)).
 	Error string `json:"error,omitempty"`
 	// ErrorCode is the machine-readable code of a failed job's error (for
 	// example SOURCE_TOO_LARGE), "" when it has none (an internal failure).
-	// Records written before this field carry the code only as the prefix
-	// of Error.
-	ErrorCode string `json:"error_code,omitempty"`
+	// Records written before this field carry the code only as the "CODE: "
+	// prefix of Error, and records written before the prefix went carry it
+	// both ways: UnmarshalJSON reads both as records of today.
+	ErrorCode job.Code `json:"error_code,omitempty"`
 	// LastError is the error of the latest retried attempt (Delivery.Retry);
 	// it is informational and does not mean the job failed.
 	LastError  string     `json:"last_error,omitempty"`
@@ -97,6 +100,42 @@ type Record struct {
 	// said it was alive (Delivery.KeepAlive, every Config.RecordHeartbeat).
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// UnmarshalJSON decodes a record, migrating the error of one written by
+// older code: a code found only as the "CODE: " prefix of Error moves to
+// ErrorCode, and the prefix of ErrorCode's code leaves Error. (For
+// records written by today's code it is plain decoding.)
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record // without this method
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Error == "" {
+		return nil
+	}
+	if r.ErrorCode == "" {
+		r.ErrorCode = legacyCode(r.Error)
+	}
+	if r.ErrorCode != "" {
+		r.Error = strings.TrimPrefix(r.Error, string(r.ErrorCode)+": ")
+	}
+	return nil
+}
+
+// legacyCode returns the code at the start of an error written with the
+// "CODE: " prefix ("SOURCE_UNREACHABLE: …"), or "".
+func legacyCode(s string) job.Code {
+	code, _, ok := strings.Cut(s, ": ")
+	if !ok || code == "" {
+		return ""
+	}
+	for _, c := range code {
+		if !(c >= 'A' && c <= 'Z' || c == '_' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return job.Code(code)
 }
 
 // validID accepts 1..200 characters of [A-Za-z0-9_-]: the id is a KV key

@@ -244,7 +244,7 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 			return err
 		}
 	default:
-		return inputErr("INVALID_INPUT", "job kind %q: this worker does %s and %s jobs", rec.Kind, queue.KindGeneration, queue.KindProduct)
+		return inputErr(job.CodeInvalidInput, "job kind %q: this worker does %s and %s jobs", rec.Kind, queue.KindGeneration, queue.KindProduct)
 	}
 	return dm.complete(ctx, d, out, log)
 }

@@ -31,7 +31,7 @@ func (dm *Daemon) product(ctx context.Context, d *queue.Delivery, rec queue.Reco
 	case job.ProductFinish:
 		return dm.finish(ctx, d, *pr.Finish, dir, prefix, log)
 	}
-	return jobOutput{}, inputErr("INVALID_INPUT", "unknown product %q", pr.Product)
+	return jobOutput{}, inputErr(job.CodeInvalidInput, "unknown product %q", pr.Product)
 }
 
 // finish upscales the parent's render to the target resolution; the

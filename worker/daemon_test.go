@@ -304,7 +304,7 @@ func TestFetchErrorClassification(t *testing.T) {
 		})
 	}
 	// Handle's own rule: input errors and queue.Permanent are permanent.
-	if !permanent(queue.Permanent(errors.New("x"))) || !permanent(inputErr("INVALID_INPUT", "x")) || permanent(errors.New("x")) {
+	if !permanent(queue.Permanent(errors.New("x"))) || !permanent(inputErr(job.CodeInvalidInput, "x")) || permanent(errors.New("x")) {
 		t.Error("permanent(): wrong rule")
 	}
 }
@@ -343,22 +343,22 @@ func TestDaemonErrorClassification(t *testing.T) {
 	cases := []struct {
 		id   string
 		req  any
-		code string
+		code job.Code
 	}{
-		{"bad-uri", img("ftp://example.com/a.png"), "INVALID_URI"},
-		{"forbidden", img("https://10.0.0.1/a.png"), "INVALID_URI"},
-		{"mime", img(notPNG), "INVALID_FILE_FORMAT"},
-		{"text-as-png", img(textURI), "INVALID_FILE_FORMAT"},
-		{"no-upload", img(store.UploadURI("upload_doesnotexist1", "a.png")), "SOURCE_UNREACHABLE"},
-		{"http-404", img(srv.URL + "/gone.png"), "SOURCE_UNREACHABLE"},
-		{"too-large", img(huge), "SOURCE_TOO_LARGE"},
-		{"bad-json", map[string]any{"generation_type": 5}, "INVALID_INPUT"},
-		{"bad-type", job.JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, "INVALID_GENERATION_TYPE"},
-		{"no-style", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, "MISSING_STYLE_INPUT"},
-		{"no-alpha", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, "MISSING_ALPHA"},
-		{"select", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, "INVALID_FILE_FORMAT"},
-		{"bad-mode", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "magic", Prompt: "x"}, "INVALID_ALPHA_MODE"},
-		{"resolution", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, "INVALID_MAX_RESOLUTION"},
+		{"bad-uri", img("ftp://example.com/a.png"), job.CodeInvalidURI},
+		{"forbidden", img("https://10.0.0.1/a.png"), job.CodeInvalidURI},
+		{"mime", img(notPNG), job.CodeInvalidFileFormat},
+		{"text-as-png", img(textURI), job.CodeInvalidFileFormat},
+		{"no-upload", img(store.UploadURI("upload_doesnotexist1", "a.png")), job.CodeSourceUnreachable},
+		{"http-404", img(srv.URL + "/gone.png"), job.CodeSourceUnreachable},
+		{"too-large", img(huge), job.CodeSourceTooLarge},
+		{"bad-json", map[string]any{"generation_type": 5}, job.CodeInvalidInput},
+		{"bad-type", job.JobRequest{GenerationType: "gif", SourceURI: textURI, AlphaMode: "fill", Prompt: "x"}, job.CodeInvalidGenerationType},
+		{"no-style", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill"}, job.CodeMissingStyleInput},
+		{"no-alpha", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "custom", Prompt: "x"}, job.CodeMissingAlpha},
+		{"select", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "select", AlphaURI: textURI, Prompt: "x"}, job.CodeInvalidFileFormat},
+		{"bad-mode", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "magic", Prompt: "x"}, job.CodeInvalidAlphaMode},
+		{"resolution", job.JobRequest{GenerationType: "image", SourceURI: textURI, AlphaMode: "fill", Prompt: "x", MaxResolution: 480}, job.CodeInvalidMaxResolution},
 	}
 	for _, c := range cases {
 		e.submit(t, c.id, c.req)
@@ -368,7 +368,8 @@ func TestDaemonErrorClassification(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			rec := e.waitTerminal(t, c.id, 30*time.Second)
-			if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, c.code+": ") || rec.ErrorCode != c.code {
+			// The code is the record's field, not a prefix of its error.
+			if rec.Status != queue.StatusFailed || rec.ErrorCode != c.code || rec.Error == "" || strings.HasPrefix(rec.Error, string(c.code)+": ") {
 				t.Errorf("status %s error %q code %q, want failed with %s", rec.Status, rec.Error, rec.ErrorCode, c.code)
 			}
 			if rec.Attempt != 1 || rec.LastError != "" {
@@ -376,7 +377,7 @@ func TestDaemonErrorClassification(t *testing.T) {
 			}
 			eventually(t, 10*time.Second, "dead letter", func() (bool, string) {
 				dl, ok := e.deadLetter(t, c.id)
-				return ok && dl.Reason == rec.Error, fmt.Sprintf("%+v", dl)
+				return ok && dl.Reason == job.FailureText(rec.ErrorCode, rec.Error), fmt.Sprintf("%+v", dl)
 			})
 			eventually(t, 10*time.Second, "failed event", func() (bool, string) {
 				ev := e.events(t, c.id)

@@ -360,15 +360,15 @@ func TestFarmBadInput(t *testing.T) {
 	f.submit(t, "job-bad", job.JobRequest{GenerationType: "image", SourceURI: src, AlphaMode: "fill", Prompt: "noon", Seed: 1})
 
 	rec := f.waitTerminal(t, "job-bad", farmTimeout)
-	if rec.Status != queue.StatusFailed || !strings.HasPrefix(rec.Error, "INVALID_FILE_FORMAT: source: ") {
-		t.Fatalf("record %s %q: want failed with INVALID_FILE_FORMAT", rec.Status, rec.Error)
+	if rec.Status != queue.StatusFailed || rec.ErrorCode != job.CodeInvalidFileFormat || !strings.HasPrefix(rec.Error, "source: ") {
+		t.Fatalf("record %s %q %q: want failed with INVALID_FILE_FORMAT", rec.Status, rec.ErrorCode, rec.Error)
 	}
 	if rec.Attempt != 1 || rec.LastError != "" || len(rec.Outputs) != 0 {
 		t.Errorf("attempt %d, last error %q, outputs %v: want one attempt and nothing else", rec.Attempt, rec.LastError, rec.Outputs)
 	}
 	f.waitAcked(t)
 	dl, ok := f.deadLetter(t, "job-bad")
-	if !ok || dl.Reason != rec.Error || dl.Attempts != 1 {
+	if !ok || dl.Reason != job.FailureText(rec.ErrorCode, rec.Error) || dl.Attempts != 1 {
 		t.Errorf("dead letter %+v (found %v)", dl, ok)
 	}
 	if ev := f.events(t, "job-bad"); ev[queue.StatusFailed] != 1 || len(ev) != 1 {

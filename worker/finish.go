@@ -12,6 +12,7 @@ import (
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 )
 
@@ -148,7 +149,7 @@ func Upscale(ctx context.Context, dev kernels.Device, in codec.Input, outPath st
 			if err := dec.Next(gctx, f); err != nil {
 				if errors.Is(err, io.EOF) {
 					if i == 0 {
-						return inputErr("INVALID_FILE_FORMAT", "parent render: no decodable frame")
+						return inputErr(job.CodeInvalidFileFormat, "parent render: no decodable frame")
 					}
 					return nil
 				}

@@ -193,7 +193,7 @@ func decodeLow(ctx context.Context, dev kernels.Device, in codec.Input, lim code
 		}
 	}
 	if len(l.frames) == 0 {
-		return nil, inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
+		return nil, inputErr(job.CodeInvalidFileFormat, "source: no decodable frame")
 	}
 	if _, ok := l.nets[last]; net != nil && !ok {
 		// The schedule always includes the last frame: rgb still holds it.
@@ -285,7 +285,7 @@ func (p *Pipeline) prepareMattes(ctx context.Context, req *RenderRequest, mode j
 	lim := p.limits()
 	fw, fh := matte.FlowSize(w, h, matte.DefaultFlowShort)
 	if p.Net == nil {
-		return nil, inputErr("MODEL_UNAVAILABLE", "alpha_mode %s needs the segmentation network, and this worker has none: %s", mode, ModelHint)
+		return nil, inputErr(job.CodeModelUnavailable, "alpha_mode %s needs the segmentation network, and this worker has none: %s", mode, ModelHint)
 	}
 	key := -1
 	if mode == job.AlphaSelect {

@@ -27,7 +27,7 @@ func decodeStage(ctx context.Context, s *stream, cs *codecs, ln *lanes) error {
 		if err := cs.srcDec.Next(ctx, f); err != nil {
 			if errors.Is(err, io.EOF) {
 				if i == 0 {
-					return inputErr("INVALID_FILE_FORMAT", "source: no decodable frame")
+					return inputErr(job.CodeInvalidFileFormat, "source: no decodable frame")
 				}
 				if cs.mDec != nil {
 					if err := cs.mDec.Next(ctx, &frame.HostFrame{}); err == nil {

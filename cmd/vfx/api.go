@@ -167,7 +167,7 @@ func (f *apiFrontend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, `{"error":{"code":"`+api.CodeUnavailable+`","message":"the API is starting"}}`+"\n")
+	_, _ = io.WriteString(w, `{"error":{"code":"`+string(api.CodeUnavailable)+`","message":"the API is starting"}}`+"\n")
 }
 
 // newAPIMux routes the operational endpoints and hands the rest to the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -291,23 +292,29 @@ func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
 		return "", fmt.Errorf("upload %s: unexpected answer: %s", file, oneLine(string(raw)))
 	}
 	ctype := contentType(file)
-	var lastErr error
-	for attempt := range maxTransient {
-		if attempt > 0 {
-			if err := c.sleep(ctx, time.Duration(attempt)*time.Second); err != nil {
-				return "", errors.Join(lastErr, err)
-			}
-		}
-		retry, err := c.putFile(ctx, rec.UploadURL, file, st.Size(), ctype)
-		if err == nil {
-			return rec.VfxURI, nil
-		}
-		lastErr = fmt.Errorf("upload %s: %w", file, err)
-		if !retry || ctx.Err() != nil {
-			break
-		}
+	err = c.transient(ctx, func(ctx context.Context) (bool, error) {
+		return c.putFile(ctx, rec.UploadURL, file, st.Size(), ctype)
+	})
+	if err != nil {
+		return "", fmt.Errorf("upload %s: %w", file, err)
 	}
-	return "", lastErr
+	return rec.VfxURI, nil
+}
+
+// transient calls f, which says whether its failure is worth another
+// attempt, up to maxTransient times, pausing 1 s, 2 s, then 4 s before
+// each new attempt.
+func (c *apiClient) transient(ctx context.Context, f func(context.Context) (bool, error)) error {
+	again := false
+	return retry.Do(ctx, retry.Options{
+		Backoff:   retry.Backoff{Initial: time.Second, Max: 4 * time.Second},
+		Attempts:  maxTransient,
+		Sleep:     c.sleep,
+		Retryable: func(error) (bool, time.Duration) { return again, 0 },
+	}, func(ctx context.Context) (err error) {
+		again, err = f(ctx)
+		return err
+	})
 }
 
 // putFile PUTs one file to a presigned URL and says whether a failure is
@@ -430,20 +437,9 @@ func (c *apiClient) downloadOutputs(ctx context.Context, output map[string]strin
 		}
 		base := filepath.Base(filepath.Clean("/" + name)) // keep the name a plain file name
 		dst := filepath.Join(dir, base+strings.ToLower(path.Ext(u.Path)))
-		var lastErr error
-		for attempt := range maxTransient {
-			if attempt > 0 {
-				if err := c.sleep(ctx, time.Duration(attempt)*time.Second); err != nil {
-					return paths, errors.Join(lastErr, err)
-				}
-			}
-			retry, err := c.download(ctx, u.String(), dst)
-			if lastErr = err; err == nil || !retry {
-				break
-			}
-		}
-		if lastErr != nil {
-			return paths, fmt.Errorf("download %s: %w", name, lastErr)
+		err = c.transient(ctx, func(ctx context.Context) (bool, error) { return c.download(ctx, u.String(), dst) })
+		if err != nil {
+			return paths, fmt.Errorf("download %s: %w", name, err)
 		}
 		paths = append(paths, dst)
 	}

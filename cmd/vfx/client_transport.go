@@ -19,6 +19,7 @@ import (
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
+	"github.com/vfxrender/vfx/job"
 )
 
 // Client-side defaults of the HTTP commands (`vfx submit`, `vfx jobs`,
@@ -61,14 +62,14 @@ func newAPIClient(base, key, adminToken string) *apiClient {
 // (docs/api.md, Errors): the envelope {"error":{"code","message"}} or a `detail` value.
 type apiError struct {
 	Status     int
-	Code       string // envelope code or detail error_code; empty when none
-	Message    string // one line
+	Code       job.Code // envelope code or detail error_code; empty when none
+	Message    string   // one line
 	RetryAfter time.Duration
 }
 
 // Error renders the answer on one line: "CODE: message (HTTP status)".
 func (e *apiError) Error() string {
-	code := e.Code
+	code := string(e.Code)
 	if code == "" {
 		code = http.StatusText(e.Status)
 	}
@@ -108,7 +109,7 @@ func parseAPIError(status int, h http.Header, body []byte) *apiError {
 
 // describeDetail returns the code and a one-line message of a `detail`
 // value.
-func describeDetail(raw json.RawMessage) (code, msg string) {
+func describeDetail(raw json.RawMessage) (code job.Code, msg string) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return "", oneLine(s)
@@ -169,34 +170,33 @@ func (c *apiClient) call(ctx context.Context, method, path string, in any, opt c
 			return 0, nil, nil, fmt.Errorf("encode request: %w", err)
 		}
 	}
-	backoff := retry.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second}
-	var lastErr error
-	for attempt := 1; attempt <= maxCallAttempts; attempt++ {
-		status, h, body, err := c.once(ctx, method, path, payload, opt.admin)
-		if err == nil {
-			return status, h, body, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || attempt == maxCallAttempts {
-			break
-		}
-		var ae *apiError
-		wait := backoff.Pause()
-		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
-			if ae.RetryAfter > 0 {
-				wait = ae.RetryAfter
+	var status int
+	var h http.Header
+	var body []byte
+	err := retry.Do(ctx, retry.Options{
+		Backoff:  retry.Backoff{Initial: 500 * time.Millisecond, Max: 8 * time.Second},
+		Attempts: maxCallAttempts,
+		MaxPause: maxRetryWait,
+		Sleep:    c.sleep,
+		Retryable: func(err error) (bool, time.Duration) {
+			var ae *apiError
+			switch {
+			case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
+				return true, ae.RetryAfter // 0: the backoff's pause
+			case errors.As(err, &ae):
+				return ae.Status >= 500 && opt.retry, 0
+			default: // network error
+				return opt.retry, 0
 			}
-		case errors.As(err, &ae) && ae.Status >= 500 && opt.retry:
-		case !errors.As(err, &ae) && opt.retry: // network error
-		default:
-			return status, h, body, err
-		}
-		if err := c.sleep(ctx, min(wait, maxRetryWait)); err != nil {
-			return 0, nil, nil, errors.Join(lastErr, err)
-		}
+		},
+	}, func(ctx context.Context) (err error) {
+		status, h, body, err = c.once(ctx, method, path, payload, opt.admin)
+		return err
+	})
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	return 0, nil, nil, lastErr
+	return status, h, body, nil
 }
 
 // once sends one request.

@@ -3,6 +3,7 @@ package kvcas
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // newKV starts an embedded NATS server with JetStream and returns a bucket.
@@ -107,5 +110,76 @@ func TestJSON(t *testing.T) {
 	})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("lost create: %v", err)
+	}
+}
+
+func TestBytes(t *testing.T) {
+	kv := newKV(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// A get-or-create whose first create loses to a concurrent writer:
+	// the loop reads again and returns the writer's value, unchanged.
+	calls := 0
+	got, err := Bytes(ctx, kv, "secret", func(v *[]byte, exists bool) (bool, error) {
+		calls++
+		if exists {
+			return false, nil
+		}
+		if calls == 1 {
+			if _, err := kv.Create(ctx, "secret", []byte("theirs")); err != nil {
+				return false, err
+			}
+		}
+		*v = []byte("mine")
+		return true, nil
+	})
+	if err != nil || string(got) != "theirs" || calls != 2 {
+		t.Fatalf("lost create: %q %v after %d calls, want \"theirs\" after 2", got, err, calls)
+	}
+	if e, _ := kv.Get(ctx, "secret"); string(e.Value()) != "theirs" {
+		t.Fatalf("stored %q", e.Value())
+	}
+	// An update is compared and set too, and the stored bytes are kept as
+	// they are (no JSON).
+	got, err = Bytes(ctx, kv, "secret", func(v *[]byte, _ bool) (bool, error) {
+		*v = append(*v, '!')
+		return true, nil
+	})
+	if e, _ := kv.Get(ctx, "secret"); err != nil || string(got) != "theirs!" || string(e.Value()) != "theirs!" {
+		t.Fatalf("update: %q %v, stored %q", got, err, e.Value())
+	}
+}
+
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	// Done on the third try.
+	n := 0
+	if err := Retry(ctx, Options{}, "k", func() (bool, error) { n++; return n == 3, nil }); err != nil || n != 3 {
+		t.Fatalf("done on try 3: %v after %d", err, n)
+	}
+	// Never done: exactly MaxAttempts tries, then ErrConflict naming the key.
+	n = 0
+	err := Retry(ctx, Options{MaxAttempts: 4}, "k", func() (bool, error) { n++; return false, nil })
+	if !errors.Is(err, ErrConflict) || n != 4 || !strings.Contains(err.Error(), "k: ") {
+		t.Fatalf("never done: %v after %d tries, want ErrConflict after 4", err, n)
+	}
+	// try's error ends the loop as it is, even when not done.
+	boom := errors.New("boom")
+	n = 0
+	if err := Retry(ctx, Options{}, "k", func() (bool, error) { n++; return false, boom }); err != boom || n != 1 {
+		t.Fatalf("error: %v after %d", err, n)
+	}
+	// An ended context stops the loop with its error.
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	err = Retry(cctx, Options{Backoff: retry.Backoff{Initial: time.Millisecond}}, "k", func() (bool, error) {
+		if n++; n == 2 {
+			cancel()
+		}
+		return false, nil
+	})
+	if !errors.Is(err, context.Canceled) || n != 2 {
+		t.Fatalf("cancelled: %v after %d", err, n)
 	}
 }

@@ -1,7 +1,8 @@
 // Package retry holds the one way this module waits and tries again: Sleep
 // (a pause that ends with its context), Backoff (a growing pause, with or
-// without jitter) and Call (call a function until it succeeds, fails for
-// good, or its context ends). It is modelled on go-cloud's internal/retry.
+// without jitter) and Call and Do (call a function until it succeeds,
+// fails for good, runs out of attempts, or its context ends). It is
+// modelled on go-cloud's internal/retry.
 package retry
 
 import (
@@ -97,8 +98,42 @@ func (e *ContextError) Unwrap() []error {
 // called once for each failure, so it may log it or count attempts; a nil
 // retryable retries every error.
 func Call(ctx context.Context, b Backoff, retryable func(error) bool, f func(context.Context) error) error {
+	o := Options{Backoff: b}
+	if retryable != nil {
+		o.Retryable = func(err error) (bool, time.Duration) { return retryable(err), 0 }
+	}
+	return Do(ctx, o, f)
+}
+
+// Options say how Do retries. The zero value retries every error, with no
+// bound but ctx, after pauses growing from 1 ns.
+type Options struct {
+	// Backoff gives the pause before each call but the first.
+	Backoff Backoff
+	// Attempts bounds the calls of f; 0 or less: no bound.
+	Attempts int
+	// MaxPause caps each pause, one that Retryable asks for included; 0:
+	// no cap.
+	MaxPause time.Duration
+	// Retryable is called once for each failure of f while ctx lives, so
+	// it may log it or count it. It says whether to call f again and may
+	// ask for the pause before that call (0: Backoff's next; Backoff grows
+	// either way). nil retries every error after Backoff's pause.
+	Retryable func(err error) (again bool, pause time.Duration)
+	// Sleep waits between calls; nil means Sleep (tests may shorten it).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Do calls f until it returns nil (Do returns nil), or an error that
+// o.Retryable rejects or the o.Attempts-th error (Do returns it as it
+// is), or ctx ends (Do returns a *ContextError).
+func Do(ctx context.Context, o Options, f func(context.Context) error) error {
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = Sleep
+	}
 	var last error
-	for {
+	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return &ContextError{CtxErr: err, FuncErr: last}
 		}
@@ -107,10 +142,23 @@ func Call(ctx context.Context, b Backoff, retryable func(error) bool, f func(con
 			return nil
 		}
 		last = err
-		if ctx.Err() == nil && retryable != nil && !retryable(err) {
+		if ctx.Err() != nil {
+			continue // reported at the top
+		}
+		again, pause := true, time.Duration(0)
+		if o.Retryable != nil {
+			again, pause = o.Retryable(err)
+		}
+		if !again || o.Attempts > 0 && attempt >= o.Attempts {
 			return err
 		}
-		if serr := Sleep(ctx, b.Pause()); serr != nil {
+		if next := o.Backoff.Pause(); pause <= 0 {
+			pause = next
+		}
+		if o.MaxPause > 0 {
+			pause = min(pause, o.MaxPause)
+		}
+		if serr := sleep(ctx, pause); serr != nil {
 			return &ContextError{CtxErr: serr, FuncErr: last}
 		}
 	}

@@ -106,3 +106,68 @@ func TestCall(t *testing.T) {
 		t.Fatalf("ended context: %v after %d calls", err, n)
 	}
 }
+
+func TestDo(t *testing.T) {
+	transient, permanent := errors.New("transient"), errors.New("permanent")
+	var slept []time.Duration
+	record := func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+
+	// At most Attempts calls: the last error comes back as it is, after
+	// Attempts-1 pauses of the Backoff.
+	n := 0
+	err := Do(context.Background(), Options{Attempts: 3, Backoff: Backoff{Initial: time.Second}, Sleep: record},
+		func(context.Context) error { n++; return transient })
+	if err != transient || n != 3 || len(slept) != 2 || slept[0] != time.Second || slept[1] != 2*time.Second {
+		t.Fatalf("attempts: %v after %d calls, pauses %v", err, n, slept)
+	}
+	// Success on the last allowed attempt.
+	n, slept = 0, nil
+	err = Do(context.Background(), Options{Attempts: 3, Sleep: record}, func(context.Context) error {
+		if n++; n < 3 {
+			return transient
+		}
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("success on attempt 3: %v after %d", err, n)
+	}
+
+	// Retryable's pause wins over the Backoff's (which still grows), up to
+	// MaxPause; its refusal ends the loop with the error as it is.
+	n, slept = 0, nil
+	o := Options{
+		Backoff:  Backoff{Initial: time.Second},
+		MaxPause: 10 * time.Second,
+		Sleep:    record,
+		Retryable: func(err error) (bool, time.Duration) {
+			switch n {
+			case 1:
+				return true, 5 * time.Second
+			case 2:
+				return true, time.Minute
+			case 3:
+				return true, 0
+			}
+			return err != permanent, 0
+		},
+	}
+	err = Do(context.Background(), o, func(context.Context) error {
+		if n++; n == 4 {
+			return permanent
+		}
+		return transient
+	})
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 4 * time.Second}
+	if err != permanent || n != 4 || len(slept) != 3 || slept[0] != want[0] || slept[1] != want[1] || slept[2] != want[2] {
+		t.Fatalf("retryable: %v after %d calls, pauses %v, want %v", err, n, slept, want)
+	}
+
+	// A pause cut short by ctx: a *ContextError with both errors.
+	ctx, cancel := context.WithCancel(context.Background())
+	o = Options{Attempts: 5, Sleep: func(ctx context.Context, d time.Duration) error { cancel(); return Sleep(ctx, d) }}
+	err = Do(ctx, o, func(context.Context) error { return transient })
+	var ce *ContextError
+	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) || !errors.Is(err, transient) {
+		t.Fatalf("cancelled pause: %v", err)
+	}
+}
