@@ -264,3 +264,13 @@ func fillScale(key, rest [3][9]float64, dir [3]float32, ratio float64) float64 {
 	}
 	return math.Max(0.08, math.Min(1, f))
 }
+
+// Lighting returns a copy of the lighting parsed from the prompt, with the
+// seed's jitter applied to the lights.
+func (r *Renderer) Lighting() Lighting {
+	l := r.plan.light
+	l.Lights = append([]Light(nil), l.Lights...)
+	l.Palette = append([][3]float32(nil), l.Palette...)
+	l.Backdrop = append([][3]float32(nil), l.Backdrop...)
+	return l
+}

@@ -45,6 +45,9 @@ type Params struct {
 	// NoPlateMatch turns off matching the subject's grain, black level
 	// and highlights to the background (for comparisons; see plate.go).
 	NoPlateMatch bool
+	// NoCameraLock keeps the plate still whatever the source's camera
+	// does (for comparisons; see camera.go).
+	NoCameraLock bool
 }
 
 // Renderer renders the frames of one job on a kernels.Device. Create it
@@ -65,6 +68,7 @@ type Renderer struct {
 	key       *keyStage
 	exposure  *exposureStage
 	harmonise *harmoniseStage
+	camera    *cameraStage
 	comp      *compositeStage
 }
 
@@ -158,18 +162,11 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if r.normals, err = newNormalStage(r.dev, r.ops, lw, lh, r.fill, r.plan.haveRim); err != nil {
 		return err
 	}
+	if !r.fill {
+		r.camera = newCameraStage(r.dev, r.ops, r.w, r.h, p.NoCameraLock)
+	}
 	r.key, err = newKeyStage(r.dev, r.ops, r.plan, lw, lh)
 	return err
-}
-
-// Lighting returns a copy of the lighting parsed from the prompt, with the
-// seed's jitter applied to the lights.
-func (r *Renderer) Lighting() Lighting {
-	l := r.plan.light
-	l.Lights = append([]Light(nil), l.Lights...)
-	l.Palette = append([][3]float32(nil), l.Palette...)
-	l.Backdrop = append([][3]float32(nil), l.Backdrop...)
-	return l
 }
 
 // Frame renders one frame. src is 3-channel linear RGB of the output size;
@@ -267,6 +264,9 @@ func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.Hos
 		if err != nil {
 			return err
 		}
+		if bg != r.comp.bg {
+			codes = nil // the plate moved with the camera
+		}
 		return r.ops.GainCompositeLookFrame(dst, src, alpha, codes, r.low.gain, bg, bgBlur, aBlur, r.comp.compositeLook(r.exposure), wrap, 1)
 	})
 }
@@ -347,7 +347,11 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 		return err
 	}
 	c := r.comp
-	return step("composite", finish(c.bg, c.bgBlur, c.alphaBlur, c.wrap))
+	if err := r.camera.run(f, c.bg, c.bgBlur); err != nil {
+		return err
+	}
+	bg, bgBlur := r.camera.plate(c.bg, c.bgBlur)
+	return step("composite", finish(bg, bgBlur, c.alphaBlur, c.wrap))
 }
 
 func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
@@ -384,6 +388,9 @@ func (r *Renderer) Close() error {
 	}
 	if r.key != nil {
 		r.key.free()
+	}
+	if r.camera != nil {
+		r.camera.free()
 	}
 	r.low.free(r.dev)
 	return nil
