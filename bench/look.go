@@ -90,6 +90,13 @@ type LookOptions struct {
 	// NoPlateMatch renders without plate matching (render.Params), for
 	// the before figures.
 	NoPlateMatch bool
+	// CameraClips are the clips of the camera-lock check (nil means
+	// LookCameraClips; empty and non-nil skips it); CameraFrames the
+	// frames per clip (0 = 16); NoCameraLock renders with a still plate,
+	// for the before figures.
+	CameraClips  []string
+	CameraFrames int
+	NoCameraLock bool
 }
 
 // LookRow is one prompt's result: the measure per subject and its median.
@@ -117,6 +124,9 @@ type LookReport struct {
 	// Plates: grain, sharpness and black level of the subject against the
 	// plate on the reference and the beach backdrop (lookplate.go).
 	Plates []LookPlateRow
+	// Camera: the camera-lock check per clip (lookcamera.go).
+	Camera       []LookCameraRow
+	CameraFrames int
 }
 
 // lookSubject is one decoded subject: linear RGB, soft matte, binary mask.
@@ -653,6 +663,12 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	for i := range rep.Plates {
 		rep.Plates[i].finish()
 	}
+	if err := runCamera(ctx, dev, opt, ref, rep); err != nil {
+		return nil, err
+	}
+	for _, c := range rep.Camera {
+		sheet = append(sheet, c.thumbs)
+	}
 	if opt.Sheet != "" {
 		if err := writeSheet(opt.Sheet, sheet); err != nil {
 			return nil, err
@@ -847,5 +863,6 @@ func (r *LookReport) String() string {
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "video, first frames", "gain change per frame", r.GainFlicker)
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "source luminance change per frame", r.SourceFlicker)
 	b.WriteString(r.plateString())
+	b.WriteString(r.cameraString())
 	return b.String()
 }

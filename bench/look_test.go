@@ -22,7 +22,8 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lookDataset, LookReference, "source.mp4")); err != nil {
 		t.Skipf("dataset not found at %s (it lives beside the repository, in CI too): %v", lookDataset, err)
 	}
-	rep, err := RunLook(context.Background(), LookOptions{Dataset: lookDataset, VideoFrames: 6, Seed: 1})
+	rep, err := RunLook(context.Background(), LookOptions{Dataset: lookDataset, VideoFrames: 6, Seed: 1,
+		CameraClips: []string{"lucia", LookCameraFixture}, CameraFrames: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +102,15 @@ func TestLookBenchDAVIS(t *testing.T) {
 	}
 	if g := rep.Plates[1].MGrain; !(g <= 2.5) {
 		t.Errorf("plate %s: median grain ratio %.3f, want <= 2.5", rep.Plates[1].Name, g)
+	}
+	// Issue 31's camera lock: the panning walk's plate moves with its
+	// background, the locked-off fixture's stays still.
+	if len(rep.Camera) != 2 || rep.Camera[0].Kind() != "panning" || rep.Camera[1].Kind() != "locked-off" {
+		t.Fatalf("camera rows %+v, want lucia panning and the fixture locked-off", rep.Camera)
+	}
+	for _, c := range rep.Camera {
+		if !c.Met() || c.Frames < 5 {
+			t.Errorf("camera %s (%s): error %.3f px a frame over %d frames, limit not met", c.Clip, c.Kind(), c.Err, c.Frames)
+		}
 	}
 }

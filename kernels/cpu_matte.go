@@ -86,6 +86,54 @@ func (d *CPU) Warp(dst, src, flow Image, scale float32) error {
 	return nil
 }
 
+// Shift samples src at a constant offset (see MatteOps.Shift): the
+// positions' columns and rows are clamped once, then each pixel is
+// Warp's bilinear formula.
+func (d *CPU) Shift(dst, src Image, dx, dy float32) error {
+	const op = "Shift"
+	o, s, err := pair(op, dst, src)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return shapeErr(op, "src %s, dst %s", dims(s), dims(o))
+	}
+	if o == s {
+		return shapeErr(op, "dst aliases src")
+	}
+	w, h := o.w, o.h
+	x0, x1, fx := shiftTaps(w, dx)
+	y0, y1, fy := shiftTaps(h, dy)
+	d.parallel(h, bandRows(w), func(_, ya, yb int) {
+		for c := 0; c < o.c; c++ {
+			sp, op := s.plane(c), o.plane(c)
+			for y := ya; y < yb; y++ {
+				r0, r1, ty := sp[y0[y]*w:][:w], sp[y1[y]*w:][:w], fy[y]
+				row := op[y*w:][:w]
+				for x := range row {
+					a, b := r0[x0[x]], r0[x1[x]]
+					cc, e := r1[x0[x]], r1[x1[x]]
+					tx := fx[x]
+					row[x] = (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*cc+tx*e)
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// shiftTaps are bilinear's taps along one axis of n samples for the
+// positions i + off (float32, clamped to [0, n-1]).
+func shiftTaps(n int, off float32) (i0, i1 []int, f []float32) {
+	i0, i1, f = make([]int, n), make([]int, n), make([]float32, n)
+	for i := range n {
+		p := min(max(float32(i)+off, 0), float32(n-1))
+		k := int(p)
+		i0[i], i1[i], f[i] = k, min(k+1, n-1), p-float32(k)
+	}
+	return i0, i1, f
+}
+
 // FlowTensor writes the structure products (see MatteOps.FlowTensor).
 func (d *CPU) FlowTensor(dst, grad Image) error {
 	const op = "FlowTensor"

@@ -66,6 +66,25 @@ func (d *CUDA) Warp(dst, src, flow Image, scale float32) error {
 	}))
 }
 
+// Shift: bilinear sampling at a constant offset, bit-identical to the CPU
+// (and to Warp with a constant flow).
+func (d *CUDA) Shift(dst, src Image, dx, dy float32) error {
+	const op = "Shift"
+	o, s, err := d.pair(op, dst, src)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return d.shapeErr(op, "src %s, dst %s", cdims(s), cdims(o))
+	}
+	if o == s {
+		return d.shapeErr(op, "dst aliases src")
+	}
+	return d.wrap(op, d.do(func() error {
+		return d.launch2("vfx_shift", o.w, o.h, new(kargs).p(o.ptr).p(s.ptr).i(o.w).i(o.h).i(o.c).f(dx).f(dy))
+	}))
+}
+
 // FlowTensor: the structure products, bit-identical to the CPU.
 func (d *CUDA) FlowTensor(dst, grad Image) error {
 	const op = "FlowTensor"

@@ -195,6 +195,12 @@ var matteOpCases = []opCase{
 		_, tgt, fwd, _ := scene(in)
 		return o.Warp(dst, up(1, tgt), up(2, fwd), 0.25)
 	}),
+	matteImageCase("Shift/random-3ch", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func(int, []float32) Image) error {
+		return o.Shift(dst, up(3, in.rgb), 2.37, -1.61)
+	}),
+	matteImageCase("Shift/beyond-border", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func(int, []float32) Image) error {
+		return o.Shift(dst, up(1, in.gray), -float32(in.w)-3.5, 0.25)
+	}),
 	matteImageCase("FlowTensor", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func(int, []float32) Image) error {
 		return o.FlowTensor(dst, up(2, matteRand(in, 2, 2*in.w*in.h, -1, 1)))
 	}),

@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "a6f88f92704d06b27b8b8419f084a2cc2b1d6f52a0ab4f1f85feed5244dbd592"
+const cudaSourcesSHA256 = "1030bc137ca6589837c034b12d692251f5db9dc64fa1fecb3fb44162a6f792ae"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "ac59d44f2d012fce838ee4ef3530c1b4866d4b59f8620c3edd7fa12a4f2db9f5"
+const cudaFatbinSHA256 = "31f3ffa196a9aac2987be9cfbf378776f2c1b1dc9cc4915d596c5684a3f98f3a"

@@ -44,6 +44,12 @@ type MatteOps interface {
 	// fx = px - floor(px), computed in float32: dst = (1-fy)*((1-fx)*a +
 	// fx*b) + fy*((1-fx)*c + fx*d).
 	Warp(dst, src, flow Image, scale float32) error
+	// Shift is Warp with a constant flow (dx, dy) and scale 1, with the
+	// same result bit for bit: dst(x,y) = src sampled bilinearly at
+	// (x + dx, y + dy), the position clamped to the image. dst and src
+	// have the same size and channel count and must not alias. It moves
+	// a whole picture (the camera-locked plate) without a flow image.
+	Shift(dst, src Image, dx, dy float32) error
 	// FlowTensor writes the 3-channel structure products
 	// (gx*gx, gx*gy, gy*gy) of the 2-channel gradient grad.
 	FlowTensor(dst, grad Image) error

@@ -314,3 +314,41 @@ func TestChromaKey(t *testing.T) {
 		t.Error("grey screen accepted")
 	}
 }
+
+// TestShift: Shift is Warp with a constant flow, bit for bit, for offsets
+// inside, across and beyond the borders, and rejects aliasing and a
+// channel mismatch.
+func TestShift(t *testing.T) {
+	d := NewCPU(3)
+	for _, sz := range testSizes {
+		w, h := sz[0], sz[1]
+		rng := newRNG(uint64(w*11 + h))
+		s := randVals(rng, 3*w*h, 0, 1)
+		src := img(t, d, w, h, 3, s)
+		for _, off := range [][2]float32{{0, 0}, {2.37, -1.61}, {-0.5, 0.75}, {float32(w) + 2.5, -float32(h) - 1}, {-7.125, 3}} {
+			fl := make([]float32, 2*w*h)
+			for i := 0; i < w*h; i++ {
+				fl[i], fl[w*h+i] = off[0], off[1]
+			}
+			want, got := img(t, d, w, h, 3, nil), img(t, d, w, h, 3, nil)
+			if err := d.Warp(want, src, img(t, d, w, h, 2, fl), 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Shift(got, src, off[0], off[1]); err != nil {
+				t.Fatal(err)
+			}
+			wp, gp := pixels(t, d, want), pixels(t, d, got)
+			for i := range wp {
+				if wp[i] != gp[i] {
+					t.Fatalf("%s offset %v: value %d = %v, Warp gives %v", sizeName(sz), off, i, gp[i], wp[i])
+				}
+			}
+		}
+		if err := d.Shift(src, src, 1, 1); !errors.Is(err, ErrShape) {
+			t.Errorf("aliased: err = %v, want ErrShape", err)
+		}
+		if err := d.Shift(img(t, d, w, h, 1, nil), src, 1, 1); !errors.Is(err, ErrShape) {
+			t.Errorf("1-channel dst: err = %v, want ErrShape", err)
+		}
+	}
+}

@@ -362,29 +362,48 @@ func bokeh(c *canvas, rng *rand.Rand, cols [][3]float32, n int, lum, vmax float6
 	}
 }
 
+// groundColour is the ground of an exterior scene, before the time of
+// day's factor.
+func groundColour(s Scene) [3]float32 {
+	switch s {
+	case SceneBeach:
+		return hex(0xd9c49c)
+	case SceneDesert:
+		return hex(0xd09a62)
+	case SceneSnow:
+		return hex(0xe9eef5)
+	case SceneForest:
+		return hex(0x3f5a2c)
+	case SceneCity:
+		return hex(0x55585e)
+	default:
+		return hex(0x7b9150)
+	}
+}
+
+// sea paints a band of sea of colour col just under the horizon hv.
+func sea(c *canvas, hv float64, col, hor [3]float32) {
+	for y := 0; y < c.h; y++ {
+		for x := 0; x < c.w; x++ {
+			_, v := c.uv(x, y)
+			w := smoothstep(hv-0.005, hv+0.01, v) * (1 - smoothstep(hv+0.08, hv+0.12, v))
+			sc := mix3(mix3(col, hor, 0.35), col, (v-hv)/0.12)
+			i := 3 * (y*c.w + x)
+			for k := 0; k < 3; k++ {
+				c.pix[i+k] += (sc[k] - c.pix[i+k]) * float32(w)
+			}
+		}
+	}
+}
+
 func paintExterior(c *canvas, l *Lighting, rng *rand.Rand) {
 	zen, hor, gf := skyColours(l.Time)
 	if l.Scene == SceneSnow {
 		zen, hor = mix3(zen, hor, 0.3), mix3(hor, hex(0xeef2f6), 0.4)
 	}
 	hv := 0.52 + 0.12*rng.Float64()
-	var ground, groundFar [3]float32
-	switch l.Scene {
-	case SceneBeach:
-		ground = hex(0xd9c49c)
-	case SceneDesert:
-		ground = hex(0xd09a62)
-	case SceneSnow:
-		ground = hex(0xe9eef5)
-	case SceneForest:
-		ground = hex(0x3f5a2c)
-	case SceneCity:
-		ground = hex(0x55585e)
-	default:
-		ground = hex(0x7b9150)
-	}
-	ground = scale3(ground, gf)
-	groundFar = mix3(ground, hor, 0.45)
+	ground := scale3(groundColour(l.Scene), gf)
+	groundFar := mix3(ground, hor, 0.45)
 	skyLum := float32(1)
 	c.paint(func(u, v float64) [3]float32 {
 		t := math.Min(v/hv, 1)
@@ -410,18 +429,7 @@ func paintExterior(c *canvas, l *Lighting, rng *rand.Rand) {
 	}
 	switch l.Scene {
 	case SceneBeach:
-		sea := mix3(scale3(hex(0x2f7396), gf), hor, 0.55)
-		for y := 0; y < c.h; y++ {
-			for x := 0; x < c.w; x++ {
-				_, v := c.uv(x, y)
-				w := smoothstep(hv-0.005, hv+0.01, v) * (1 - smoothstep(hv+0.08, hv+0.12, v))
-				col := mix3(mix3(sea, hor, 0.35), sea, (v-hv)/0.12)
-				i := 3 * (y*c.w + x)
-				for k := 0; k < 3; k++ {
-					c.pix[i+k] += (col[k] - c.pix[i+k]) * float32(w)
-				}
-			}
-		}
+		sea(c, hv, mix3(scale3(hex(0x2f7396), gf), hor, 0.55), hor)
 	case SceneForest:
 		trees(c, rng, hv, scale3(hex(0x2b4424), gf), scale3(hex(0x6f8f3a), gf), hor)
 	case SceneCity:
@@ -553,23 +561,17 @@ func hills(c *canvas, rng *rand.Rand, hv float64, col [3]float32) {
 	}
 }
 
-// toRGB24 upsamples the canvas to a w x h RGB24 frame: bilinear in sRGB
-// (pixel centres aligned), plus a triangular grain of about one code value
-// from a hash of (x, y, channel, salt).
-func (c *canvas) toRGB24(w, h int, salt uint32) (*frame.HostFrame, error) {
-	f, err := frame.New(frame.RGB24, w, h)
-	if err != nil {
-		return nil, err
-	}
-	// sRGB encoding through a table (linear 0..1 in 4096 steps,
-	// interpolated), with a soft shoulder above 0.8 instead of a hard clip.
+// encodeSRGB encodes linear values as sRGB code values (0..255, not
+// rounded) through a table (linear 0..1 in 4096 steps, interpolated),
+// with a soft shoulder above 0.8 instead of a hard clip.
+func encodeSRGB(pix []float32) []float32 {
 	const lutN = 4096
 	var lut [lutN + 1]float32
 	for i := range lut {
 		lut[i] = linearToSRGB(float32(i)/lutN) * 255
 	}
-	enc := make([]float32, len(c.pix))
-	for i, v := range c.pix {
+	enc := make([]float32, len(pix))
+	for i, v := range pix {
 		if v > 0.8 {
 			v = 0.8 + 0.2*float32(math.Tanh(float64(v-0.8)/0.2))
 		}
@@ -580,23 +582,39 @@ func (c *canvas) toRGB24(w, h int, salt uint32) (*frame.HostFrame, error) {
 		j := min(int(p), lutN-1)
 		enc[i] = lut[j] + (lut[j+1]-lut[j])*(p-float32(j))
 	}
-	type tap struct {
-		i0, i1 int
-		t      float32
+	return enc
+}
+
+// tap is a bilinear resize's two source samples and weight.
+type tap struct {
+	i0, i1 int
+	t      float32
+}
+
+// bilinearTaps are the taps of a resize from src samples to n.
+func bilinearTaps(n, src int) []tap {
+	out := make([]tap, n)
+	s := float64(src) / float64(n)
+	for i := range out {
+		p := (float64(i)+0.5)*s - 0.5
+		p = math.Min(math.Max(p, 0), float64(src-1))
+		i0 := int(p)
+		i1 := min(i0+1, src-1)
+		out[i] = tap{i0, i1, float32(p - float64(i0))}
 	}
-	taps := func(n, src int) []tap {
-		out := make([]tap, n)
-		s := float64(src) / float64(n)
-		for i := range out {
-			p := (float64(i)+0.5)*s - 0.5
-			p = math.Min(math.Max(p, 0), float64(src-1))
-			i0 := int(p)
-			i1 := min(i0+1, src-1)
-			out[i] = tap{i0, i1, float32(p - float64(i0))}
-		}
-		return out
+	return out
+}
+
+// toRGB24 upsamples the canvas to a w x h RGB24 frame: bilinear in sRGB
+// (pixel centres aligned), plus a triangular grain of about one code value
+// from a hash of (x, y, channel, salt).
+func (c *canvas) toRGB24(w, h int, salt uint32) (*frame.HostFrame, error) {
+	f, err := frame.New(frame.RGB24, w, h)
+	if err != nil {
+		return nil, err
 	}
-	tx, ty := taps(w, c.w), taps(h, c.h)
+	enc := encodeSRGB(c.pix)
+	tx, ty := bilinearTaps(w, c.w), bilinearTaps(h, c.h)
 	rowsInto := func(y0, y1 int) {
 		row := make([]float32, 3*c.w)
 		for y := y0; y < y1; y++ {

@@ -67,16 +67,16 @@ type lookImages struct {
 	hardness                  float32
 }
 
-func (r *Renderer) allocLook() error {
+func (c *compositeStage) allocLook(plan *lightPlan, lw, lh int) error {
 	var err error
-	alloc := func(dst *kernels.Image, w, h, c int) {
+	alloc := func(dst *kernels.Image, w, h, ch int) {
 		if err == nil {
-			*dst, err = r.dev.NewImage(w, h, c)
+			*dst, err = c.dev.NewImage(w, h, ch)
 		}
 	}
-	q := &r.look
+	q := &c.look
 	// The estimates are made at a quarter of the low resolution.
-	qw, qh := max(1, r.lw/4), max(1, r.lh/4)
+	qw, qh := max(1, lw/4), max(1, lh/4)
 	alloc(&q.alphaF, qw, qh, 1)
 	alloc(&q.onesF3, qw, qh, 3)
 	alloc(&q.srcQ, qw, qh, 3)
@@ -88,42 +88,43 @@ func (r *Renderer) allocLook() error {
 	for _, p := range []*kernels.Image{&q.numF, &q.numB, &q.numFb, &q.numBb, &q.fmQ, &q.bmQ} {
 		alloc(p, qw, qh, 3)
 	}
-	alloc(&q.fm, r.lw, r.lh, 3)
-	alloc(&q.bm, r.lw, r.lh, 3)
-	alloc(&q.shadow, r.lw, r.lh, 1)
-	alloc(&q.shadowQ, r.alphaQ.Width(), r.alphaQ.Height(), 1)
-	alloc(&q.shadowQB, r.alphaQ.Width(), r.alphaQ.Height(), 1)
+	alloc(&q.fm, lw, lh, 3)
+	alloc(&q.bm, lw, lh, 3)
+	alloc(&q.shadow, lw, lh, 1)
+	hw, hh := qSize(lw, lh)
+	alloc(&q.shadowQ, hw, hh, 1)
+	alloc(&q.shadowQB, hw, hh, 1)
 	if err != nil {
 		return fmt.Errorf("render: allocate: %w", err)
 	}
-	if err := r.ops.Fill(q.onesF3, []float32{1, 1, 1}); err != nil {
+	if err := c.ops.Fill(q.onesF3, []float32{1, 1, 1}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
 	}
-	if err := r.ops.Fill(q.onesQ1, []float32{1}); err != nil {
+	if err := c.ops.Fill(q.onesQ1, []float32{1}); err != nil {
 		return fmt.Errorf("render: fill: %w", err)
 	}
 	// The key light: the first key of the prompt, and the key/fill ratio.
-	for _, lt := range r.light.Lights {
+	for _, lt := range plan.light.Lights {
 		if lt.Role == RoleKey {
 			q.keyDir, q.haveKey, q.hardness = lt.Dir, true, lt.Hardness
 			break
 		}
 	}
 	if q.haveKey && q.keyDir[1] > 0.05 {
-		k := KeyFillRatio(&r.light)
+		k := KeyFillRatio(&plan.light)
 		v := float64(q.keyDir[1]) * (k - 1)
 		q.castDark = float32(v / (v + 1))
 	}
 	return nil
 }
 
-func (r *Renderer) freeLook() {
-	q := &r.look
+func (c *compositeStage) freeLook() {
+	q := &c.look
 	for _, p := range []*kernels.Image{&q.alphaF, &q.onesF3, &q.srcQ, &q.zerosQ, &q.onesQ1, &q.a2, &q.wF, &q.om, &q.om2, &q.wB,
 		&q.numF, &q.numB, &q.numFb, &q.numBb, &q.wFb, &q.wBb, &q.fmQ, &q.bmQ, &q.fm, &q.bm,
 		&q.shadowQ, &q.shadowQB, &q.shadow} {
 		if *p != nil {
-			r.dev.Free(*p)
+			c.dev.Free(*p)
 			*p = nil
 		}
 	}
@@ -131,15 +132,15 @@ func (r *Renderer) freeLook() {
 
 // foregroundEstimates makes look.fm and look.bm (low resolution) from
 // srcLow and alphaQ.
-func (r *Renderer) foregroundEstimates(step func(string, error) error) error {
-	ops, q := r.ops, &r.look
+func (c *compositeStage) foregroundEstimates(f *lowFrame) error {
+	ops, q := c.ops, &c.look
 	const big = 1e30
 	seq := []struct {
 		name string
 		err  func() error
 	}{
-		{"foreground resize", func() error { return ops.ResizeArea(q.srcQ, r.srcLow) }},
-		{"foreground resize", func() error { return ops.ResizeArea(q.alphaF, r.alphaQ) }},
+		{"foreground resize", func() error { return ops.ResizeArea(q.srcQ, f.srcLow) }},
+		{"foreground resize", func() error { return ops.ResizeArea(q.alphaF, f.alphaQ) }},
 		// a^4 and (1-a)^4.
 		{"foreground weights", func() error { return ops.RatioRelight(q.a2, q.alphaF, q.alphaF, q.onesQ1, nil, 1e-6, big) }},
 		{"foreground weights", func() error { return ops.RatioRelight(q.wF, q.a2, q.a2, q.onesQ1, nil, 1e-6, big) }},
@@ -168,17 +169,41 @@ func (r *Renderer) foregroundEstimates(step func(string, error) error) error {
 
 // shadows makes look.shadow (low resolution: the darkness, 0 = no
 // shadow) from alphaQ, and sets look.haveShadow.
-func (r *Renderer) shadows(step func(string, error) error) error {
-	q := &r.look
-	a, err := r.dev.ReadPixels(r.alphaQ)
+func (c *compositeStage) shadows(f *lowFrame) error {
+	q := &c.look
+	a, err := c.dev.ReadPixels(f.alphaQ)
 	if err != nil {
 		return step("shadow", err)
 	}
-	w, h := r.alphaQ.Width(), r.alphaQ.Height()
+	w, h := f.alphaQ.Width(), f.alphaQ.Height()
 	if q.shadowHost == nil {
 		q.shadowHost = make([]float32, w*h)
 	}
 	d := q.shadowHost
+	sigma := q.shadowMap(d, a, w, h)
+	q.haveShadow = false
+	for _, v := range d {
+		if v != 0 {
+			q.haveShadow = true
+			break
+		}
+	}
+	if !q.haveShadow {
+		return nil
+	}
+	if err := c.dev.WritePixels(q.shadowQ, d); err != nil {
+		return step("shadow", err)
+	}
+	if err := step("shadow blur", c.ops.GaussianBlur(q.shadowQB, q.shadowQ, sigma)); err != nil {
+		return err
+	}
+	return step("shadow resize", c.ops.ResizeBilinear(q.shadow, q.shadowQB))
+}
+
+// shadowMap writes into d (w x h, cleared) the darkness of the contact and
+// cast shadows of the matte a (at half the working resolution) and returns
+// the blur that softens them.
+func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 	clear(d)
 	low := make([]int, w)
 	yg, top := -1, h
@@ -251,23 +276,7 @@ func (r *Renderer) shadows(step func(string, error) error) error {
 		// Softness: a little for the contact, more for a soft key.
 		sigma = float32(math.Max(0.7, hs/60+float64(1-clamp32(q.hardness, 0, 1))*hs/40))
 	}
-	q.haveShadow = false
-	for _, v := range d {
-		if v != 0 {
-			q.haveShadow = true
-			break
-		}
-	}
-	if !q.haveShadow {
-		return nil
-	}
-	if err := r.dev.WritePixels(q.shadowQ, d); err != nil {
-		return step("shadow", err)
-	}
-	if err := step("shadow blur", r.ops.GaussianBlur(q.shadowQB, q.shadowQ, sigma)); err != nil {
-		return err
-	}
-	return step("shadow resize", r.ops.ResizeBilinear(q.shadow, q.shadowQB))
+	return sigma
 }
 
 // EstimateForeground returns the foreground colours (planar linear RGB,
@@ -317,28 +326,21 @@ func EstimateForeground(ctx context.Context, dev kernels.Device, src, alpha []fl
 	if err != nil {
 		return nil, err
 	}
-	step := func(name string, err error) error {
-		if err != nil {
-			return fmt.Errorf("render: %s: %w", name, err)
-		}
-		return nil
+	lf, c := r.low, r.comp
+	err = steps(
+		namedStep{"resize", func() error { return r.ops.ResizeArea(lf.srcLow, s) }},
+		namedStep{"resize", func() error { return r.ops.ResizeArea(lf.alphaLow, a) }},
+		namedStep{"resize", func() error { return r.ops.ResizeArea(lf.alphaQ, lf.alphaLow) }},
+	)
+	if err == nil {
+		err = c.foregroundEstimates(lf)
 	}
-	ops := r.ops
-	if err := step("resize", ops.ResizeArea(r.srcLow, s)); err != nil {
-		return nil, err
+	if err == nil {
+		// Gain 1 over a black background: a*F.
+		look := kernels.CompositeLook{FgLow: c.look.fm, BgOldLow: c.look.bm}
+		err = step("composite", r.ops.GainCompositeLook(dst, s, a, lf.ones3, zero, nil, nil, look, 0, maxGain))
 	}
-	if err := step("resize", ops.ResizeArea(r.alphaLow, a)); err != nil {
-		return nil, err
-	}
-	if err := step("resize", ops.ResizeArea(r.alphaQ, r.alphaLow)); err != nil {
-		return nil, err
-	}
-	if err := r.foregroundEstimates(step); err != nil {
-		return nil, err
-	}
-	// Gain 1 over a black background: a*F.
-	look := kernels.CompositeLook{FgLow: r.look.fm, BgOldLow: r.look.bm}
-	if err := step("composite", ops.GainCompositeLook(dst, s, a, r.ones3, zero, nil, nil, look, 0, maxGain)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	out, err := dev.ReadPixels(dst)

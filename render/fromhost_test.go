@@ -91,15 +91,7 @@ func TestFrameFromHostMatchesFrameHost(t *testing.T) {
 			aImg := upload(t, d, tc.w, tc.h, 1, nil)
 			for i := range 4 {
 				src, alpha := hostScene(t, tc.f, tc.w, tc.h, float64(tc.w)*(0.35+0.1*float64(i)), float64(tc.h)*0.55)
-				out := func() *frame.HostFrame {
-					o, err := frame.New(tc.f, tc.w, tc.h)
-					if err != nil {
-						t.Fatal(err)
-					}
-					o.ColorSpace = frame.BT709
-					return o
-				}
-				want, got := out(), out()
+				want, got := bt709Frame(t, tc.f, tc.w, tc.h), bt709Frame(t, tc.f, tc.w, tc.h)
 				if err := d.Upload(srcImg, src); err != nil {
 					t.Fatal(err)
 				}
@@ -131,4 +123,15 @@ func TestFrameFromHostMatchesFrameHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bt709Frame is an empty host frame tagged BT.709.
+func bt709Frame(t *testing.T, f frame.PixelFormat, w, h int) *frame.HostFrame {
+	t.Helper()
+	o, err := frame.New(f, w, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ColorSpace = frame.BT709
+	return o
 }

@@ -142,87 +142,101 @@ func (r *Renderer) FramePasses(ctx context.Context, p *Passes, src, alpha kernel
 	if err := r.checkShapes(src, src, alpha); err != nil {
 		return err
 	}
-	ops := r.ops
 	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
-		step := func(name string, err error) error {
-			if err != nil {
-				return fmt.Errorf("render: pass %s: %w", name, err)
-			}
-			return nil
-		}
 		if r.fill {
-			if err := step("composite", ops.GainComposite(p.Composite, src, nil, r.gain, nil, nil, nil, 0, 1)); err != nil {
-				return err
-			}
-			if p.fgOnly {
-				if err := step("foreground", ops.Copy(p.Foreground, p.Composite)); err != nil {
-					return err
-				}
-				return step("alpha", ops.Fill(p.Alpha, []float32{1}))
-			}
-			for _, e := range []struct {
-				name string
-				err  error
-			}{
-				{"gain", ops.ResizeBilinear(p.Gain, r.gain)},
-				{"foreground", ops.Copy(p.Foreground, p.Composite)},
-				{"alpha", ops.Fill(p.Alpha, []float32{1})},
-				{"shadow", ops.Fill(p.Shadow, []float32{0})},
-				{"wrap", ops.Fill(p.Wrap, []float32{0, 0, 0})},
-				{"backdrop", ops.Fill(p.Backdrop, []float32{0, 0, 0})},
-				{"normals", ops.ResizeBilinear(p.Normals, r.fillNormals)},
-				{"grain", ops.Fill(p.Grain, []float32{1, 1, 1})},
-			} {
-				if err := step(e.name, e.err); err != nil {
-					return err
-				}
-			}
-			return nil
+			return r.fillPasses(p, src)
 		}
-		look := r.compositeLook()
-		clean := look
-		clean.Grain, clean.GrainAmount = nil, 0
-		if err := step("composite", ops.GainCompositeLook(p.Composite, src, alpha, r.gain, bg, bgBlur, aBlur, look, wrap, 1)); err != nil {
-			return err
-		}
-		// FG: the new background black, no wrap (bgBlur nil), no shadow.
-		fgLook := kernels.CompositeLook{FgLow: look.FgLow, BgOldLow: look.BgOldLow}
-		if err := step("foreground", ops.GainCompositeLook(p.Foreground, src, alpha, r.gain, p.zeros3, nil, nil, fgLook, 0, 1)); err != nil {
-			return err
-		}
-		if p.fgOnly {
-			return step("alpha", ops.Copy(p.Alpha, alpha))
-		}
-		if err := step("gain", ops.ResizeBilinear(p.Gain, r.gain)); err != nil {
-			return err
-		}
-		if err := step("composite", ops.GainCompositeLook(p.noGrain, src, alpha, r.gain, bg, bgBlur, aBlur, clean, wrap, 1)); err != nil {
-			return err
-		}
-		// W: a black subject over a black background, with the wrap.
-		if err := step("wrap", ops.GainCompositeLook(p.Wrap, p.zeros3, alpha, r.gain, p.zeros3, bgBlur, aBlur, kernels.CompositeLook{}, wrap, 1)); err != nil {
-			return err
-		}
-		if look.ShadowLow != nil {
-			if err := step("shadow", ops.ResizeBilinear(p.Shadow, look.ShadowLow)); err != nil {
-				return err
-			}
-		} else if err := step("shadow", ops.Fill(p.Shadow, []float32{0})); err != nil {
-			return err
-		}
-		if err := step("alpha", ops.Copy(p.Alpha, alpha)); err != nil {
-			return err
-		}
-		if err := step("backdrop", ops.Copy(p.Backdrop, bg)); err != nil {
-			return err
-		}
-		if err := step("normals", ops.ResizeBilinear(p.Normals, r.nDetail)); err != nil {
-			return err
-		}
-		// G = composite / composite without grain, 1 where the latter is
-		// below 1e-6 (there the composite is too).
-		return step("grain", p.grainGain())
+		return r.mattePasses(p, src, alpha, bg, bgBlur, aBlur, wrap)
 	})
+}
+
+// passStep wraps a pass's error with its name.
+func passStep(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("render: pass %s: %w", name, err)
+	}
+	return nil
+}
+
+// fillPasses writes the passes of a fill-mode frame (its gain made).
+func (r *Renderer) fillPasses(p *Passes, src kernels.Image) error {
+	ops, step := r.ops, passStep
+	if err := step("composite", ops.GainComposite(p.Composite, src, nil, r.low.gain, nil, nil, nil, 0, 1)); err != nil {
+		return err
+	}
+	if p.fgOnly {
+		if err := step("foreground", ops.Copy(p.Foreground, p.Composite)); err != nil {
+			return err
+		}
+		return step("alpha", ops.Fill(p.Alpha, []float32{1}))
+	}
+	for _, e := range []struct {
+		name string
+		err  error
+	}{
+		{"gain", ops.ResizeBilinear(p.Gain, r.low.gain)},
+		{"foreground", ops.Copy(p.Foreground, p.Composite)},
+		{"alpha", ops.Fill(p.Alpha, []float32{1})},
+		{"shadow", ops.Fill(p.Shadow, []float32{0})},
+		{"wrap", ops.Fill(p.Wrap, []float32{0, 0, 0})},
+		{"backdrop", ops.Fill(p.Backdrop, []float32{0, 0, 0})},
+		{"normals", ops.ResizeBilinear(p.Normals, r.normals.fillNormals)},
+		{"grain", ops.Fill(p.Grain, []float32{1, 1, 1})},
+	} {
+		if err := step(e.name, e.err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mattePasses writes the passes of a frame with a matte (its gain, foreground
+// estimates and shadows made).
+func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
+	ops, step := r.ops, passStep
+	look := r.comp.compositeLook(r.exposure)
+	clean := look
+	clean.Grain, clean.GrainAmount = nil, 0
+	if err := step("composite", ops.GainCompositeLook(p.Composite, src, alpha, r.low.gain, bg, bgBlur, aBlur, look, wrap, 1)); err != nil {
+		return err
+	}
+	// FG: the new background black, no wrap (bgBlur nil), no shadow.
+	fgLook := kernels.CompositeLook{FgLow: look.FgLow, BgOldLow: look.BgOldLow}
+	if err := step("foreground", ops.GainCompositeLook(p.Foreground, src, alpha, r.low.gain, p.zeros3, nil, nil, fgLook, 0, 1)); err != nil {
+		return err
+	}
+	if p.fgOnly {
+		return step("alpha", ops.Copy(p.Alpha, alpha))
+	}
+	if err := step("gain", ops.ResizeBilinear(p.Gain, r.low.gain)); err != nil {
+		return err
+	}
+	if err := step("composite", ops.GainCompositeLook(p.noGrain, src, alpha, r.low.gain, bg, bgBlur, aBlur, clean, wrap, 1)); err != nil {
+		return err
+	}
+	// W: a black subject over a black background, with the wrap.
+	if err := step("wrap", ops.GainCompositeLook(p.Wrap, p.zeros3, alpha, r.low.gain, p.zeros3, bgBlur, aBlur, kernels.CompositeLook{}, wrap, 1)); err != nil {
+		return err
+	}
+	if look.ShadowLow != nil {
+		if err := step("shadow", ops.ResizeBilinear(p.Shadow, look.ShadowLow)); err != nil {
+			return err
+		}
+	} else if err := step("shadow", ops.Fill(p.Shadow, []float32{0})); err != nil {
+		return err
+	}
+	if err := step("alpha", ops.Copy(p.Alpha, alpha)); err != nil {
+		return err
+	}
+	if err := step("backdrop", ops.Copy(p.Backdrop, bg)); err != nil {
+		return err
+	}
+	if err := step("normals", ops.ResizeBilinear(p.Normals, r.normals.nDetail)); err != nil {
+		return err
+	}
+	// G = composite / composite without grain, 1 where the latter is
+	// below 1e-6 (there the composite is too).
+	return step("grain", p.grainGain())
 }
 
 // grainGain computes p.Grain from p.Composite and p.noGrain on the host.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
 )
 
 // TestPassesRebuildComposite: FramePasses' composite is Frame's, and the
@@ -34,26 +35,14 @@ func TestPassesRebuildComposite(t *testing.T) {
 			if err := d.Upload(alpha, alphaF); err != nil {
 				t.Fatal(err)
 			}
-			ra, err := New(ctx, d, c.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ra.Close()
-			rb, err := New(ctx, d, c.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rb.Close()
+			ra := newRenderer(t, d, c.p)
+			rb := newRenderer(t, d, c.p)
 			ps, err := ra.NewPasses()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ps.Free()
-			rc, err := New(ctx, d, c.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
+			rc := newRenderer(t, d, c.p)
 			pf, err := rc.NewForegroundPasses()
 			if err != nil {
 				t.Fatal(err)
@@ -84,26 +73,8 @@ func TestPassesRebuildComposite(t *testing.T) {
 						t.Fatalf("frame %d: composite[%d] = %v, Frame gives %v", i, k, comp[k], want[k])
 					}
 				}
-				fg, a, bg, s, wr, g := read(t, d, ps.Foreground), read(t, d, ps.Alpha), read(t, d, ps.Backdrop),
-					read(t, d, ps.Shadow), read(t, d, ps.Wrap), read(t, d, ps.Grain)
-				n := w * h
-				worst := 0.0
-				for ch := range 3 {
-					for k := range n {
-						j := ch*n + k
-						rebuilt := g[j] * (fg[j] + (1-a[k])*bg[j]*(1-s[k]) + wr[j])
-						worst = max(worst, math.Abs(float64(rebuilt-comp[j])))
-						if a[k] == 0 && (fg[j] != 0 || wr[j] != 0) {
-							t.Fatalf("frame %d: foreground %v, wrap %v where alpha is 0", i, fg[j], wr[j])
-						}
-						grainSeen = grainSeen || math.Abs(float64(g[j]-1)) > 1e-3
-						shadowSeen = shadowSeen || s[k] > 0.01
-						wrapSeen = wrapSeen || wr[j] > 1e-3
-					}
-				}
-				if worst > 1e-5 {
-					t.Errorf("frame %d: the passes rebuild the composite within %.2g, want 1e-5", i, worst)
-				}
+				gs, ss, ws := checkRebuild(t, d, ps, comp, i, w*h)
+				grainSeen, shadowSeen, wrapSeen = grainSeen || gs, shadowSeen || ss, wrapSeen || ws
 			}
 			if c.p.Fill {
 				if grainSeen || shadowSeen || wrapSeen {
@@ -173,4 +144,42 @@ func TestPassesNeutralForegroundOverPlate(t *testing.T) {
 	if m := sum / float64(3*n); m > 0.002 || worst > 0.03 {
 		t.Errorf("foreground over the plate: mean abs diff %.5f (max 0.002), worst relative %.4f (max 0.03)", m, worst)
 	}
+}
+
+// newRenderer is New that fails the test on an error and closes the
+// renderer at its end.
+func newRenderer(t *testing.T, d kernels.Device, p Params) *Renderer {
+	t.Helper()
+	r, err := New(context.Background(), d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// checkRebuild checks that frame i's passes ps rebuild its composite comp
+// (n pixels) and reports whether they show grain, a shadow and a wrap.
+func checkRebuild(t *testing.T, d kernels.Device, ps *Passes, comp []float32, i, n int) (grainSeen, shadowSeen, wrapSeen bool) {
+	t.Helper()
+	fg, a, bg, s, wr, g := read(t, d, ps.Foreground), read(t, d, ps.Alpha), read(t, d, ps.Backdrop),
+		read(t, d, ps.Shadow), read(t, d, ps.Wrap), read(t, d, ps.Grain)
+	worst := 0.0
+	for ch := range 3 {
+		for k := range n {
+			j := ch*n + k
+			rebuilt := g[j] * (fg[j] + (1-a[k])*bg[j]*(1-s[k]) + wr[j])
+			worst = max(worst, math.Abs(float64(rebuilt-comp[j])))
+			if a[k] == 0 && (fg[j] != 0 || wr[j] != 0) {
+				t.Fatalf("frame %d: foreground %v, wrap %v where alpha is 0", i, fg[j], wr[j])
+			}
+			grainSeen = grainSeen || math.Abs(float64(g[j]-1)) > 1e-3
+			shadowSeen = shadowSeen || s[k] > 0.01
+			wrapSeen = wrapSeen || wr[j] > 1e-3
+		}
+	}
+	if worst > 1e-5 {
+		t.Errorf("frame %d: the passes rebuild the composite within %.2g, want 1e-5", i, worst)
+	}
+	return grainSeen, shadowSeen, wrapSeen
 }

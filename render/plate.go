@@ -346,24 +346,24 @@ type plateMatch struct {
 // full resolution (r.bg), its 95th percentile at the
 // working size, at least hiFloor (lumLow: bgLow's luminance) and its black level at a
 // quarter of it (bgQ: bgLow area-resized). Not in fill mode.
-func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
-	pm := &r.plate
+func (e *exposureStage) setupPlate(bg, lumLow, bgQ kernels.Image, seed uint32) error {
+	pm := &e.plate
 	pm.blackK = 1
-	if r.fill || r.bg == nil || pm.off {
+	if e.fill || bg == nil || pm.off {
 		return nil
 	}
 	pm.seed = seed*0x9e3779b1 ^ 0x706c6174 // "plat"
-	lum, err := r.lumaHost(r.bg)
+	lum, err := e.lumaHost(bg)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plate, _, _ = measureBase(lum, r.w, r.h, nil, false, false) // grain only: blackQ is the black level used
-	low, err := r.dev.ReadPixels(lumLow)
+	pm.plate, _, _ = measureBase(lum, e.w, e.h, nil, false, false) // grain only: blackQ is the black level used
+	low, err := e.dev.ReadPixels(lumLow)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
 	pm.plateHi = math.Max(float64(percentile32(low, 0.95)), hiFloor)
-	q, err := r.lumaHost(bgQ)
+	q, err := e.lumaHost(bgQ)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
@@ -373,16 +373,16 @@ func (r *Renderer) setupPlate(lumLow, bgQ kernels.Image, seed uint32) error {
 }
 
 // lumaHost returns img's luminance on the host.
-func (r *Renderer) lumaHost(img kernels.Image) ([]float32, error) {
-	l, err := r.dev.NewImage(img.Width(), img.Height(), 1)
+func (e *exposureStage) lumaHost(img kernels.Image) ([]float32, error) {
+	l, err := e.dev.NewImage(img.Width(), img.Height(), 1)
 	if err != nil {
 		return nil, err
 	}
-	defer r.dev.Free(l)
-	if err := r.ops.Luma(l, img); err != nil {
+	defer e.dev.Free(l)
+	if err := e.ops.Luma(l, img); err != nil {
 		return nil, err
 	}
-	return r.dev.ReadPixels(l)
+	return e.dev.ReadPixels(l)
 }
 
 // highlightCap limits the subject's exposure factor x (the scene's, from
@@ -393,19 +393,20 @@ func (r *Renderer) lumaHost(img kernels.Image) ([]float32, error) {
 // light without clipping to white. Never below 1: a dark scene still darkens. The cap is a
 // per-job constant. A device that fails to read the images back is an
 // error (not a frame without the cap).
-func (r *Renderer) highlightCap(x float64, mask kernels.Image) (float64, error) {
-	pm := &r.plate
+func (e *exposureStage) highlightCap(x float64, f *lowFrame) (float64, error) {
+	mask := f.mask()
+	pm := &e.plate
 	if !pm.active || mask == nil {
 		return x, nil
 	}
 	if !pm.capSet {
 		pm.capTries++
 		pm.capSet = pm.capTries >= plateTries
-		l, err := r.dev.ReadPixels(r.luma)
+		l, err := e.dev.ReadPixels(f.luma)
 		if err != nil {
 			return x, fmt.Errorf("highlight cap: luminance: %w", err)
 		}
-		a, err := r.dev.ReadPixels(mask)
+		a, err := e.dev.ReadPixels(mask)
 		if err != nil {
 			return x, fmt.Errorf("highlight cap: matte: %w", err)
 		}
@@ -433,8 +434,8 @@ func (r *Renderer) highlightCap(x float64, mask kernels.Image) (float64, error) 
 
 // blackTarget is the harmonisation's target with the black level's
 // contrast factor applied (measured on the first frame by matchBlack).
-func (r *Renderer) blackTarget(to kernels.LabStats) kernels.LabStats {
-	if k := r.plate.blackK; r.plate.blackSet && k != 1 {
+func (e *exposureStage) blackTarget(to kernels.LabStats) kernels.LabStats {
+	if k := e.plate.blackK; e.plate.blackSet && k != 1 {
 		to.Std[0] *= k
 	}
 	return to
@@ -447,21 +448,21 @@ func (r *Renderer) blackTarget(to kernels.LabStats) kernels.LabStats {
 // interior at a quarter of the working size), sets the job's contrast
 // factor so that bs goes to the plate's black, and when it is not 1
 // redoes the transfer with it. Later frames use blackTarget.
-func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
-	pm := &r.plate
+func (e *exposureStage) matchBlack(f *lowFrame, harmQ kernels.Image, from, to kernels.LabStats) error {
+	pm := &e.plate
 	if !pm.active || pm.blackSet {
 		return nil
 	}
 	pm.blackTries++
 	pm.blackSet = pm.blackTries >= plateTries
-	if err := r.ops.Luma(r.lumQ, r.harmQ); err != nil {
+	if err := e.ops.Luma(e.lumQ, harmQ); err != nil {
 		return err
 	}
-	l, err := r.dev.ReadPixels(r.lumQ)
+	l, err := e.dev.ReadPixels(e.lumQ)
 	if err != nil {
 		return err
 	}
-	a, err := r.dev.ReadPixels(r.alphaQ)
+	a, err := e.dev.ReadPixels(f.alphaQ)
 	if err != nil {
 		return err
 	}
@@ -490,7 +491,7 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 		return nil
 	}
 	pm.blackK = k
-	return r.ops.LabTransfer(r.harmQ, r.relitQ, nil, from, r.blackTarget(to), 1)
+	return e.ops.LabTransfer(harmQ, f.relitQ, nil, from, e.blackTarget(to), 1)
 }
 
 // PlateMatch reports the renderer's plate measures and the matching it
@@ -499,7 +500,8 @@ func (r *Renderer) matchBlack(from, to kernels.LabStats) error {
 // added (square-root luminance) and the black
 // level's contrast factor (1 = none).
 func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, blackK float64) {
-	return r.plate.plate, r.plate.subject, r.plate.grain, r.plate.blackK
+	pm := &r.exposure.plate
+	return pm.plate, pm.subject, pm.grain, pm.blackK
 }
 
 // matchGrain runs before the composite of each frame. On the first frame
@@ -508,14 +510,14 @@ func (r *Renderer) PlateMatch() (plate, subject PlateStats, grain float32, black
 // its matte into another; the subject's grain is measured there and the
 // job's grain set (and its noise tile made). Every frame then gets its
 // tile offsets from the seed and its index.
-func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alphaDst kernels.Image) error) error {
-	pm := &r.plate
+func (e *exposureStage) matchGrain(comp func(dst, alphaDst kernels.Image) error) error {
+	pm := &e.plate
 	if !pm.active {
 		return nil
 	}
 	if !pm.measured {
 		pm.grainTries++
-		if err := step("plate measure", r.measureSubject(comp)); err != nil {
+		if err := step("plate measure", e.measureSubject(comp)); err != nil {
 			return err
 		}
 		pm.measured = pm.subject.Pixels > 0 || pm.grainTries >= plateTries
@@ -525,7 +527,7 @@ func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alp
 			// the heap the job's memory limit allows for (the GC then
 			// runs without pause: 3,175 collections in a 240-frame
 			// 1080p job instead of 18).
-			if t, ok := r.dev.(kernels.PoolTrimmer); ok {
+			if t, ok := e.dev.(kernels.PoolTrimmer); ok {
 				t.TrimPool()
 			}
 		}
@@ -543,30 +545,30 @@ func (r *Renderer) matchGrain(step func(string, error) error, comp func(dst, alp
 
 // measureSubject measures the subject on the first frame's composite and
 // sets the job's grain.
-func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) error {
-	pm := &r.plate
-	out, err := r.dev.NewImage(r.w, r.h, 3)
+func (e *exposureStage) measureSubject(comp func(dst, alphaDst kernels.Image) error) error {
+	pm := &e.plate
+	out, err := e.dev.NewImage(e.w, e.h, 3)
 	if err != nil {
 		return err
 	}
-	defer r.dev.Free(out)
-	al, err := r.dev.NewImage(r.w, r.h, 1)
+	defer e.dev.Free(out)
+	al, err := e.dev.NewImage(e.w, e.h, 1)
 	if err != nil {
 		return err
 	}
-	defer r.dev.Free(al)
+	defer e.dev.Free(al)
 	if err := comp(out, al); err != nil {
 		return err
 	}
-	lum, err := r.lumaHost(out)
+	lum, err := e.lumaHost(out)
 	if err != nil {
 		return err
 	}
-	a, err := r.dev.ReadPixels(al)
+	a, err := e.dev.ReadPixels(al)
 	if err != nil {
 		return err
 	}
-	pm.subject, _, _ = measureBase(lum, r.w, r.h, a, false, false)
+	pm.subject, _, _ = measureBase(lum, e.w, e.h, a, false, false)
 	p, s := pm.plate, pm.subject
 	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
 		return nil // a compositor adds grain; this does not denoise
@@ -576,7 +578,7 @@ func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) 
 		return nil
 	}
 	pm.grain = float32(math.Min(add, plateMaxGrain))
-	if pm.tile, err = r.dev.NewImage(grainTile, grainTile, 1); err != nil {
+	if pm.tile, err = e.dev.NewImage(grainTile, grainTile, 1); err != nil {
 		return err
 	}
 	noise := make([]float32, grainTile*grainTile)
@@ -585,19 +587,12 @@ func (r *Renderer) measureSubject(comp func(dst, alphaDst kernels.Image) error) 
 			noise[y*grainTile+x] = kernels.GrainNoise(x, y, pm.seed)
 		}
 	}
-	return r.dev.WritePixels(pm.tile, noise)
+	return e.dev.WritePixels(pm.tile, noise)
 }
 
 // grainLook adds this frame's grain to the composite's look.
-func (r *Renderer) grainLook(look *kernels.CompositeLook) {
-	if pm := &r.plate; pm.grain > 0 && pm.tile != nil {
+func (e *exposureStage) grainLook(look *kernels.CompositeLook) {
+	if pm := &e.plate; pm.grain > 0 && pm.tile != nil {
 		look.Grain, look.GrainAmount, look.GrainX, look.GrainY = pm.tile, pm.grain, pm.gx, pm.gy
-	}
-}
-
-func (r *Renderer) freePlate() {
-	if r.plate.tile != nil {
-		r.dev.Free(r.plate.tile)
-		r.plate.tile = nil
 	}
 }

@@ -257,7 +257,7 @@ func TestPlateReadBackErrorFails(t *testing.T) {
 	src, alpha := hostScene(t, frame.YUV420P, w, h, w/2, h/2)
 	o, _ := frame.New(frame.YUV420P, w, h)
 	o.ColorSpace = frame.BT709
-	d.fail = r.luma // the luminance that the highlight cap reads back
+	d.fail = r.low.luma // the luminance that the highlight cap reads back
 	err = r.FrameFromHost(ctx, o, src, alpha)
 	if !errors.Is(err, errReadBack) || !strings.Contains(err.Error(), "highlight cap") {
 		t.Fatalf("got %v, want the injected error from the highlight cap's read-back", err)

@@ -34,116 +34,162 @@ type clause struct {
 // fails and ignores words it does not know; an empty prompt gives a
 // neutral studio with ambient light only.
 func ParsePrompt(prompt string) Lighting {
+	ps := promptParser{l: Lighting{Intensity: 1, Contrast: 1, Scene: SceneStudio}, cur: &clause{gain: 1}}
 	toks := tokenize(prompt)
-	l := Lighting{Intensity: 1, Contrast: 1, Scene: SceneStudio}
-	sceneSet := false
-	var clauses []*clause
-	cur := &clause{gain: 1}
-	var globalHard float32
-	globalHardSet := false
-	var kelvinWordTemp float32
-	flush := func() {
-		clauses = append(clauses, cur)
-		cur = &clause{gain: 1}
-	}
 	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		if t == "," || clauseBreaks[t] {
-			cur.andNext = t == "and"
-			flush()
-			continue
-		}
-		if h, ok := lightHints[t]; ok && cur.hint == 0 {
-			cur.hint = h
-		}
-		// Numbers: Kelvin ("3200k", "3200 k", "3200 kelvin") and angles
-		// ("45 degrees", "45°").
-		if n, rest, ok := leadingNumber(t); ok {
-			next := ""
-			if i+1 < len(toks) {
-				next = toks[i+1]
-			}
-			switch {
-			case (rest == "k" || rest == "kelvin") && n >= 1000 && n <= 40000:
-				cur.kelvin = float32(n)
-				l.Temperature = float32(n)
-			case rest == "" && (next == "k" || next == "kelvin") && n >= 1000 && n <= 40000:
-				cur.kelvin = float32(n)
-				l.Temperature = float32(n)
-				i++
-			case (rest == "deg" || rest == "degree" || rest == "degrees") && n <= 360:
-				cur.angle, cur.hasAngle = n, true
-			case rest == "" && (next == "degree" || next == "degrees" || next == "deg") && n <= 360:
-				cur.angle, cur.hasAngle = n, true
-				i++
-			}
-			continue
-		}
-		if lightWords[t] {
-			cur.light = true
-		}
-		if r, ok := roleWords[t]; ok && !cur.roleSet {
-			cur.role, cur.roleSet = r, true
-			cur.light = true
-		}
-		if d, ok := directionWords[t]; ok {
-			cur.dirs[d]++
-			cur.hasTarget = true
-		}
-		if k, ok := kelvinWords[t]; ok {
-			if cur.kelvin == 0 {
-				cur.kelvin = k
-			}
-			if kelvinWordTemp == 0 {
-				kelvinWordTemp = k
-			}
-		}
-		if c, ok := colourWords[t]; ok {
-			lin := srgb8ToLinear(c)
-			cur.colours = append(cur.colours, lin)
-			l.Palette = appendUnique(l.Palette, lin)
-		}
-		if softWords[t] {
-			cur.hardness, cur.hasHard = 0.15, true
-		}
-		if hardWords[t] {
-			cur.hardness, cur.hasHard = 0.85, true
-		}
-		if g, ok := lightGainWords[t]; ok {
-			cur.gain *= g
-		}
-		if s, ok := sceneWords[t]; ok && !sceneSet {
-			l.Scene, sceneSet = s, true
-		}
-		if tm, ok := timeWords[t]; ok && l.Time == TimeUnspecified {
-			l.Time = tm
-		}
-		if f, ok := intensityWords[t]; ok {
-			l.Intensity *= f
-		}
-		if f, ok := contrastWords[t]; ok {
-			l.Contrast *= f
-		}
+		i = ps.token(toks, i)
 	}
-	flush()
+	ps.flush()
+	l := &ps.l
 	if l.Temperature == 0 {
-		l.Temperature = kelvinWordTemp
+		l.Temperature = ps.kelvinWordTemp
 	}
-	if !sceneSet && l.Time != TimeUnspecified {
+	if !ps.sceneSet && l.Time != TimeUnspecified {
 		l.Scene = SceneExterior
 	}
 	if l.Scene == SceneNeon && l.Time == TimeUnspecified {
 		l.Time = TimeNight
 	}
+	pairColourClauses(ps.clauses)
+	g := gatherLights(ps.clauses, l)
+	g.buildLights(l)
+	l.Explicit = len(l.Lights) > 0
+	if len(l.Lights) == 0 && (ps.sceneSet || l.Time != TimeUnspecified) {
+		l.Lights = sceneLights(l, g.kelvin)
+		if g.hardSet {
+			for i := range l.Lights {
+				l.Lights[i].Hardness = g.hard
+			}
+		}
+	}
+	for _, lt := range l.Lights {
+		if lt.Dir[2] < -0.2 {
+			l.Rim = true
+		}
+	}
+	l.Ambient = sceneAmbient(l, g.kelvin)
+	l.Intensity = clamp32(l.Intensity, 0.5, 1.6)
+	l.Contrast = clamp32(l.Contrast, 0.6, 1.8)
+	return *l
+}
 
-	// Clauses that name no light but give a direction (or hardness)
-	// refine the previous light; colours and temperatures without a light
-	// stay global (palette, Temperature).
+// promptParser is ParsePrompt's state over the tokens: the lighting's
+// global words, the clauses so far and the current one.
+type promptParser struct {
+	l              Lighting
+	sceneSet       bool
+	clauses        []*clause
+	cur            *clause
+	kelvinWordTemp float32
+}
+
+func (ps *promptParser) flush() {
+	ps.clauses = append(ps.clauses, ps.cur)
+	ps.cur = &clause{gain: 1}
+}
+
+// token reads toks[i] (and a following unit word) and returns the index
+// of the last token it used.
+func (ps *promptParser) token(toks []string, i int) int {
+	t, cur := toks[i], ps.cur
+	if t == "," || clauseBreaks[t] {
+		cur.andNext = t == "and"
+		ps.flush()
+		return i
+	}
+	if h, ok := lightHints[t]; ok && cur.hint == 0 {
+		cur.hint = h
+	}
+	if n, rest, ok := leadingNumber(t); ok {
+		next := ""
+		if i+1 < len(toks) {
+			next = toks[i+1]
+		}
+		return i + ps.number(n, rest, next)
+	}
+	ps.lightWord(t)
+	l := &ps.l
+	if s, ok := sceneWords[t]; ok && !ps.sceneSet {
+		l.Scene, ps.sceneSet = s, true
+	}
+	if tm, ok := timeWords[t]; ok && l.Time == TimeUnspecified {
+		l.Time = tm
+	}
+	if f, ok := intensityWords[t]; ok {
+		l.Intensity *= f
+	}
+	if f, ok := contrastWords[t]; ok {
+		l.Contrast *= f
+	}
+	return i
+}
+
+// number reads a number n with the unit rest glued to it, or next:
+// Kelvin ("3200k", "3200 k", "3200 kelvin") and angles ("45 degrees",
+// "45°"). It returns 1 when it used next.
+func (ps *promptParser) number(n float64, rest, next string) int {
+	cur := ps.cur
+	switch {
+	case (rest == "k" || rest == "kelvin") && n >= 1000 && n <= 40000:
+		cur.kelvin = float32(n)
+		ps.l.Temperature = float32(n)
+	case rest == "" && (next == "k" || next == "kelvin") && n >= 1000 && n <= 40000:
+		cur.kelvin = float32(n)
+		ps.l.Temperature = float32(n)
+		return 1
+	case (rest == "deg" || rest == "degree" || rest == "degrees") && n <= 360:
+		cur.angle, cur.hasAngle = n, true
+	case rest == "" && (next == "degree" || next == "degrees" || next == "deg") && n <= 360:
+		cur.angle, cur.hasAngle = n, true
+		return 1
+	}
+	return 0
+}
+
+// lightWord reads the words that describe a light in the current clause.
+func (ps *promptParser) lightWord(t string) {
+	cur := ps.cur
+	if lightWords[t] {
+		cur.light = true
+	}
+	if r, ok := roleWords[t]; ok && !cur.roleSet {
+		cur.role, cur.roleSet = r, true
+		cur.light = true
+	}
+	if d, ok := directionWords[t]; ok {
+		cur.dirs[d]++
+		cur.hasTarget = true
+	}
+	if k, ok := kelvinWords[t]; ok {
+		if cur.kelvin == 0 {
+			cur.kelvin = k
+		}
+		if ps.kelvinWordTemp == 0 {
+			ps.kelvinWordTemp = k
+		}
+	}
+	if c, ok := colourWords[t]; ok {
+		lin := srgb8ToLinear(c)
+		cur.colours = append(cur.colours, lin)
+		ps.l.Palette = appendUnique(ps.l.Palette, lin)
+	}
+	if softWords[t] {
+		cur.hardness, cur.hasHard = 0.15, true
+	}
+	if hardWords[t] {
+		cur.hardness, cur.hasHard = 0.85, true
+	}
+	if g, ok := lightGainWords[t]; ok {
+		cur.gain *= g
+	}
+}
+
+// pairColourClauses makes "pink and blue lights" one light per colour,
+// the second a kicker from the other side.
+func pairColourClauses(clauses []*clause) {
 	for i, c := range clauses {
 		if !c.light && !c.hasTarget && len(c.colours) > 0 && c.andNext && i+1 < len(clauses) {
 			if nx := clauses[i+1]; nx.light && len(nx.colours) > 0 {
-				// "pink and blue lights": one light per colour, the
-				// second a kicker from the other side.
 				c.light, c.hint = true, nx.hint
 				if !nx.roleSet {
 					nx.role, nx.roleSet = RoleRim, true
@@ -154,14 +200,28 @@ func ParsePrompt(prompt string) Lighting {
 			}
 		}
 	}
-	var lightClauses []*clause
-	var globalKelvin float32
+}
+
+// lightClauses are the clauses that make lights, and the global hardness
+// and temperature the others set.
+type lightClauses struct {
+	clauses []*clause
+	hard    float32
+	hardSet bool
+	kelvin  float32
+}
+
+// gatherLights sorts the clauses: those that name no light but give a
+// direction (or hardness) refine the previous light; colours and
+// temperatures without a light stay global (l's backdrop, the global
+// Kelvin).
+func gatherLights(clauses []*clause, l *Lighting) (g lightClauses) {
 	for _, c := range clauses {
 		switch {
 		case c.light:
-			lightClauses = append(lightClauses, c)
-		case c.hasTarget && len(lightClauses) > 0:
-			prev := lightClauses[len(lightClauses)-1]
+			g.clauses = append(g.clauses, c)
+		case c.hasTarget && len(g.clauses) > 0:
+			prev := g.clauses[len(g.clauses)-1]
 			for k := range c.dirs {
 				prev.dirs[k] += c.dirs[k]
 			}
@@ -171,13 +231,13 @@ func ParsePrompt(prompt string) Lighting {
 			prev.hasTarget = true
 		case c.hasTarget:
 			c.light = true
-			lightClauses = append(lightClauses, c)
+			g.clauses = append(g.clauses, c)
 		}
 		if !c.light && c.hasHard {
-			globalHard, globalHardSet = c.hardness, true
+			g.hard, g.hardSet = c.hardness, true
 		}
-		if !c.light && c.kelvin != 0 && globalKelvin == 0 {
-			globalKelvin = c.kelvin
+		if !c.light && c.kelvin != 0 && g.kelvin == 0 {
+			g.kelvin = c.kelvin
 		}
 		if !c.light {
 			for _, col := range c.colours {
@@ -185,11 +245,15 @@ func ParsePrompt(prompt string) Lighting {
 			}
 		}
 	}
+	return g
+}
 
+// buildLights appends the lights of the clauses to l (at most 8).
+func (g *lightClauses) buildLights(l *Lighting) {
 	keySide := float32(-1) // the key comes from the left unless told
 	haveKey := false
-	for _, c := range lightClauses {
-		lt := buildLight(c, &l, globalKelvin, keySide, haveKey)
+	for _, c := range g.clauses {
+		lt := buildLight(c, l, g.kelvin, keySide, haveKey)
 		if lt.Role == RoleKey && !haveKey {
 			haveKey = true
 			if lt.Dir[0] > 0.05 {
@@ -198,32 +262,14 @@ func ParsePrompt(prompt string) Lighting {
 				keySide = -1
 			}
 		}
-		if !c.hasHard && globalHardSet {
-			lt.Hardness = globalHard
+		if !c.hasHard && g.hardSet {
+			lt.Hardness = g.hard
 		}
 		l.Lights = append(l.Lights, lt)
 		if len(l.Lights) >= 8 {
 			break
 		}
 	}
-	l.Explicit = len(l.Lights) > 0
-	if len(l.Lights) == 0 && (sceneSet || l.Time != TimeUnspecified) {
-		l.Lights = sceneLights(&l, globalKelvin)
-		if globalHardSet {
-			for i := range l.Lights {
-				l.Lights[i].Hardness = globalHard
-			}
-		}
-	}
-	for _, lt := range l.Lights {
-		if lt.Dir[2] < -0.2 {
-			l.Rim = true
-		}
-	}
-	l.Ambient = sceneAmbient(&l, globalKelvin)
-	l.Intensity = clamp32(l.Intensity, 0.5, 1.6)
-	l.Contrast = clamp32(l.Contrast, 0.6, 1.8)
-	return l
 }
 
 // tokenize lower-cases the prompt and splits it into words; punctuation

@@ -145,7 +145,7 @@ func TestDeterministic(t *testing.T) {
 	// A different seed gives a different backdrop.
 	p.Seed = 8
 	_, rc := render(t, d, p, s, nil)
-	bgA, bgB, bgC := read(t, d, ra.bg), read(t, d, rb.bg), read(t, d, rc.bg)
+	bgA, bgB, bgC := read(t, d, ra.comp.bg), read(t, d, rb.comp.bg), read(t, d, rc.comp.bg)
 	same, diff := 0, 0
 	for i := range bgA {
 		if bgA[i] != bgB[i] {
@@ -168,7 +168,7 @@ func TestAlphaZeroIsBackground(t *testing.T) {
 	clear(s.alpha)
 	for _, prompt := range []string{"", "neon city at night, magenta rim light from behind"} {
 		out, r := render(t, d, Params{Prompt: prompt, Seed: 3, Width: s.w, Height: s.h}, s, nil)
-		bg := read(t, d, r.bg)
+		bg := read(t, d, r.comp.bg)
 		for i := range out {
 			if math.Abs(float64(out[i]-bg[i])) > 1e-5 {
 				t.Fatalf("%q: pixel %d = %v, background %v", prompt, i, out[i], bg[i])
@@ -273,10 +273,10 @@ func TestLightWrap(t *testing.T) {
 	ref := flatRef(64, 64, [3]uint8{250, 250, 250})
 	p := Params{Reference: ref, Seed: 4, Width: s.w, Height: s.h}
 	with, r := render(t, d, p, s, nil)
-	if r.wrap <= 0 {
-		t.Fatalf("default wrap %v", r.wrap)
+	if r.comp.wrap <= 0 {
+		t.Fatalf("default wrap %v", r.comp.wrap)
 	}
-	without, _ := render(t, d, p, s, func(r *Renderer) { r.wrap = 0 })
+	without, _ := render(t, d, p, s, func(r *Renderer) { r.comp.wrap = 0 })
 	// The inner edge: fully inside the matte, within 4 px of its boundary.
 	cx, cy, rad := float64(s.w)/2, float64(s.h)/2, 0.38*float64(min(s.w, s.h))
 	edge := func(x, y int) bool {
@@ -300,7 +300,7 @@ func TestFillMode(t *testing.T) {
 	s := makeScene(160, 96, [3]float32{0.3, 0.3, 0.3})
 	p := Params{Prompt: "warm light from the left", Seed: 9, Width: s.w, Height: s.h, Fill: true}
 	out, r := render(t, d, p, s, nil)
-	if r.bg != nil || r.bgBlur != nil {
+	if r.comp.bg != nil || r.comp.bgBlur != nil {
 		t.Fatal("fill mode allocated a full-resolution background")
 	}
 	n := s.w * s.h
@@ -405,7 +405,7 @@ func TestScenesAndTimes(t *testing.T) {
 	}
 	for _, prompt := range prompts {
 		_, r := render(t, d, Params{Prompt: prompt, Seed: 1, Width: s.w, Height: s.h}, s, nil)
-		bg := read(t, d, r.bg)
+		bg := read(t, d, r.comp.bg)
 		var sum float64
 		for _, v := range bg {
 			if !(v >= 0 && v <= 1) {
@@ -520,7 +520,7 @@ func TestLargeReference(t *testing.T) {
 	s := makeScene(64, 48, [3]float32{0.3, 0.3, 0.3})
 	ref := flatRef(640, 480, [3]uint8{40, 90, 200})
 	_, r := render(t, d, Params{Reference: ref, Seed: 1, Width: s.w, Height: s.h}, s, nil)
-	bg := read(t, d, r.bg)
+	bg := read(t, d, r.comp.bg)
 	want := srgb8ToLinear([3]uint8{40, 90, 200})
 	n := s.w * s.h
 	for c := 0; c < 3; c++ {

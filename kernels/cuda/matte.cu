@@ -63,6 +63,16 @@ extern "C" __global__ void vfx_warp(float *dst, const float *src, const float *f
     for (int k = 0; k < c; k++) dst[k * n + i] = matte_bilinear(src + k * n, w, h, px, py);
 }
 
+// Shift: c planes of src sampled at (x + dx, y + dy) (Warp with a constant flow).
+extern "C" __global__ void vfx_shift(float *dst, const float *src, int w, int h, int c, float dx, float dy) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int64_t n = (int64_t)w * h, i = (int64_t)y * w + x;
+    float px = (float)x + 1.0f * dx, py = (float)y + 1.0f * dy;
+    for (int k = 0; k < c; k++) dst[k * n + i] = matte_bilinear(src + k * n, w, h, px, py);
+}
+
 // FlowTensor: (gx*gx, gx*gy, gy*gy).
 extern "C" __global__ void vfx_flow_tensor(float *dst, const float *grad, int64_t n) {
     GRID_STRIDE(i, n) {

@@ -1,0 +1,272 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// Tuning (distances in pixels at the working resolution).
+const (
+	// wrapSigmaFrac is the light-wrap band (Gaussian sigma of the matte)
+	// as a fraction of the diagonal; bgBlurFrac the blur of
+	// the background that spills.
+	wrapSigmaFrac = 0.012
+	bgBlurFrac    = 0.02
+)
+
+// Tuning (distances in pixels at the working resolution).
+const ()
+
+// compositeStage owns the new background B (the cover-fitted reference
+// or a backdrop painted from the prompt) at full resolution, its blurred
+// copy for light wrap, and the per-frame inputs of the fused composite:
+// the wrap's blurred matte, the foreground estimates and the shadows
+// (foreground.go). The fused full-resolution pass itself is the frame's
+// finish (Frame, FrameHost, FrameFromHost, FramePasses).
+type compositeStage struct {
+	dev  kernels.Device
+	ops  kernels.Ops
+	w, h int
+	fill bool
+
+	bg, bgBlur kernels.Image    // full resolution; nil in fill mode
+	bgCodes    *frame.HostFrame // bg downloaded for FrameFromHost (made on first use)
+	// alphaBlur is the wrap's band: the matte blurred at half the working
+	// resolution by wrapSigma; wrap is the wrap's strength.
+	alphaBlur kernels.Image
+	wrap      float32
+	wrapSigma float32
+	// Foreground estimation and shadows (not in fill mode).
+	look lookImages
+}
+
+func newCompositeStage(dev kernels.Device, ops kernels.Ops, w, h int, fill bool) *compositeStage {
+	return &compositeStage{dev: dev, ops: ops, w: w, h: h, fill: fill}
+}
+
+// setBackground makes the background into bgLow (the working resolution)
+// and, but in fill mode, into c.bg at full resolution, and the
+// environment image env: from the reference ref, or painted from the
+// plan's lighting with rng (the job's next random draws) when ref is nil.
+func (c *compositeStage) setBackground(ctx context.Context, plan *lightPlan, ref *frame.HostFrame, rng *rand.Rand, bgLow, env kernels.Image) error {
+	var err error
+	if !c.fill {
+		if c.bg, err = c.dev.NewImage(c.w, c.h, 3); err != nil {
+			return fmt.Errorf("render: allocate: %w", err)
+		}
+	}
+	if ref != nil {
+		return c.loadReference(ref, bgLow, env)
+	}
+	lw, lh := bgLow.Width(), bgLow.Height()
+	cv := synthBackdrop(&plan.light, rng, lw, lh)
+	salt := rng.Uint32()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.fill {
+		f, err := cv.toRGB24(lw, lh, salt)
+		if err != nil {
+			return fmt.Errorf("render: backdrop: %w", err)
+		}
+		if err := c.dev.Upload(bgLow, f); err != nil {
+			return fmt.Errorf("render: backdrop upload: %w", err)
+		}
+	} else {
+		f, err := cv.toRGB24(c.w, c.h, salt)
+		if err != nil {
+			return fmt.Errorf("render: backdrop: %w", err)
+		}
+		if err := c.dev.Upload(c.bg, f); err != nil {
+			return fmt.Errorf("render: backdrop upload: %w", err)
+		}
+		if err := c.ops.ResizeArea(bgLow, c.bg); err != nil {
+			return fmt.Errorf("render: backdrop resize: %w", err)
+		}
+	}
+	if err := c.ops.ResizeArea(env, bgLow); err != nil {
+		return fmt.Errorf("render: environment resize: %w", err)
+	}
+	return nil
+}
+
+// setWrap makes the blurred background of the light wrap from bgQ (the
+// background at half the working resolution: a wide blur, so it is made
+// there and upsampled) and allocates the wrap's matte and the foreground
+// estimates' images; a rim in the prompt widens the wrap. Not in fill mode.
+func (c *compositeStage) setWrap(bgQ kernels.Image, lw, lh int, plan *lightPlan) error {
+	if c.fill {
+		return nil
+	}
+	diag := math.Hypot(float64(lw), float64(lh))
+	c.wrapSigma = float32(wrapSigmaFrac * diag * float64(max(1, lw/2)) / float64(lw)) // at half resolution
+	c.wrap = 0.35
+	if plan.light.Rim {
+		c.wrap = 0.55
+	}
+	blur, err := c.dev.NewImage(bgQ.Width(), bgQ.Height(), 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	defer c.dev.Free(blur)
+	if err := c.ops.GaussianBlur(blur, bgQ, float32(bgBlurFrac*diag/2)); err != nil {
+		return fmt.Errorf("render: background blur: %w", err)
+	}
+	if c.bgBlur, err = c.dev.NewImage(c.w, c.h, 3); err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	if err := c.ops.ResizeBilinear(c.bgBlur, blur); err != nil {
+		return fmt.Errorf("render: background blur: %w", err)
+	}
+	qw, qh := qSize(lw, lh)
+	if c.alphaBlur, err = c.dev.NewImage(qw, qh, 1); err != nil {
+		return fmt.Errorf("render: allocate: %w", err)
+	}
+	return c.allocLook(plan, lw, lh)
+}
+
+// prepare makes the frame's inputs of the fused composite: the wrap's
+// matte, the foreground estimates, the shadows and the plate's grain (e;
+// comp is the first frame's composite that the grain is measured on).
+func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, comp func(dst, alphaDst kernels.Image) error) error {
+	// The wrap band is a wide blur: it runs on the half-resolution matte
+	// (GainComposite samples it bilinearly).
+	if err := step("wrap matte", c.ops.GaussianBlur(c.alphaBlur, f.alphaQ, c.wrapSigma)); err != nil {
+		return err
+	}
+	if err := c.foregroundEstimates(f); err != nil {
+		return err
+	}
+	if err := c.shadows(f); err != nil {
+		return err
+	}
+	// Plate matching: the grain (plate.go).
+	return e.matchGrain(comp)
+}
+
+// compositeLook is the fused composite's foreground estimates, shadow and
+// grain.
+func (c *compositeStage) compositeLook(e *exposureStage) kernels.CompositeLook {
+	look := kernels.CompositeLook{FgLow: c.look.fm, BgOldLow: c.look.bm}
+	if c.look.haveShadow {
+		look.ShadowLow = c.look.shadow
+	}
+	e.grainLook(&look)
+	return look
+}
+
+func (c *compositeStage) free() {
+	c.freeLook()
+	freeImages(c.dev, []*kernels.Image{&c.bg, &c.bgBlur, &c.alphaBlur})
+}
+
+// loadReference uploads the reference, cover-fits it into the background
+// (full resolution, or only the low-resolution copy in fill mode) and
+// reduces it to the environment image.
+func (c *compositeStage) loadReference(ref *frame.HostFrame, bgLow, env kernels.Image) error {
+	// A reference far larger than the output (a 24 MP photo) is first
+	// box-averaged on the host by an integer factor, keeping at least 1.5x
+	// the cover-fit size, so the device never holds a huge float copy.
+	if ref.Format == frame.RGB24 {
+		if k := int(math.Min(float64(ref.Width)/float64(c.w), float64(ref.Height)/float64(c.h)) / 1.5); k >= 2 {
+			ref = decimateRGB24(ref, k)
+		}
+	}
+	img, err := c.dev.NewImage(ref.Width, ref.Height, 3)
+	if err != nil {
+		return fmt.Errorf("render: allocate reference: %w", err)
+	}
+	defer c.dev.Free(img)
+	if err := c.dev.Upload(img, ref); err != nil {
+		return fmt.Errorf("render: reference upload: %w", err)
+	}
+	if c.fill {
+		if err := c.ops.CoverFit(bgLow, img); err != nil {
+			return fmt.Errorf("render: reference fit: %w", err)
+		}
+	} else {
+		if err := c.ops.CoverFit(c.bg, img); err != nil {
+			return fmt.Errorf("render: reference fit: %w", err)
+		}
+		if err := c.ops.ResizeArea(bgLow, c.bg); err != nil {
+			return fmt.Errorf("render: reference resize: %w", err)
+		}
+	}
+	// The environment comes from the whole reference, not the crop.
+	if ref.Width >= env.Width() && ref.Height >= env.Height() {
+		err = c.ops.ResizeArea(env, img)
+	} else {
+		err = c.ops.ResizeBilinear(env, img)
+	}
+	if err != nil {
+		return fmt.Errorf("render: environment resize: %w", err)
+	}
+	return nil
+}
+
+// bgHost returns the background downloaded in dst's format, colour space
+// and range, made on first use and kept for the job (the composite copies
+// its codes where the frame is background only).
+func (c *compositeStage) bgHost(dst *frame.HostFrame) (*frame.HostFrame, error) {
+	if bc := c.bgCodes; bc != nil && bc.Format == dst.Format && bc.ColorSpace == dst.ColorSpace && bc.FullRange == dst.FullRange {
+		return bc, nil
+	}
+	if dst.Format != frame.YUV420P {
+		return nil, nil // one image: nothing to reuse
+	}
+	hc, err := frame.New(dst.Format, c.w, c.h)
+	if err != nil {
+		return nil, fmt.Errorf("render: background codes: %w", err)
+	}
+	hc.ColorSpace, hc.FullRange = dst.ColorSpace, dst.FullRange
+	if err := c.dev.Download(hc, c.bg); err != nil {
+		return nil, fmt.Errorf("render: background codes: %w", err)
+	}
+	c.bgCodes = hc
+	return hc, nil
+}
+
+// decimateRGB24 averages k x k blocks of an RGB24 frame in linear light
+// (the last partial row and column of blocks are dropped).
+func decimateRGB24(f *frame.HostFrame, k int) *frame.HostFrame {
+	w, h := f.Width/k, f.Height/k
+	out, err := frame.New(frame.RGB24, w, h)
+	if err != nil {
+		return f
+	}
+	var toLin [256]float32
+	for i := range toLin {
+		toLin[i] = srgbToLinear(float32(i) / 255)
+	}
+	const lutN = 4096
+	var toSRGB [lutN + 1]uint8
+	for i := range toSRGB {
+		toSRGB[i] = uint8(linearToSRGB(float32(i)/lutN)*255 + 0.5)
+	}
+	inv := 1 / float32(k*k)
+	acc := make([]float32, 3*w)
+	for by := 0; by < h; by++ {
+		clear(acc)
+		for y := by * k; y < (by+1)*k; y++ {
+			row := f.Planes[0][y*f.Strides[0]:]
+			for bx := 0; bx < w; bx++ {
+				p := row[3*bx*k : 3*(bx+1)*k]
+				for i := 0; i < len(p); i += 3 {
+					acc[3*bx] += toLin[p[i]]
+					acc[3*bx+1] += toLin[p[i+1]]
+					acc[3*bx+2] += toLin[p[i+2]]
+				}
+			}
+		}
+		o := out.Planes[0][by*out.Strides[0]:]
+		for i, v := range acc {
+			o[i] = toSRGB[min(int(v*inv*lutN+0.5), lutN)]
+		}
+	}
+	return out
+}
