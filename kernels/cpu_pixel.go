@@ -330,7 +330,7 @@ func hlerp(o, r []float32, xt *bilin) {
 	n := len(o)
 	i0, i1 := xt.i0[:n], xt.i1[:n]
 	w0, w1 := xt.w0[:n], xt.w1[:n]
-	for x := range o {
+	for x := hlerpSIMD(o, r, i0, i1, w0, w1); x < n; x++ {
 		o[x] = w0[x]*r[i0[x]] + w1[x]*r[i1[x]]
 	}
 }

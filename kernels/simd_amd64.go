@@ -278,6 +278,34 @@ func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int {
 	return n
 }
 
+// hlerpSIMD is hlerp's vector loop (see ratioRowSIMD) for upsampling:
+// each block of 8 outputs whose source columns lie within 8 of its first
+// (i1[x+7] - i0[x] < 8, as in any upsampling by 8/7 or more) loads those
+// 8 source values once and picks each output's two with a permute
+// (VPERMPS) instead of a gather; the other blocks (downsampling) are
+// left to the scalar loop, which resumes at the first of them.
+func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(o)
+	i0, i1, w0, w1 = i0[:m], i1[:m], w0[:m], w1[:m]
+	x := 0
+	for ; x+lanes <= m; x += lanes {
+		base := i0[x]
+		if i1[x+lanes-1]-base >= lanes {
+			break
+		}
+		v := archsimd.LoadFloat32x8SlicePart(r[base:]) // past r's end: zeros, never picked
+		B := archsimd.BroadcastInt32x8(base)
+		k0 := archsimd.LoadInt32x8Slice(i0[x:]).Sub(B).AsUint32x8()
+		k1 := archsimd.LoadInt32x8Slice(i1[x:]).Sub(B).AsUint32x8()
+		load(w0[x:]).Mul(v.Permute(k0)).Add(load(w1[x:]).Mul(v.Permute(k1))).StoreSlice(o[x:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return x
+}
+
 // shadeRowSIMD: q = b*(1-d).
 func shadeRowSIMD(q, b, d []float32) int {
 	if !simdOn {

@@ -114,6 +114,14 @@ func TestSIMDMatchesScalar(t *testing.T) {
 					sameBits(t, fmt.Sprintf("grainRow tile %d channel %d", tw, c), v[c], sc[c])
 				}
 			}
+			// hlerp: upsampling 4x (the gain's), 1.5x and 8/7 (blocks of 8
+			// within 8 source columns), downsampling (none), all clamped at
+			// both edges; the source row ends where the table does.
+			for _, in := range []int{(n + 3) / 4, (2*n + 2) / 3, (7*n + 7) / 8, n/2 + 1, n + 5} {
+				xt := bilinTable(n, in)
+				r := edgy(seed+17, in, -0.5, 2)
+				check(fmt.Sprintf("hlerp %d from %d", n, in), func(q []float32) { hlerp(q, r, &xt) })
+			}
 			check("gaussRow", func(q []float32) { copy(q, s); gaussRow(q, s, gaussKernel(1.5, n)) })
 			for _, k := range [][]float32{{0.5}, {0.2, 0.3, 0.5}, {0.4, 0.1, 0.2, 0.3}, {0.1, 0.2, 0.3, 0.15, 0.25}, {0.3, 0.7}, {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4}} {
 				rows := edgy(seed+11, 8*n, -0.5, 2) // eight rows of n
