@@ -988,6 +988,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 	for x := l; x < r; {
 		// A run of nonzero alpha [x, xe), then zeros [xe, xz).
 		xe := x + 1
+		xe += eqPrefixSIMD(al[xe:r], 0, false)
 		for xe < r && al[xe] != 0 {
 			xe++
 		}
@@ -1000,6 +1001,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		for u := x; u < xe; {
 			one := al[u] == 1
 			v := u + 1
+			v += eqPrefixSIMD(al[v:xe], 1, one)
 			for v < xe && (al[v] == 1) == one {
 				v++
 			}

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "simd/archsimd"
+import (
+	mbits "math/bits"
+	"simd/archsimd"
+)
 
 // The CPU backend's hottest row loops in AVX2 (Go's simd/archsimd, built
 // with GOEXPERIMENT=simd: the Makefile and the Dockerfiles set it). Each
@@ -304,6 +307,32 @@ func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
 	}
 	archsimd.ClearAVXUpperBits()
 	return x
+}
+
+// eqPrefixSIMD returns how many values at the start of s have (s[i] ==
+// v) == want, eight at a time: the index of the first that does not, or
+// the end of the last whole block of eight (0 without AVX2); the caller's
+// scalar loop goes on from there. == is the scalar comparison (NaN equals
+// nothing, -0 equals 0).
+func eqPrefixSIMD(s []float32, v float32, want bool) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(s) &^ (lanes - 1)
+	V := bcast(v)
+	i := 0
+	for ; i < n; i += lanes {
+		b := load(s[i:]).Equal(V).ToBits()
+		if want {
+			b = ^b
+		}
+		if b != 0 {
+			i += mbits.TrailingZeros8(b)
+			break
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
 }
 
 // shadeRowSIMD: q = b*(1-d).

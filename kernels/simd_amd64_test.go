@@ -122,6 +122,36 @@ func TestSIMDMatchesScalar(t *testing.T) {
 				r := edgy(seed+17, in, -0.5, 2)
 				check(fmt.Sprintf("hlerp %d from %d", n, in), func(q []float32) { hlerp(q, r, &xt) })
 			}
+			// eqPrefixSIMD: the run it reports holds, and the next value
+			// (when within its whole blocks) breaks it.
+			runs := make([]float32, n)
+			for i := range runs {
+				switch (i / 5) % 4 {
+				case 0:
+					runs[i] = 0
+				case 1:
+					runs[i] = 1
+				case 2:
+					runs[i] = float32(math.Copysign(0, -1))
+				default:
+					runs[i] = al[i]
+				}
+			}
+			for _, v := range []float32{0, 1} {
+				for _, want := range []bool{true, false} {
+					for st := 0; st < n; st += 3 {
+						k := st + eqPrefixSIMD(runs[st:], v, want)
+						for i := st; i < k; i++ {
+							if (runs[i] == v) != want {
+								t.Fatalf("eqPrefixSIMD(%v, %v) from %d: %d is in the run (%v)", v, want, st, i, runs[i])
+							}
+						}
+						if k < st+(n-st)&^7 && (runs[k] == v) == want {
+							t.Fatalf("eqPrefixSIMD(%v, %v) from %d: stops at %d inside the run", v, want, st, k)
+						}
+					}
+				}
+			}
 			check("gaussRow", func(q []float32) { copy(q, s); gaussRow(q, s, gaussKernel(1.5, n)) })
 			for _, k := range [][]float32{{0.5}, {0.2, 0.3, 0.5}, {0.4, 0.1, 0.2, 0.3}, {0.1, 0.2, 0.3, 0.15, 0.25}, {0.3, 0.7}, {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4}} {
 				rows := edgy(seed+11, 8*n, -0.5, 2) // eight rows of n
