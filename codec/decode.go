@@ -339,7 +339,7 @@ func (d *Decoder) matte(f *astiav.Frame, dst *frame.HostFrame, wide, same, srcFu
 	src := f
 	direct := same && (sf == grayFmt || (!wide && srcFull && isPlanarYUV8(sf)))
 	if !direct && !wide && same && !srcFull {
-		if tab := d.grayLUT(f, matrix); tab != nil {
+		if tab := d.grayLUT(f, matrix); tab != nil && d.greyChroma(f) {
 			return d.lutPlane(dst, f, tab, rot)
 		}
 	}

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/asticode/go-astiav"
@@ -8,19 +9,23 @@ import (
 	"github.com/vfxrender/vfx/frame"
 )
 
-// lumaLUT is the swscale conversion of a limited-range yuv420p matte into full-range Gray8 at the same size, as a table of its 256
-// luma codes: the conversion is pointwise (each output byte a function
-// of the luma byte under it alone), and a table is a fraction of
-// swscale's cost on every frame of a 1080p matte. The table is read back
-// from swscale itself on two probe frames of the stream's format and
-// size, and is used only if both agree on every pixel; otherwise (or
-// when probing fails) every frame goes through swscale as before.
+// lumaLUT is the swscale conversion of a limited-range yuv420p matte
+// whose chroma is all 128 (a grey picture, as a roto tool's H.264 export
+// and x264 keep it) into full-range Gray8 at the same size, as a table of
+// its 256 luma codes: a table is a fraction of swscale's cost on every
+// frame of a 1080p matte. The table is read back from swscale itself on
+// two probe frames of the stream's format and size (chroma 128), and is
+// used only if both give every code the same output at every pixel (the
+// conversion is then pointwise); a frame whose chroma is not all 128
+// (swscale's grey of an HD matte goes through RGB, so chroma counts), a
+// failed probe or another format go through swscale as before.
 type lumaLUT struct {
 	sf     astiav.PixelFormat
 	w, h   int
 	tab    [256]byte
 	ok     bool // tab holds swscale's conversion
 	probed bool // sf, w, h have been probed
+	frames int  // frames converted through tab (for tests)
 }
 
 // grayLUT returns the table for frames like f (nil: use swscale). It
@@ -62,7 +67,7 @@ func (d *Decoder) probeLumaLUT(l *lumaLUT, matrix int) error {
 		seen[i] = -1
 	}
 	cw, chh := (l.w+1)/2, (l.h+1)/2 // yuv420p only
-	for k, pat := range []func(x, y int) int{
+	for _, pat := range []func(x, y int) int{
 		func(x, y int) int { return x + 3*y },
 		func(x, y int) int { return 5*x + 11*y + 77 },
 	} {
@@ -82,7 +87,7 @@ func (d *Decoder) probeLumaLUT(l *lumaLUT, matrix int) error {
 			}
 			for y := range chh {
 				for x := range cw {
-					cp[y*cs+x] = byte(pat(x+17*i*(k+1), y*(i+k)) ^ 0x5a)
+					cp[y*cs+x] = 128
 				}
 			}
 		}
@@ -113,6 +118,33 @@ func (d *Decoder) probeLumaLUT(l *lumaLUT, matrix int) error {
 	return nil
 }
 
+// greyChroma reports whether both chroma planes of the yuv420p frame f
+// (d.preW x d.preH) are all 128.
+func (d *Decoder) greyChroma(f *astiav.Frame) bool {
+	cw, ch := (d.preW+1)/2, (d.preH+1)/2
+	for i := 1; i <= 2; i++ {
+		p, stride, err := planeOf(f, i, ch)
+		if err != nil || stride < cw {
+			return false
+		}
+		for y := range ch {
+			r := p[y*stride:][:cw]
+			x := 0
+			for ; x+8 <= cw; x += 8 {
+				if binary.LittleEndian.Uint64(r[x:]) != 0x8080808080808080 {
+					return false
+				}
+			}
+			for ; x < cw; x++ {
+				if r[x] != 128 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // lutPlane writes the luma plane of f (d.preW x d.preH) through tab
 // into dst's plane 0, rotated by rot.
 func (d *Decoder) lutPlane(dst *frame.HostFrame, f *astiav.Frame, tab *[256]byte, rot int) error {
@@ -140,5 +172,6 @@ func (d *Decoder) lutPlane(dst *frame.HostFrame, f *astiav.Frame, tab *[256]byte
 	if rot != 0 {
 		copyRotate(dst.Planes[0], dst.Strides[0], out, w, w, h, 1, 1, 0, rot)
 	}
+	d.lumaLUT.frames++
 	return nil
 }

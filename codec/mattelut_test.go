@@ -13,21 +13,24 @@ import (
 	"github.com/vfxrender/vfx/frame"
 )
 
-// TestMatteLimitedLUT decodes limited-range yuv420p mattes (every luma
-// code, 0..255, lossless, as a roto tool's H.264 export holds them) into
-// Gray8 through the table read back from swscale and through swscale
-// itself: the same bytes. A frame too small to hold every code cannot
-// build the table and goes through swscale.
+// TestMatteLimitedLUT decodes limited-range BT.709 yuv420p mattes (every
+// luma code, 0..255, lossless) into Gray8 with the table read back from
+// swscale and with swscale alone: the same bytes. Grey chroma (all 128,
+// as a roto tool's H.264 export holds it) goes through the table; other
+// chroma (which swscale's grey of a BT.709 picture depends on) and a
+// picture too small to hold every code in the probe go through swscale.
 func TestMatteLimitedLUT(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		w, h    int
-		wantLUT bool
-	}{{322, 182, true}, {8, 8, false}} {
-		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
-			name := fmt.Sprintf("m%dx%d.mp4", tc.w, tc.h)
-			ffmpeg(t, dir, "-f", "lavfi", "-i", fmt.Sprintf("nullsrc=s=%dx%d:d=0.12:r=25,geq=lum='mod(X*7+Y*13+N*29,256)':cb='mod(X+N,256)':cr=128", tc.w, tc.h),
-				"-pix_fmt", "yuv420p", "-c:v", "libx264", "-qp", "0", name)
+		w, h      int
+		cb        string
+		wantLUT   bool // the probe built the table
+		wantTable bool // frames went through it
+	}{{322, 182, "128", true, true}, {322, 182, "mod(X+N,256)", true, false}, {8, 8, "128", false, false}} {
+		t.Run(fmt.Sprintf("%dx%d cb %s", tc.w, tc.h, tc.cb), func(t *testing.T) {
+			name := fmt.Sprintf("m%dx%d%v.mp4", tc.w, tc.h, tc.wantTable)
+			ffmpeg(t, dir, "-f", "lavfi", "-i", fmt.Sprintf("nullsrc=s=%dx%d:d=0.12:r=25,geq=lum='mod(X*7+Y*13+N*29,256)':cb='%s':cr=128", tc.w, tc.h, tc.cb),
+				"-pix_fmt", "yuv420p", "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", "-c:v", "libx264", "-qp", "0", name)
 			decode := func(lut bool) ([]*frame.HostFrame, *lumaLUT) {
 				ctx := context.Background()
 				d, err := NewDecoder(ctx, FileInput(filepath.Join(dir, name)), DefaultLimits(), DecodeOptions{Format: frame.Gray8})
@@ -59,7 +62,10 @@ func TestMatteLimitedLUT(t *testing.T) {
 			got, l := decode(true)
 			want, _ := decode(false)
 			if l.ok != tc.wantLUT {
-				t.Fatalf("table used: %v, want %v", l.ok, tc.wantLUT)
+				t.Fatalf("table built: %v, want %v", l.ok, tc.wantLUT)
+			}
+			if (l.frames > 0) != tc.wantTable || (tc.wantTable && l.frames != len(got)) {
+				t.Fatalf("%d of %d frames through the table, want all: %v", l.frames, len(got), tc.wantTable)
 			}
 			// The conversion is the range expansion: 16 -> 0, 235 -> 255.
 			if tc.wantLUT && (l.tab[16] != 0 || l.tab[235] != 255 || l.tab[0] != 0 || l.tab[255] != 255 || l.tab[126] != 128) {
