@@ -71,8 +71,10 @@ $(MINIO_BIN):
 bench: deps
 	$(GOV) test -run=NONE -bench=. -timeout 30m ./...
 
-## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on a 240-frame 1080p custom-matte job with
-## a reference image, at x264 veryfast and medium (one round each; `bin/vfx bench ffmpeg --rounds 3` for best of 3).
+## bench-ffmpeg: side by side, the ffmpeg command line vs `vfx render` on 240-frame 1080p custom-matte jobs with
+## a reference image, at x264 veryfast and medium (one round each; `bin/vfx bench ffmpeg --rounds 3` for best of 3):
+## the synthetic fixture and three photo fixtures (soft, noisy x264 mattes over plates drawn from the photographs
+## of Debian's mate-backgrounds package: `apt-get install mate-backgrounds`, else they are skipped, saying so).
 bench-ffmpeg: build
 	$(BIN)/vfx bench ffmpeg --out out/bench --frames 240 --width 1920 --height 1080 --preset veryfast,medium
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,22 @@ type CompareOptions struct {
 	// defaults for the preset).
 	X264Params string
 	Rounds     int // alternating rounds; the best of each is kept; default 1
+	// Fixture is "synthetic" (the default: WriteFixture's clean matte) or
+	// the name of one of PhotoFixtures.
+	Fixture string
+	// PhotoDir holds the photo fixtures' photographs ("" =
+	// DefaultPhotoDir).
+	PhotoDir string
+}
+
+// FixtureNames are the fixtures CompareFFmpeg knows, in the order `vfx
+// bench ffmpeg` runs them.
+func FixtureNames() []string {
+	n := []string{"synthetic"}
+	for _, f := range PhotoFixtures {
+		n = append(n, f.Name)
+	}
+	return n
 }
 
 // Measure is one process's cost.
@@ -43,6 +60,7 @@ type CompareReport struct {
 	// (/proc/loadavg; -1 when unknown) when the runs began and ended: the
 	// wall times mean little on a loaded machine.
 	LoadBefore, LoadAfter float64
+	Fixture               string
 	Frames                int
 	Width, Height         int
 	Preset                string
@@ -56,11 +74,11 @@ type CompareReport struct {
 
 // String is a human summary, one measurement per line.
 func (r CompareReport) String() string {
-	return fmt.Sprintf("composite %d frames %dx%d, x264 preset %s crf %d x264-params %s\n"+
+	return fmt.Sprintf("fixture %s: composite %d frames %dx%d, x264 preset %s crf %d x264-params %s\n"+
 		"ffmpeg (alphamerge+overlay+libx264, 1 output):  %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
 		"vfx render (relight+composite, 3 outputs):      %6.2f s wall  %6.2f s cpu  %5d MiB peak RSS\n"+
 		"ratio vfx/ffmpeg (wall): %.2fx  (cpu: %.2fx; load average %.2f before, %.2f after)",
-		r.Frames, r.Width, r.Height, r.Preset, r.CRF, r.X264Params,
+		r.Fixture, r.Frames, r.Width, r.Height, r.Preset, r.CRF, r.X264Params,
 		r.FFmpeg.Wall.Seconds(), r.FFmpeg.CPU.Seconds(), r.FFmpeg.MaxRSS>>20,
 		r.VFX.Wall.Seconds(), r.VFX.CPU.Seconds(), r.VFX.MaxRSS>>20, r.Ratio,
 		r.VFX.CPU.Seconds()/r.FFmpeg.CPU.Seconds(), r.LoadBefore, r.LoadAfter)
@@ -91,22 +109,15 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 		}
 		ff = p
 	}
-	in := filepath.Join(o.Dir, "input")
-	paths := FixturePaths{
-		Source: filepath.Join(in, "source.mp4"), Matte: filepath.Join(in, "matte.mp4"),
-		Reference: filepath.Join(in, "reference.png"),
+	if o.Fixture == "" {
+		o.Fixture = "synthetic"
 	}
-	stamp := filepath.Join(in, fmt.Sprintf(".fixture-%dx%dx%d", o.Width, o.Height, o.Frames))
-	if _, err := os.Stat(stamp); err != nil {
-		var err error
-		if paths, err = WriteFixture(ctx, in, FixtureOptions{Width: o.Width, Height: o.Height, Frames: o.Frames}); err != nil {
-			return CompareReport{}, err
-		}
-		if err := os.WriteFile(stamp, nil, 0o644); err != nil {
-			return CompareReport{}, fmt.Errorf("bench: %w", err)
-		}
+	paths, dir, err := compareFixture(ctx, o, ff)
+	if err != nil {
+		return CompareReport{}, err
 	}
-	rep := CompareReport{LoadBefore: loadAverage(), Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF, X264Params: o.X264Params}
+	resetPeakRSS()
+	rep := CompareReport{LoadBefore: loadAverage(), Fixture: o.Fixture, Frames: o.Frames, Width: o.Width, Height: o.Height, Preset: o.Preset, CRF: o.CRF, X264Params: o.X264Params}
 	rep.FFmpegCmd = []string{ff, "-hide_banner", "-loglevel", "error", "-y",
 		"-i", paths.Source, "-i", paths.Matte, "-loop", "1", "-i", paths.Reference,
 		"-filter_complex", "[1:v]format=gray[m];[0:v][m]alphamerge[fg];[2:v][fg]overlay=shortest=1:format=auto,format=yuv420p[out]",
@@ -114,12 +125,12 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 	if o.X264Params != "" {
 		rep.FFmpegCmd = append(rep.FFmpegCmd, "-x264-params", o.X264Params)
 	}
-	rep.FFmpegCmd = append(rep.FFmpegCmd, filepath.Join(o.Dir, "ffmpeg_render.mp4"))
+	rep.FFmpegCmd = append(rep.FFmpegCmd, filepath.Join(dir, "ffmpeg_render.mp4"))
 	rep.VFXCmd = []string{o.VFX, "render", "--quiet", "--type", "video", "--source", paths.Source,
 		"--alpha-mode", "custom", "--alpha", paths.Matte, "--reference", paths.Reference,
 		"--prompt", "warm key light from the left", "--seed", "1",
 		"--max-resolution", "1080", "--preset", o.Preset, "--crf", strconv.Itoa(o.CRF), "--x264-params", o.X264Params,
-		"--out", filepath.Join(o.Dir, "vfx")}
+		"--out", filepath.Join(dir, "vfx")}
 	for i := 0; i < o.Rounds; i++ {
 		m, err := measure(ctx, rep.FFmpegCmd)
 		if err != nil {
@@ -134,6 +145,57 @@ func CompareFFmpeg(ctx context.Context, o CompareOptions) (CompareReport, error)
 	rep.Ratio = rep.VFX.Wall.Seconds() / rep.FFmpeg.Wall.Seconds()
 	rep.LoadAfter = loadAverage()
 	return rep, nil
+}
+
+// compareFixture writes o's fixture unless a stamp says it is there, and
+// returns its files and the folder of the outputs: o.Dir for the
+// synthetic fixture (its files in o.Dir/input, as before), o.Dir/NAME
+// for a photo fixture.
+func compareFixture(ctx context.Context, o CompareOptions, ff string) (FixturePaths, string, error) {
+	dir, in := o.Dir, filepath.Join(o.Dir, "input")
+	var photo *PhotoFixture
+	if o.Fixture != "synthetic" {
+		for i := range PhotoFixtures {
+			if PhotoFixtures[i].Name == o.Fixture {
+				photo = &PhotoFixtures[i]
+			}
+		}
+		if photo == nil {
+			return FixturePaths{}, "", fmt.Errorf("bench: no fixture %q (want one of %s)", o.Fixture, strings.Join(FixtureNames(), ", "))
+		}
+		dir = filepath.Join(o.Dir, o.Fixture)
+		in = filepath.Join(dir, "input")
+	}
+	paths := PhotoFixturePaths(in) // the same names for both
+	stamp := filepath.Join(in, fmt.Sprintf(".fixture-%dx%dx%d", o.Width, o.Height, o.Frames))
+	if _, err := os.Stat(stamp); err == nil {
+		return paths, dir, nil
+	}
+	var err error
+	if photo == nil {
+		paths, err = WriteFixture(ctx, in, FixtureOptions{Width: o.Width, Height: o.Height, Frames: o.Frames})
+	} else {
+		paths, err = WritePhotoFixture(ctx, in, *photo, PhotoFixtureOptions{Width: o.Width, Height: o.Height,
+			Frames: o.Frames, PhotoDir: o.PhotoDir, FFmpeg: ff})
+	}
+	if err != nil {
+		return paths, dir, err
+	}
+	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+		return paths, dir, fmt.Errorf("bench: %w", err)
+	}
+	return paths, dir, nil
+}
+
+// resetPeakRSS returns this process's memory to the system and resets its
+// peak RSS to its RSS now (best effort, Linux only). A child started with
+// vfork and exec reports at least its parent's peak RSS as its own (the
+// kernel carries the parent's high-water mark into the exec), so a
+// fixture just drawn in this process would otherwise show as the peak
+// RSS of both commands measured.
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
 // loadAverage is the 1-minute load average, or -1 when unknown.

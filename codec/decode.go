@@ -56,6 +56,7 @@ type Decoder struct {
 	gray       []byte          // an RGB source's matte before rotation
 	narrow     frame.HostFrame // the Gray8 matte of an 8-bit source, for Gray16 output
 	sws        scaler
+	lumaLUT    lumaLUT // a limited-range yuv420p matte's conversion
 	count      int
 	closed     bool
 }
@@ -337,6 +338,11 @@ func (d *Decoder) matte(f *astiav.Frame, dst *frame.HostFrame, wide, same, srcFu
 	}
 	src := f
 	direct := same && (sf == grayFmt || (!wide && srcFull && isPlanarYUV8(sf)))
+	if !direct && !wide && same && !srcFull {
+		if tab := d.grayLUT(f, matrix); tab != nil && d.greyChroma(f) {
+			return d.lutPlane(dst, f, tab, rot)
+		}
+	}
 	if !direct {
 		if err := d.scale(f, grayFmt, matrix, srcFull, swsCoeffBT601, true); err != nil {
 			return err

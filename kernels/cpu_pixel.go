@@ -330,7 +330,7 @@ func hlerp(o, r []float32, xt *bilin) {
 	n := len(o)
 	i0, i1 := xt.i0[:n], xt.i1[:n]
 	w0, w1 := xt.w0[:n], xt.w1[:n]
-	for x := range o {
+	for x := hlerpSIMD(o, r, i0, i1, w0, w1); x < n; x++ {
 		o[x] = w0[x]*r[i0[x]] + w1[x]*r[i1[x]]
 	}
 }
@@ -625,6 +625,9 @@ type compositeScratch struct {
 	sh       *hrows
 	shx      []float32
 	shL, shR int
+	// CompositeLook's FgLow and BgOldLow: their resampled rows per
+	// channel (nil without them), over the same hull as the gain's.
+	fm, bm [3]*hrows
 }
 
 // setLook checks and records GainCompositeLook's optional inputs: each
@@ -811,7 +814,8 @@ func (j *compositeJob) alphaRow(y int) []float32 {
 // shadow rows included) and bands of up to band rows.
 func newFullScratch(w, band int) *compositeScratch {
 	return &compositeScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
-		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w)}
+		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w),
+		fm: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, bm: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}}
 }
 
 func (j *compositeJob) newScratch(band int) *compositeScratch {
@@ -825,6 +829,10 @@ func (j *compositeJob) newScratch(band int) *compositeScratch {
 	if j.sh != nil {
 		sc.sh = newHrows(w)
 		sc.shx = make([]float32, w)
+	}
+	if j.fm != nil {
+		sc.fm = [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}
+		sc.bm = [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}
 	}
 	return sc
 }
@@ -848,6 +856,10 @@ func (j *compositeJob) begin(sc *compositeScratch, y0, y1 int, spanOf func(y int
 	}
 	for c := range 3 {
 		sc.g[c].resetRange(hl, hr)
+		if j.fm != nil {
+			sc.fm[c].resetRange(hl, hr)
+			sc.bm[c].resetRange(hl, hr)
+		}
 	}
 	if j.sh != nil {
 		sl, sr := w, 0
@@ -918,7 +930,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		return
 	}
 	al = al[:w]
-	var bs, bbs, g0s, g1s [3][]float32
+	var bs, bbs, g0s, g1s, fm0s, fm1s, bm0s, bm1s [3][]float32
 	for c := range 3 {
 		qs[c] = qs[c][:w]
 		bs[c] = b.plane(c)[lo:][:w]
@@ -961,6 +973,10 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		bgCopy(qs[c], bs[c], r, xr)
 		ss[c] = ss[c][:w]
 		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
+		if j.fm != nil {
+			fm0s[c], fm1s[c] = sc.fm[c].pair(j.fm.plane(c), j.fm.w, gj0, gj1, gx)
+			bm0s[c], bm1s[c] = sc.bm[c].pair(j.bm.plane(c), j.bm.w, gj0, gj1, gx)
+		}
 		if doWrap {
 			bbs[c] = bb.plane(c)[lo:][:w]
 		}
@@ -972,6 +988,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 	for x := l; x < r; {
 		// A run of nonzero alpha [x, xe), then zeros [xe, xz).
 		xe := x + 1
+		xe += eqPrefixSIMD(al[xe:r], 0, false)
 		for xe < r && al[xe] != 0 {
 			xe++
 		}
@@ -984,6 +1001,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		for u := x; u < xe; {
 			one := al[u] == 1
 			v := u + 1
+			v += eqPrefixSIMD(al[v:xe], 1, one)
 			for v < xe && (al[v] == 1) == one {
 				v++
 			}
@@ -995,7 +1013,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 				case one:
 					gainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
 				case j.fm != nil || shx != nil:
-					lr := lookRun{al: al[u:v], b: bs[c][u:v], x0: u, gx: gx, j0: gj0, j1: gj1}
+					lr := lookRun{al: al[u:v], b: bs[c][u:v]}
 					if doWrap {
 						lr.wf, lr.bb = sc.wf[u:v], bbs[c][u:v]
 					}
@@ -1003,7 +1021,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 						lr.sh = shx[u:v]
 					}
 					if j.fm != nil {
-						lr.fm, lr.bm, lr.pw = j.fm.plane(c), j.bm.plane(c), j.fm.w
+						lr.fm0, lr.fm1, lr.bm0, lr.bm1 = fm0s[c][u:v], fm1s[c][u:v], bm0s[c][u:v], bm1s[c][u:v]
 					}
 					gainLookRow(q, sv, g0, g1, gw0, gw1, maxValue, &lr)
 				case doWrap:
@@ -1042,7 +1060,8 @@ func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
 		ns := nrow[gx:][:n]
 		as := al[x:][:n]
 		q0, q1, q2 := qs[0][x:][:n], qs[1][x:][:n], qs[2][x:][:n]
-		for i, nv := range ns {
+		for i := grainRowSIMD(q0, q1, q2, as, ns, amt, maxV); i < n; i++ {
+			nv := ns[i]
 			t := float32(as[i]*amt) * nv
 			a, b, c := q0[i], q1[i], q2[i]
 			lum := float32(float32(float32(0.2126*a)+float32(0.7152*b)) + float32(0.0722*c))
@@ -1252,37 +1271,40 @@ func shadeRow(q, b, d []float32) {
 }
 
 // lookRun is a run of fractional alpha of GainCompositeLook: the matte,
-// bg, the optional wrap factor and bgBlur, shadow row and the resampled
-// rows of the foreground and old-background estimates (vertical weights
-// as the gain's).
+// bg, the optional wrap factor and bgBlur, shadow row and the
+// horizontally resampled source rows of the foreground and
+// old-background estimates (FgLow and BgOldLow, blended with the gain's
+// vertical weights; nil = none), all from the run's first column.
 type lookRun struct {
-	al, b, wf, bb, sh []float32
-	fm, bm            []float32 // planes of FgLow and BgOldLow (nil = none)
-	pw, x0, j0, j1    int       // their width, the run's first column, source rows
-	gx                *bilin
-}
-
-// sample2 is the bilinear sample at output column x between source rows
-// j0 and j1 of plane p (width pw), with the arithmetic of hlerp then
-// vlerp (and of the CUDA kernels' bilin_sample).
-func sample2(p []float32, pw int, xt *bilin, j0, j1 int, w0, w1 float32, x int) float32 {
-	r0, r1 := p[j0*pw:][:pw], p[j1*pw:][:pw]
-	i0, i1 := xt.i0[x], xt.i1[x]
-	h0 := xt.w0[x]*r0[i0] + xt.w1[x]*r0[i1]
-	h1 := xt.w0[x]*r1[i0] + xt.w1[x]*r1[i1]
-	return w0*h0 + w1*h1
+	al, b, wf, bb, sh  []float32
+	fm0, fm1, bm0, bm1 []float32
 }
 
 // gainLookRow is gainCompRow / gainCompWrapRow with, where given, the
 // source replaced by the estimated foreground and bg multiplied by the
-// shadow, in the order of the CUDA kernel.
+// shadow, in the order of the CUDA kernel. Its estimates' samples are
+// vlerp of hlerp'd rows: bit for bit the bilinear sample of the CUDA
+// kernels' bilin_sample (hlerp then vlerp).
 func gainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *lookRun) {
-	for x := range q {
+	n := len(q)
+	s, g0, g1 = s[:n], g0[:n], g1[:n]
+	al, b := r.al[:n], r.b[:n]
+	fm0, fm1, bm0, bm1, sh, wf, bb := r.fm0, r.fm1, r.bm0, r.bm1, r.sh, r.wf, r.bb
+	if fm0 != nil {
+		fm0, fm1, bm0, bm1 = fm0[:n], fm1[:n], bm0[:n], bm1[:n]
+	}
+	if sh != nil {
+		sh = sh[:n]
+	}
+	if wf != nil {
+		wf, bb = wf[:n], bb[:n]
+	}
+	for x := lookRowSIMD(q, s, g0, g1, w0, w1, maxV, al, b, fm0, fm1, bm0, bm1, sh, wf, bb); x < n; x++ {
 		iv := s[x]
-		a := r.al[x]
-		if r.fm != nil {
-			fm := sample2(r.fm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
-			bm := sample2(r.bm, r.pw, r.gx, r.j0, r.j1, w0, w1, r.x0+x)
+		a := al[x]
+		if fm0 != nil {
+			fm := w0*fm0[x] + w1*fm1[x]
+			bm := w0*bm0[x] + w1*bm1[x]
 			den := a*a + (1-a)*(1-a)
 			fv := fm + a*(iv-a*fm-(1-a)*bm)/den
 			if fv < 0 {
@@ -1298,12 +1320,12 @@ func gainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *lookRun) {
 		} else if f > maxV {
 			f = maxV
 		}
-		bv := r.b[x]
-		if r.sh != nil {
-			bv *= 1 - r.sh[x]
+		bv := b[x]
+		if sh != nil {
+			bv *= 1 - sh[x]
 		}
-		if r.wf != nil {
-			q[x] = a*f + (1-a)*bv + r.wf[x]*r.bb[x]
+		if wf != nil {
+			q[x] = a*f + (1-a)*bv + wf[x]*bb[x]
 		} else {
 			q[x] = a*f + (1-a)*bv
 		}

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "simd/archsimd"
+import (
+	mbits "math/bits"
+	"simd/archsimd"
+)
 
 // The CPU backend's hottest row loops in AVX2 (Go's simd/archsimd, built
 // with GOEXPERIMENT=simd: the Makefile and the Dockerfiles set it). Each
@@ -198,6 +201,138 @@ func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b,
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
+}
+
+// lookRowSIMD is gainLookRow's vector loop (see ratioRowSIMD): fm0 nil =
+// no foreground estimate, sh nil = no shadow, wf nil = no wrap; the
+// slices are at least len(q) long.
+func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(q)
+	n := m &^ (lanes - 1)
+	s, g0, g1, al, b = s[:m], g0[:m], g1[:m], al[:m], b[:m]
+	est, shade, wrap := fm0 != nil, sh != nil, wf != nil
+	if est {
+		fm0, fm1, bm0, bm1 = fm0[:m], fm1[:m], bm0[:m], bm1[:m]
+	}
+	if shade {
+		sh = sh[:m]
+	}
+	if wrap {
+		wf, bb = wf[:m], bb[:m]
+	}
+	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
+	for i := 0; i < n; i += lanes {
+		iv, a := load(s[i:]), load(al[i:])
+		oa := O.Sub(a)
+		if est {
+			fm := W0.Mul(load(fm0[i:])).Add(W1.Mul(load(fm1[i:])))
+			bm := W0.Mul(load(bm0[i:])).Add(W1.Mul(load(bm1[i:])))
+			den := a.Mul(a).Add(oa.Mul(oa))
+			iv = clampV(fm.Add(a.Mul(iv.Sub(a.Mul(fm)).Sub(oa.Mul(bm))).Div(den)), Z, M)
+		}
+		f := clampV(iv.Mul(W0.Mul(load(g0[i:])).Add(W1.Mul(load(g1[i:])))), Z, M)
+		bv := load(b[i:])
+		if shade {
+			bv = bv.Mul(O.Sub(load(sh[i:])))
+		}
+		o := a.Mul(f).Add(oa.Mul(bv))
+		if wrap {
+			o = o.Add(load(wf[i:]).Mul(load(bb[i:])))
+		}
+		o.StoreSlice(q[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
+// grainRowSIMD is grainRow's vector loop over one segment (see
+// ratioRowSIMD): q0, q1 and q2 (the composited channels) scaled by
+// (1 + a*amt*n/sqrt(lum))^2 and clamped to maxV, with grainInvSqrt's
+// bit trick and Newton step done on the vectors' bits.
+func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(q0)
+	n := m &^ (lanes - 1)
+	q1, q2, al, nv = q1[:m], q2[:m], al[:m], nv[:m]
+	AMT, M, Z, O := bcast(amt), bcast(maxV), bcast(0), bcast(1)
+	KR, KG, KB, EPS := bcast(0.2126), bcast(0.7152), bcast(0.0722), bcast(1e-8)
+	MAGIC, H, T15 := archsimd.BroadcastUint32x8(0x5f3759df), bcast(0.5), bcast(1.5)
+	for i := 0; i < n; i += lanes {
+		t := load(al[i:]).Mul(AMT).Mul(load(nv[i:]))
+		a, b, c := load(q0[i:]), load(q1[i:]), load(q2[i:])
+		lum := KR.Mul(a).Add(KG.Mul(b)).Add(KB.Mul(c))
+		lum = lum.Merge(EPS, lum.Greater(EPS)) // !(lum > 1e-8) -> 1e-8, NaN included
+		y := MAGIC.Sub(lum.AsUint32x8().ShiftAllRight(1)).AsFloat32x8()
+		inv := y.Mul(T15.Sub(H.Mul(lum).Mul(y).Mul(y)))
+		v := O.Add(t.Mul(inv))
+		v = v.Merge(Z, v.Greater(Z)) // !(v > 0) -> 0
+		f := v.Mul(v)
+		a, b, c = a.Mul(f), b.Mul(f), c.Mul(f)
+		M.Merge(a, a.Greater(M)).StoreSlice(q0[i:])
+		M.Merge(b, b.Greater(M)).StoreSlice(q1[i:])
+		M.Merge(c, c.Greater(M)).StoreSlice(q2[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
+// hlerpSIMD is hlerp's vector loop (see ratioRowSIMD) for upsampling:
+// each block of 8 outputs whose source columns lie within 8 of its first
+// (i1[x+7] - i0[x] < 8, as in any upsampling by 8/7 or more) loads those
+// 8 source values once and picks each output's two with a permute
+// (VPERMPS) instead of a gather; the other blocks (downsampling) are
+// left to the scalar loop, which resumes at the first of them.
+func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(o)
+	i0, i1, w0, w1 = i0[:m], i1[:m], w0[:m], w1[:m]
+	x := 0
+	for ; x+lanes <= m; x += lanes {
+		base := i0[x]
+		if i1[x+lanes-1]-base >= lanes {
+			break
+		}
+		v := archsimd.LoadFloat32x8SlicePart(r[base:]) // past r's end: zeros, never picked
+		B := archsimd.BroadcastInt32x8(base)
+		k0 := archsimd.LoadInt32x8Slice(i0[x:]).Sub(B).AsUint32x8()
+		k1 := archsimd.LoadInt32x8Slice(i1[x:]).Sub(B).AsUint32x8()
+		load(w0[x:]).Mul(v.Permute(k0)).Add(load(w1[x:]).Mul(v.Permute(k1))).StoreSlice(o[x:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return x
+}
+
+// eqPrefixSIMD returns how many values at the start of s have (s[i] ==
+// v) == want, eight at a time: the index of the first that does not, or
+// the end of the last whole block of eight (0 without AVX2); the caller's
+// scalar loop goes on from there. == is the scalar comparison (NaN equals
+// nothing, -0 equals 0).
+func eqPrefixSIMD(s []float32, v float32, want bool) int {
+	if !simdOn {
+		return 0
+	}
+	n := len(s) &^ (lanes - 1)
+	V := bcast(v)
+	i := 0
+	for ; i < n; i += lanes {
+		b := load(s[i:]).Equal(V).ToBits()
+		if want {
+			b = ^b
+		}
+		if b != 0 {
+			i += mbits.TrailingZeros8(b)
+			break
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
 }
 
 // shadeRowSIMD: q = b*(1-d).

@@ -84,6 +84,74 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			check("gainWrapRow", func(q []float32) { gainWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
 			check("gainOneRow", func(q []float32) { gainOneRow(q, s, en, g1, 0.25, 0.75, 1) })
 			check("gainOneWrapRow", func(q []float32) { gainOneWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
+			fm0, fm1, bm0, bm1 := edgy(seed+12, n, -0.1, 1.2), edgy(seed+13, n, -0.1, 1.2), edgy(seed+14, n, 0, 1), edgy(seed+15, n, 0, 1)
+			for _, lr := range []struct {
+				name string
+				r    lookRun
+			}{
+				{"all", lookRun{al: al, b: b, wf: wf, bb: bb, sh: g1, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
+				{"est", lookRun{al: al, b: b, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
+				{"est wrap", lookRun{al: al, b: b, wf: wf, bb: bb, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
+				{"shadow", lookRun{al: al, b: b, sh: wf}},
+				{"shadow wrap", lookRun{al: al, b: b, sh: wf, wf: wf, bb: bb}},
+			} {
+				check("gainLookRow "+lr.name, func(q []float32) { r := lr.r; gainLookRow(q, s, en, g1, 0.25, 0.75, 1, &r) })
+			}
+			// grainRow: three channels, a grain tile narrower than the row
+			// (segments that wrap round it), amounts with NaN and infinities.
+			for _, tw := range []int{5, 13, 64} {
+				gr := &cpuImage{w: tw, h: 3, c: 1, pix: edgy(seed+16, 3*tw, -3, 3)}
+				j := &compositeJob{gr: gr, grAmt: 0.05, maxV: 1.5, grX: 2 % tw, grY: 1}
+				run3 := func() [3][]float32 {
+					q := [3][]float32{append([]float32(nil), s...), append([]float32(nil), b...), append([]float32(nil), en...)}
+					j.grainRow(q, al, 1, 0, n)
+					return q
+				}
+				v := run3()
+				var sc [3][]float32
+				withScalar(func() { sc = run3() })
+				for c := range 3 {
+					sameBits(t, fmt.Sprintf("grainRow tile %d channel %d", tw, c), v[c], sc[c])
+				}
+			}
+			// hlerp: upsampling 4x (the gain's), 1.5x and 8/7 (blocks of 8
+			// within 8 source columns), downsampling (none), all clamped at
+			// both edges; the source row ends where the table does.
+			for _, in := range []int{(n + 3) / 4, (2*n + 2) / 3, (7*n + 7) / 8, n/2 + 1, n + 5} {
+				xt := bilinTable(n, in)
+				r := edgy(seed+17, in, -0.5, 2)
+				check(fmt.Sprintf("hlerp %d from %d", n, in), func(q []float32) { hlerp(q, r, &xt) })
+			}
+			// eqPrefixSIMD: the run it reports holds, and the next value
+			// (when within its whole blocks) breaks it.
+			runs := make([]float32, n)
+			for i := range runs {
+				switch (i / 5) % 4 {
+				case 0:
+					runs[i] = 0
+				case 1:
+					runs[i] = 1
+				case 2:
+					runs[i] = float32(math.Copysign(0, -1))
+				default:
+					runs[i] = al[i]
+				}
+			}
+			for _, v := range []float32{0, 1} {
+				for _, want := range []bool{true, false} {
+					for st := 0; st < n; st += 3 {
+						k := st + eqPrefixSIMD(runs[st:], v, want)
+						for i := st; i < k; i++ {
+							if (runs[i] == v) != want {
+								t.Fatalf("eqPrefixSIMD(%v, %v) from %d: %d is in the run (%v)", v, want, st, i, runs[i])
+							}
+						}
+						if k < st+(n-st)&^7 && (runs[k] == v) == want {
+							t.Fatalf("eqPrefixSIMD(%v, %v) from %d: stops at %d inside the run", v, want, st, k)
+						}
+					}
+				}
+			}
 			check("gaussRow", func(q []float32) { copy(q, s); gaussRow(q, s, gaussKernel(1.5, n)) })
 			for _, k := range [][]float32{{0.5}, {0.2, 0.3, 0.5}, {0.4, 0.1, 0.2, 0.3}, {0.1, 0.2, 0.3, 0.15, 0.25}, {0.3, 0.7}, {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4}} {
 				rows := edgy(seed+11, 8*n, -0.5, 2) // eight rows of n

@@ -16,6 +16,12 @@ func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int { ret
 func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
 	return 0
 }
+func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
+	return 0
+}
+func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int     { return 0 }
+func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int       { return 0 }
+func eqPrefixSIMD(s []float32, v float32, want bool) int                   { return 0 }
 func shadeRowSIMD(q, b, d []float32) int                                   { return 0 }
 func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int                { return 0 }
 func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int { return 0 }

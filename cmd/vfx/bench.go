@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,6 +46,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
+	fixtures := fs.String("fixtures", strings.Join(bench.FixtureNames(), ","), "fixtures, comma-separated: synthetic (a clean matte) and the photo fixtures (soft, noisy x264 mattes over plates panned over photographs; they need `apt-get install mate-backgrounds`) (ffmpeg)")
+	photos := fs.String("photos", bench.DefaultPhotoDir, "folder of the photo fixtures' photographs (ffmpeg)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -68,16 +71,33 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return usageError{fmt.Sprintf("bench ffmpeg: empty preset in --preset %q", *preset)}
 			}
 		}
-		for i, p := range presets {
-			rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
-				Frames: *n, Preset: strings.TrimSpace(p), CRF: *crf, Rounds: *rounds, X264Params: *x264Params})
-			if err != nil {
-				return err
+		names := strings.Split(*fixtures, ",")
+		for i, f := range names {
+			names[i] = strings.TrimSpace(f)
+			if !slices.Contains(bench.FixtureNames(), names[i]) {
+				return usageError{fmt.Sprintf("bench ffmpeg: unknown fixture %q in --fixtures (want %s)", f, strings.Join(bench.FixtureNames(), ", "))}
 			}
-			if i > 0 {
-				fmt.Fprintln(stdout)
+		}
+		first := true
+		for _, f := range names {
+			for _, p := range presets {
+				rep, err := bench.CompareFFmpeg(ctx, bench.CompareOptions{VFX: exe, Dir: *out, Width: *w, Height: *h,
+					Frames: *n, Preset: strings.TrimSpace(p), CRF: *crf, Rounds: *rounds, X264Params: *x264Params,
+					Fixture: f, PhotoDir: *photos})
+				if errors.Is(err, bench.ErrNoPhotos) {
+					// Say so and go on with the other fixtures.
+					fmt.Fprintf(stdout, "fixture %s skipped: %v\n", f, err)
+					break
+				}
+				if err != nil {
+					return err
+				}
+				if !first {
+					fmt.Fprintln(stdout)
+				}
+				first = false
+				fmt.Fprintln(stdout, rep)
 			}
-			fmt.Fprintln(stdout, rep)
 		}
 		return nil
 	}

@@ -64,7 +64,7 @@ var commandHelp = map[string]cmdHelp{
 	},
 	"bench ffmpeg": {
 		synopsis: "vfx bench ffmpeg [flags]",
-		example:  `vfx bench ffmpeg --out out/bench --preset veryfast,medium --rounds 3`,
+		example:  `vfx bench ffmpeg --out out/bench --preset veryfast,medium --rounds 3 --fixtures synthetic,photo-large`,
 	},
 	"bench matte": {
 		synopsis: "vfx bench matte [flags]",
