@@ -119,6 +119,32 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 		return o
 	}
 	id := fit.clipID(p.c.Name())
+	if fit.Wants("gate") {
+		o.GateTrace = func(t matte.GateTrace) {
+			tl := p.lowTruth(dev, t.Frame)
+			if tl == nil {
+				return
+			}
+			// The label: is the network's map the better matte here (by
+			// IoU with the truth at the flow size)? The weight: by how much.
+			jf, jn := JaccardIndex(binary(t.Fused), binary(tl)), JaccardIndex(binary(t.NetSelect), binary(tl))
+			if d := jn - jf; math.Abs(d) >= 0.002 {
+				set := &fit.Gate
+				if t.Auto {
+					set = &fit.GateAuto
+				}
+				y := float32(0)
+				if d > 0 {
+					y = 1
+				}
+				set.AddWeighted(id, t.Features, y, float32(math.Abs(d)))
+			}
+		}
+	}
+	if !fit.Wants("select") && !fit.Wants("auto") && !fit.Wants("gap") {
+		o.Trace = trace
+		return o
+	}
 	o.Trace = func(t matte.FuseTrace) {
 		if trace != nil {
 			trace(t)

@@ -15,6 +15,9 @@ type FitSet struct {
 	D int
 	X []float32 // D per sample
 	Y []float32
+	// Wt holds each sample"s own weight when any was added with
+	// AddWeighted (nil: every sample weighs 1).
+	Wt []float32
 	// clip of each sample, and the per-clip counts for the weights
 	clip   []int32
 	counts map[int32]int
@@ -22,6 +25,26 @@ type FitSet struct {
 
 // Add appends one sample of clip c.
 func (s *FitSet) Add(c int32, phi []float32, y float32) {
+	if s.Wt != nil {
+		s.Wt = append(s.Wt, 1)
+	}
+	s.add(c, phi, y)
+}
+
+// AddWeighted appends one sample of clip c with its own weight (within
+// the clip"s share).
+func (s *FitSet) AddWeighted(c int32, phi []float32, y, wt float32) {
+	if s.Wt == nil {
+		s.Wt = make([]float32, len(s.Y), len(s.Y)+1)
+		for i := range s.Wt {
+			s.Wt[i] = 1
+		}
+	}
+	s.Wt = append(s.Wt, wt)
+	s.add(c, phi, y)
+}
+
+func (s *FitSet) add(c int32, phi []float32, y float32) {
 	s.X = append(s.X, phi...)
 	s.Y = append(s.Y, y)
 	s.clip = append(s.clip, c)
@@ -37,10 +60,11 @@ func (s *FitSet) Len() int { return len(s.Y) }
 // Clips is the number of clips with samples.
 func (s *FitSet) Clips() int { return len(s.counts) }
 
-// FitLogistic fits P(y=1) = sigmoid(w·x) to the set by Newton's method
+// FitLogistic fits P(y=1) = sigmoid(w·x) to the set by Newton"s method
 // (iteratively reweighted least squares) with an L2 penalty lambda per
 // unit of total weight on every weight but the first (the bias), each
-// clip's samples weighted to sum to 1. It stops when the largest step is
+// clip"s samples weighted by 1 over their count (times their own weights,
+// when they have them). It stops when the largest step is
 // under 1e-6 or after 50 iterations.
 func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 	d, n := s.D, s.Len()
@@ -51,6 +75,9 @@ func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 	wt := make([]float64, n)
 	for i, c := range s.clip {
 		wt[i] = 1 / float64(s.counts[c])
+		if s.Wt != nil {
+			wt[i] *= float64(s.Wt[i])
+		}
 	}
 	total := float64(len(s.counts))
 	h := make([]float64, d*d)
@@ -109,7 +136,7 @@ func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 	return w, nil
 }
 
-// LogLoss is the set's mean cross-entropy (per clip, then over clips)
+// LogLoss is the set"s mean cross-entropy (per clip, then over clips)
 // under weights w.
 func LogLoss(s *FitSet, w []float64) float64 {
 	d := s.D
@@ -169,23 +196,32 @@ func solveSPD(h, g []float64, d int) ([]float64, error) {
 	return x, nil
 }
 
-// FitData collects the fusion's and the gap fill's traces of a benchmark
+// FitData collects the fusion"s and the gap fill"s traces of a benchmark
 // run with the true mattes at the flow size, for FitFusion.
 type FitData struct {
 	// Stride samples every Stride-th pixel in x and y of the frames the
 	// network ran on, and every 2·Stride-th of the frames between them
 	// (three times as many).
 	Stride int
-	Select FitSet
-	Auto   FitSet
-	Gap    FitSet
-	clips  map[string]int32
+	// Steps are the models to fit: "select", "auto", "gap" (per pixel)
+	// and "gate" (select"s and auto"s frame gates); nil fits every one.
+	Steps    map[string]bool
+	Select   FitSet
+	Auto     FitSet
+	Gap      FitSet
+	Gate     FitSet
+	GateAuto FitSet
+	clips    map[string]int32
 }
+
+// Wants reports whether step is to be fitted.
+func (fd *FitData) Wants(step string) bool { return fd.Steps == nil || fd.Steps[step] }
 
 func (fd *FitData) clipID(name string) int32 {
 	if fd.clips == nil {
 		fd.clips = map[string]int32{}
 		fd.Select.D, fd.Auto.D, fd.Gap.D = matte.NumFusionFeatures, matte.NumFusionFeatures, matte.NumGapFeatures
+		fd.Gate.D, fd.GateAuto.D = matte.NumGateFeatures, matte.NumGateFeatures
 	}
 	id, ok := fd.clips[name]
 	if !ok {
@@ -215,12 +251,18 @@ func (fd *FitData) Subset(clips []string) *FitData {
 			keep[id] = true
 		}
 	}
-	out := &FitData{Stride: fd.Stride, clips: fd.clips}
+	out := &FitData{Stride: fd.Stride, Steps: fd.Steps, clips: fd.clips}
 	out.Select.D, out.Auto.D, out.Gap.D = fd.Select.D, fd.Auto.D, fd.Gap.D
-	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}} {
+	out.Gate.D, out.GateAuto.D = fd.Gate.D, fd.GateAuto.D
+	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}} {
 		src, dst := p[0], p[1]
 		for i, c := range src.clip {
-			if keep[c] {
+			if !keep[c] {
+				continue
+			}
+			if src.Wt != nil {
+				dst.AddWeighted(c, src.X[i*src.D:(i+1)*src.D], src.Y[i], src.Wt[i])
+			} else {
 				dst.Add(c, src.X[i*src.D:(i+1)*src.D], src.Y[i])
 			}
 		}
@@ -233,18 +275,28 @@ func (fd *FitData) Subset(clips []string) *FitData {
 func FitFusion(data *FitData, lambda float64) (*matte.FusionModel, error) {
 	m := matte.NewFusionModel()
 	var err error
-	if data.Select.Len() > 0 {
+	if data.Select.Len() > 0 && data.Wants("select") {
 		if m.Select, err = FitLogistic(&data.Select, lambda); err != nil {
 			return nil, err
 		}
 	}
-	if data.Auto.Len() > 0 {
+	if data.Auto.Len() > 0 && data.Wants("auto") {
 		if m.Auto, err = FitLogistic(&data.Auto, lambda); err != nil {
 			return nil, err
 		}
 	}
-	if data.Gap.Len() > 0 {
+	if data.Gap.Len() > 0 && data.Wants("gap") {
 		if m.Gap, err = FitLogistic(&data.Gap, lambda); err != nil {
+			return nil, err
+		}
+	}
+	if data.Gate.Len() > 0 && data.Wants("gate") {
+		if m.Gate, err = FitLogistic(&data.Gate, lambda); err != nil {
+			return nil, err
+		}
+	}
+	if data.GateAuto.Len() > 0 && data.Wants("gate") {
+		if m.GateAuto, err = FitLogistic(&data.GateAuto, lambda); err != nil {
 			return nil, err
 		}
 	}

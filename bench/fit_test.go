@@ -39,3 +39,36 @@ func TestFitLogistic(t *testing.T) {
 		t.Error("an empty set: no error")
 	}
 }
+
+// TestFitLogisticWeighted checks that per-sample weights count: the same
+// features labelled both ways, with the positives weighing three times
+// the negatives, fit P = 3/4 (log-odds ln 3); and that a subset keeps the
+// weights.
+func TestFitLogisticWeighted(t *testing.T) {
+	s := &FitSet{D: 1}
+	for range 100 {
+		s.Add(0, []float32{1}, 0)
+		s.AddWeighted(0, []float32{1}, 1, 3)
+	}
+	w, err := FitLogistic(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(w[0]-math.Log(3)) > 1e-3 {
+		t.Errorf("bias %.4f, want ln 3 = %.4f", w[0], math.Log(3))
+	}
+	fd := &FitData{}
+	id := fd.clipID("a")
+	fd.clipID("b")
+	fd.Gate = *s
+	for i := range fd.Gate.clip {
+		fd.Gate.clip[i] = id
+	}
+	sub := fd.Subset([]string{"a"})
+	if sub.Gate.Len() != 200 || len(sub.Gate.Wt) != 200 || sub.Gate.Wt[1] != 3 {
+		t.Fatalf("subset: %d samples, %d weights", sub.Gate.Len(), len(sub.Gate.Wt))
+	}
+	if fd.Subset([]string{"b"}).Gate.Len() != 0 {
+		t.Error("subset of another clip holds samples")
+	}
+}

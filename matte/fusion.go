@@ -80,6 +80,11 @@ type FusionModel struct {
 	Auto     []float64 `json:"auto,omitempty"`
 	GapNames []string  `json:"gap_features"`
 	Gap      []float64 `json:"gap,omitempty"`
+	// GateNames, Gate and GateAuto: the frame gate (gate.go) of select
+	// and of auto; empty keeps the fused matte on every frame.
+	GateNames []string  `json:"gate_features,omitempty"`
+	Gate      []float64 `json:"gate,omitempty"`
+	GateAuto  []float64 `json:"gate_auto,omitempty"`
 	// FittedBy is the command that made the file, Data what it was fitted
 	// on and Validation what the held-out fold showed.
 	FittedBy   string `json:"fitted_by"`
@@ -134,7 +139,15 @@ func (m *FusionModel) check() error {
 	if len(m.Gap) != 0 && len(m.Gap) != NumGapFeatures {
 		return fmt.Errorf("matte: fusion model: %d gap weights for %d features", len(m.Gap), NumGapFeatures)
 	}
-	for _, w := range [][]float64{m.Select, m.Auto, m.Gap} {
+	if len(m.Gate)+len(m.GateAuto) > 0 && !same(m.GateNames, GateFeatureNames[:]) {
+		return fmt.Errorf("matte: fusion model: gate features %v, this build computes %v", m.GateNames, GateFeatureNames)
+	}
+	for _, w := range [][]float64{m.Gate, m.GateAuto} {
+		if len(w) != 0 && len(w) != NumGateFeatures {
+			return fmt.Errorf("matte: fusion model: %d gate weights for %d features", len(w), NumGateFeatures)
+		}
+	}
+	for _, w := range [][]float64{m.Select, m.Auto, m.Gap, m.Gate, m.GateAuto} {
 		for _, v := range w {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("matte: fusion model: weight %v", v)
@@ -147,7 +160,7 @@ func (m *FusionModel) check() error {
 // NewFusionModel is an empty model (every step keeps its hand rule) with
 // this build's feature names, to be filled by a fit.
 func NewFusionModel() *FusionModel {
-	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:]}
+	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:], GateNames: GateFeatureNames[:]}
 }
 
 // FuseTrace is what the fusion saw and made on one frame the network ran

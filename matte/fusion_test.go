@@ -13,7 +13,7 @@ func TestDefaultFusionModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Select) > 0 && !strings.HasPrefix(m.FittedBy, "vfx bench matte") {
+	if len(m.Select)+len(m.Gate)+len(m.GateAuto) > 0 && !strings.HasPrefix(m.FittedBy, "vfx bench matte") {
 		t.Errorf("fitted_by %q: want the command that made the file", m.FittedBy)
 	}
 	if DefaultNetOptions().Model == nil || HandNetOptions().Model != nil {

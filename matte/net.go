@@ -66,6 +66,9 @@ type NetOptions struct {
 	// The slices are reused after the call returns.
 	Trace    func(FuseTrace)
 	GapTrace func(GapTrace)
+	// GateTrace, when set, receives the frame gate's features and both
+	// candidates on every frame the network ran on (see gate.go).
+	GateTrace func(GateTrace)
 }
 
 // DefaultNetOptions are the defaults: IoU 0.5 is where the network starts
@@ -422,6 +425,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	}
 	if len(model) == 0 && f.o.Trace == nil {
 		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
+		f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
 		f.remember(dst, sel)
 		return
 	}
@@ -445,6 +449,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		}
 		f.o.Trace(FuseTrace{Frame: f.frame, W: f.w, H: f.h, Features: f.phi, NetSelect: f.nsel, Out: dst, Auto: f.all})
 	}
+	f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
 	f.remember(dst, sel)
 }
 

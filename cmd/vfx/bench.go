@@ -123,6 +123,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fit := fs.String("fit", "", "fit the fusion's logistic models on the clips run (select, select-mid and auto collect samples) and write them to this JSON file")
 	band := fs.Float64("select-band", 0, "select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap)")
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
+	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill)")
 	mf := modelFlags(fs, &env{get: os.Getenv})
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -222,7 +223,15 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band)}
 	if *fit != "" {
-		cfg.Fit = &bench.FitData{Stride: 4}
+		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
+		for _, st := range strings.Split(*fitSteps, ",") {
+			switch st = strings.TrimSpace(st); st {
+			case "gate", "select", "auto", "gap":
+				cfg.Fit.Steps[st] = true
+			default:
+				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto or gap)", st)}
+			}
+		}
 	}
 	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
 		card.Name, card.Licence, *every, len(dirs), *dataset)
@@ -326,8 +335,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return err
 			}
 			m.FittedBy = "vfx bench matte " + strings.Join(args, " ")
-			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames)",
-				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride)
+			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference)",
+				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride, data.Gate.Len(), data.GateAuto.Len())
 			b, err := json.MarshalIndent(m, "", "  ")
 			if err != nil {
 				return err
@@ -336,8 +345,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
 				return fmt.Errorf("bench matte: --fit: %w", err)
 			}
-			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d samples)\n", file, len(used),
-				data.Select.Len(), data.Auto.Len(), data.Gap.Len())
+			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d, gate %d, auto gate %d samples)\n", file, len(used),
+				data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Gate.Len(), data.GateAuto.Len())
 		}
 	}
 	if *sheet != "" && len(rows) > 0 {
