@@ -5,7 +5,7 @@ GO ?= go
 # The CPU kernels' hottest loops are AVX2 vector loops written with Go's simd/archsimd, which exists
 # only under GOEXPERIMENT=simd; every vfx build, vet, test and benchmark here sets it (tools such as
 # minio and staticcheck are built without). Without it (a plain `go build`) the kernels run their
-# scalar loops: the same output bit for bit, slower (see the README's Performance section).
+# scalar loops: the same output bit for bit, slower (see docs/performance.md).
 VFX_GOEXPERIMENT ?= simd
 GOV := GOEXPERIMENT=$(VFX_GOEXPERIMENT) $(GO)
 BIN := bin

@@ -177,7 +177,7 @@ func (s *Server) OpenAPI() map[string]any {
 				"properties": obj{"render": obj{"type": "string", "format": "uri"}, "source": obj{"type": "string", "format": "uri"}, "alpha": obj{"type": "string", "format": "uri"},
 					"foreground": obj{"type": "string", "format": "uri", "description": "Extension: present when the request set foreground true."}},
 				"patternProperties": obj{"^exr_(composite|foreground|alpha|gain|shadow|wrap|backdrop|normals|grain)$": obj{"type": "string", "format": "uri",
-					"description": "Extension: present when the request set output_format exr, one per pass: a ZIP (stored) of the pass's sequence, <pass>/<pass>.<frame>.exr, half-float, ZIP-compressed, linear Rec.709, frames numbered from 1001. The passes and the formula that rebuilds the composite: README, For compositors."}},
+					"description": "Extension: present when the request set output_format exr, one per pass: a ZIP (stored) of the pass's sequence, <pass>/<pass>.<frame>.exr, half-float, ZIP-compressed, linear Rec.709, frames numbered from 1001. The passes and the formula that rebuilds the composite: docs/compositing.md in the repository."}},
 				"required": []any{"render", "source", "alpha"}},
 			"seed":         obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
 			"error":        strS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),

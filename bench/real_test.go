@@ -14,7 +14,7 @@ import (
 // TestRealMattes runs every matte mode through the real runtime and model
 // on three short real clips with hand-made masks, with the default
 // schedule, and holds each to a J floor a little below its benchmark
-// figure (`vfx bench matte`, see the README).
+// figure (`vfx bench matte`, see docs/mattes.md).
 func TestRealMattes(t *testing.T) {
 	root := filepath.Join("..", "..", "shared", "datasets", "davis2016-train")
 	if _, err := os.Stat(root); err != nil {
@@ -27,7 +27,7 @@ func TestRealMattes(t *testing.T) {
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
 	ctx := context.Background()
-	// About 0.05 below each clip's `vfx bench matte` figure (README).
+	// About 0.05 below each clip's `vfx bench matte` figure (docs/mattes.md).
 	floors := map[string]map[MatteMode]float64{
 		"dog-agility": {SelectFirst: 0.53, SelectMiddle: 0.55, SelectInverse: 0.87, AutoVideo: 0.55, AutoStill: 0.74},
 		"rollerblade": {SelectFirst: 0.53, SelectMiddle: 0.66, SelectInverse: 0.86, AutoVideo: 0.42, AutoStill: 0.07},

@@ -26,7 +26,7 @@ type Schedule struct {
 }
 
 // DefaultCPUSchedule is the network every 4th frame with propagation
-// between (see the README's schedule table); DefaultGPUSchedule runs it
+// between (see docs/mattes.md, Schedule); DefaultGPUSchedule runs it
 // on every frame.
 var (
 	DefaultCPUSchedule = Schedule{Every: 4}

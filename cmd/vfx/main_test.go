@@ -33,7 +33,7 @@ func TestUsage(t *testing.T) {
 }
 
 // TestUsageListsCommands checks that `vfx -h` names every command and
-// bench subcommand that the README documents.
+// bench subcommand that the README and docs/ document.
 func TestUsageListsCommands(t *testing.T) {
 	code, out, _ := runCLI("-h")
 	if code != 0 {

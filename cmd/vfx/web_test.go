@@ -97,7 +97,7 @@ func TestWebPage(t *testing.T) {
 	}
 
 	// The first load, signed out: its bytes and first paint (logged; the
-	// README has the numbers).
+	// docs/web.md has the numbers).
 	type perfT struct {
 		Bytes      float64  `json:"bytes"`
 		Decoded    float64  `json:"decoded"`
