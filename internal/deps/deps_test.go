@@ -33,30 +33,47 @@ var rules = []struct {
 	from, to []string
 	why      string
 }{
-	{[]string{"api"}, []string{"worker", "render", "matte", "kernels"},
-		"the API speaks the job contract (package job) and checks media with package media; the pipeline, the look and the compute device stay out of it (its tests may still run a real worker)"},
-	{[]string{"worker"}, []string{"api"},
-		"the worker is below the API: both share only the job contract"},
+	{[]string{"api"}, []string{"worker", "render", "matte", "kernels", "infer"},
+		"the API speaks the job contract (package job) and checks media with package media; the pipeline, the look, the network and the compute device stay out of it (its tests may still run a real worker)"},
+	{[]string{"worker"}, []string{"api", "account"},
+		"the worker is below the API and never bills: both share only the job contract"},
 	{[]string{"render", "matte", "kernels"}, []string{"codec"},
 		"no FFmpeg in the pixel packages, so that their tests and benchmarks build into small binaries that run on a GPU machine without FFmpeg"},
+	{[]string{"render", "matte", "kernels"}, []string{"infer"},
+		"no ONNX Runtime in the pixel packages: the network reaches matte as an interface (matte.Objectness), wired by the worker"},
 	{[]string{"kernels"}, []string{"render", "matte"},
 		"kernels is the compute device, the leaf the look and the matte are built on"},
-	{[]string{"queue"}, pixel,
-		"the queue moves job records and messages and knows no pixels"},
-	{[]string{"store"}, []string{"queue"},
+	{[]string{"render"}, []string{"matte"},
+		"the look takes a matte as frames; it does not make one"},
+	{[]string{"codec", "frame", "infer"}, others("codec", "frame", "infer", "internal/srgb", "internal/trunc"),
+		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
+	{[]string{"queue"}, append([]string{"api", "worker", "account", "store", "media"}, pixel...),
+		"the queue moves job records and messages and knows no pixels; it is below both the API and the worker"},
+	{[]string{"store"}, []string{"queue", "job", "account", "media", "api", "worker"},
 		"object storage knows no jobs"},
-	{[]string{"account"}, []string{"api"},
-		"accounts, keys and billing know no HTTP"},
-	{[]string{"job"}, append([]string{"worker", "media", "api", "queue", "store"}, pixel...),
+	{[]string{"account"}, append([]string{"api", "worker", "queue", "store", "media", "job"}, pixel...),
+		"accounts, keys and billing are KV records: they know no HTTP and no job's media"},
+	{[]string{"job"}, others("job", "internal/trunc"),
 		"the job contract is pure Go: no cgo, no FFmpeg, no pipeline, so anything can import it"},
 	{[]string{"media"}, []string{"worker", "api", "render", "matte", "kernels", "infer"},
 		"the media checks probe with codec only; the API imports them"},
-	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, []string{"account", "api", "codec", "job", "media", "queue", "store", "worker", "render", "matte", "kernels", "infer", "frame"},
+	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"),
 		"kvcas, retry, srgb and trunc are leaves every package may use"},
-	{[]string{"web"}, []string{"account", "api", "codec", "job", "media", "queue", "store", "worker", "render", "matte", "kernels", "infer", "frame"},
+	{[]string{"web"}, others("web"),
 		"the web page is static files served as they are: everything it shows comes from the API in the browser"},
 	{library, []string{"bench"},
 		"bench is fixtures and benchmarks, never imported by product code (the command may, for `vfx bench`)"},
+}
+
+// others is every product package but the ones named.
+func others(but ...string) []string {
+	var out []string
+	for _, p := range library {
+		if !slices.Contains(but, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 type listed struct {
