@@ -63,6 +63,9 @@ type envOpts struct {
 	mut      func(*Config)
 	// maxPayload caps NATS messages (0: the default 1 MB).
 	maxPayload int32
+	// validate, when set, replaces the server's job.Validate (to count
+	// the calls), before the first request.
+	validate job.Validator
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -125,6 +128,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	srv, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.validate != nil {
+		srv.validateJob = o.validate
 	}
 	srv.Mount(store.FilesPath, st.Handler())
 	mu.Lock()

@@ -128,7 +128,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	// INVALID_INPUT (the product API's code for a rule of the inputs).
 	vr := jr
 	vr.GenerationType, vr.AlphaKeyframeIndex = "video", in.AlphaKeyframeIndex
-	if err := job.Validate(vr); err != nil {
+	if _, err := s.validateJob(vr); err != nil {
 		var ie *job.InputError
 		if errors.As(err, &ie) {
 			err = ie.Err

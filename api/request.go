@@ -367,7 +367,7 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 	// The contract's own rules (job.Validate). The checks above cover them
 	// with the API's field names; this keeps the API from accepting a job
 	// that the worker would refuse.
-	if err := job.Validate(jr); err != nil {
+	if _, err := s.validateJob(jr); err != nil {
 		return jr, mediaError("request", err)
 	}
 	for _, u := range []struct{ name, uri string }{

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -242,6 +243,9 @@ type Server struct {
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
+	// validateJob is job.Validate, the contract's field rules, run once per
+	// submission of either API; a test wraps it to count the calls.
+	validateJob job.Validator
 	// gclaims and pclaims are the idempotency claims of the generation
 	// and product APIs (buckets gen_idem and product_idem).
 	gclaims, pclaims *idemClaims
@@ -268,7 +272,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
 	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams()}
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams(), validateJob: job.Validate}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -104,11 +104,15 @@ func benchJobMode(b *testing.B, typ, mode string, w, h, frames int, preset strin
 	in := func(s string) *codec.Input { i := codec.FileInput(s); return &i }
 	req := worker.RenderRequest{GenerationType: typ, Source: in(src), AlphaMode: mode, Alpha: in(alpha),
 		Reference: in(p.Reference), Prompt: "warm key light from the left", Seed: 1, Preset: preset, CRF: 18}
+	j, err := worker.Validate(req)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
 	for i := 0; i < b.N; i++ {
-		res, err := pl.Run(ctx, req, b.TempDir())
+		res, err := pl.Run(ctx, j, b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -58,8 +58,12 @@ func TestValidate(t *testing.T) {
 	base := func() JobRequest {
 		return JobRequest{GenerationType: "video", SourceURI: "vfx://uploads/u/a.mp4", AlphaMode: "custom", AlphaURI: "vfx://uploads/u/m.mp4", Prompt: "dusk"}
 	}
-	if err := Validate(base()); err != nil {
+	v, err := Validate(base())
+	if err != nil {
 		t.Fatalf("valid request: %v", err)
+	}
+	if v.Request() != base() {
+		t.Fatalf("Valid.Request() = %+v, want the request validated", v.Request())
 	}
 	cases := []struct {
 		name string
@@ -79,10 +83,13 @@ func TestValidate(t *testing.T) {
 	for _, c := range cases {
 		r := base()
 		c.mod(&r)
-		err := Validate(r)
+		v, err := Validate(r)
 		var ie *InputError
 		if !errors.As(err, &ie) || ie.Code != c.code || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v, want %s mentioning %q", c.name, err, c.code, c.msg)
+		}
+		if v != (Valid{}) {
+			t.Errorf("%s: a refused request gave a Valid %+v", c.name, v.Request())
 		}
 	}
 	// A prompt of 2000 multi-byte characters is within the limit; fill
@@ -90,11 +97,11 @@ func TestValidate(t *testing.T) {
 	r := base()
 	r.Prompt = strings.Repeat("é", MaxPromptChars)
 	r.AlphaMode, r.AlphaURI = "fill", ""
-	if err := Validate(r); err != nil {
+	if _, err := Validate(r); err != nil {
 		t.Errorf("edge request: %v", err)
 	}
 	r.Prompt, r.ReferenceImageURI = "", "https://x.test/r.png"
-	if err := Validate(r); err != nil {
+	if _, err := Validate(r); err != nil {
 		t.Errorf("reference only: %v", err)
 	}
 }

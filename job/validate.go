@@ -20,12 +20,33 @@ const (
 	ReferenceMaxPixels = 40_000_000
 )
 
+// Valid is a request that Validate accepted. Validate is the only way to
+// make one, so a function that takes a Valid cannot be handed a request
+// whose field rules were not checked (the worker's pipeline takes only
+// values built from one).
+type Valid struct{ r JobRequest }
+
+// Request returns the validated request (a copy).
+func (v Valid) Request() JobRequest { return v.r }
+
+// Validator is Validate's signature. The API server and the worker daemon
+// each hold one (Validate unless a test wraps it to count the calls: once
+// per submission, once per worker pickup).
+type Validator func(JobRequest) (Valid, error)
+
 // Validate checks the field rules of a generation (not its media) and
-// returns an *InputError naming the first problem. An empty URI is an
-// input not given. It is the one place the rules live: the worker runs it
-// before it fetches anything, and the API after it has normalised a
-// request.
-func Validate(r JobRequest) error {
+// returns the request as a Valid, or an *InputError naming the first
+// problem. An empty URI is an input not given. It is the one place the
+// rules live: the worker runs it once per job before it fetches anything,
+// and the API once per submission after it has normalised a request.
+func Validate(r JobRequest) (Valid, error) {
+	if err := validate(r); err != nil {
+		return Valid{}, err
+	}
+	return Valid{r: r}, nil
+}
+
+func validate(r JobRequest) error {
 	switch r.GenerationType {
 	case "image", "video":
 	default:

@@ -69,6 +69,9 @@ type Daemon struct {
 	Logger *zap.Logger
 	// Metrics, when set, records job outcomes and timings.
 	Metrics *Metrics
+	// validateJob, when set, replaces job.Validate (a test counts the
+	// calls: one a job).
+	validateJob job.Validator
 }
 
 var _ queue.Handler = (*Daemon)(nil).Handle
@@ -233,8 +236,14 @@ func (dm *Daemon) work(ctx context.Context, d *queue.Delivery, rec queue.Record,
 		if err != nil {
 			return err
 		}
-		if err := precheck(jr); err != nil {
-			return err
+		if jr.GenerationType == "" {
+			// Only a product job's type may follow its source: refuse
+			// this one with the field rules' answer (generate would
+			// otherwise take the source's kind).
+			if _, err := dm.validate(jr); err != nil {
+				return err
+			}
+			return inputErr(job.CodeInvalidGenerationType, "generation_type is required")
 		}
 		if out, err = dm.generate(ctx, d, jr, dir, "jobs/"+d.JobID, "", log); err != nil {
 			return err
@@ -260,10 +269,16 @@ type jobOutput struct {
 // prefix. productMode is the product job's inputs.mode (not the alpha mode):
 // job.ModeFast renders at 2/3 of the size and upscales the render.
 func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobRequest, dir, prefix, productMode string, log *zap.Logger) (jobOutput, error) {
+	// The request's field rules, once, before anything is fetched; a
+	// product job whose source was not at hand at submission has no
+	// generation type yet: its source's kind decides it, below.
+	var valid job.Valid
 	if jr.GenerationType != "" {
-		if err := precheck(jr); err != nil {
+		v, err := dm.validate(jr)
+		if err != nil {
 			return jobOutput{}, err
 		}
+		valid = v
 	}
 	req, err := dm.fetch(ctx, jr, dir)
 	if err != nil {
@@ -288,7 +303,7 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 				jr.GenerationType = "video"
 			}
 			req.GenerationType = jr.GenerationType
-			if err := precheck(jr); err != nil {
+			if valid, err = dm.validate(jr); err != nil {
 				return jobOutput{}, err
 			}
 		}
@@ -312,10 +327,14 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 			return jobOutput{}, err
 		}
 	}
+	pj, err := Prepare(valid, req)
+	if err != nil {
+		return jobOutput{}, err
+	}
 	p := *dm.Pipeline
 	var stopProgress func()
 	p.Progress, p.MatteProgress, stopProgress = dm.progress(ctx, d, log)
-	res, err := p.Run(ctx, req, filepath.Join(dir, "out"))
+	res, err := p.Run(ctx, pj, filepath.Join(dir, "out"))
 	stopProgress()
 	if err != nil {
 		return jobOutput{}, err

@@ -18,9 +18,16 @@ import (
 	"github.com/vfxrender/vfx/store"
 )
 
-// precheck rejects a request whose fields are wrong before anything is
-// fetched.
-func precheck(jr job.JobRequest) error { return job.Validate(jr) }
+// validate runs the contract's field rules (job.Validate, or the counting
+// wrapper a test set) on a job's request: once a job, before anything is
+// fetched (for a product job whose generation type follows its source,
+// once the source is probed).
+func (dm *Daemon) validate(jr job.JobRequest) (job.Valid, error) {
+	if dm.validateJob != nil {
+		return dm.validateJob(jr)
+	}
+	return job.Validate(jr)
+}
 
 // fetch resolves the request's input URIs and spools each one once into
 // dir (the pipeline opens an input several times: probe, decode, audio).

@@ -243,6 +243,13 @@ func runDaemonWith(t *testing.T, e *qenv, st store.Store, res *store.Resolver, p
 		ProgressInterval: 100 * time.Millisecond,
 		Logger:           zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel)),
 	}
+	startDaemon(t, e, dm, 2)
+	return dm
+}
+
+// startDaemon runs dm's consumer with slots until the test ends.
+func startDaemon(t *testing.T, e *qenv, dm *Daemon, slots int) {
+	t.Helper()
 	cons, err := e.q.Consumer(tctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +258,7 @@ func runDaemonWith(t *testing.T, e *qenv, st store.Store, res *store.Resolver, p
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := cons.Run(ctx, queue.RunConfig{Slots: 2, Drain: 10 * time.Second, Logger: zap.NewNop()}, dm.Handle); err != nil {
+		if err := cons.Run(ctx, queue.RunConfig{Slots: slots, Drain: 10 * time.Second, Logger: zap.NewNop()}, dm.Handle); err != nil {
 			t.Errorf("run: %v", err)
 		}
 	}()
@@ -259,7 +266,6 @@ func runDaemonWith(t *testing.T, e *qenv, st store.Store, res *store.Resolver, p
 		cancel()
 		<-done
 	})
-	return dm
 }
 
 // TestFetchErrorClassification: which resolver errors are permanent (and

@@ -58,7 +58,7 @@ func TestRunEXRPasses(t *testing.T) {
 	ffmpegCLI(t, "-framerate", "24", "-i", filepath.Join(filepath.Dir(clip), "masks", "%05d.png"), "-frames:v", "3",
 		"-vf", "scale=320:180:flags=area,format=gray", "-c:v", "libx264", "-crf", "4", "-pix_fmt", "yuv420p", matte)
 	out := filepath.Join(dir, "out")
-	res, err := newPipeline().Run(context.Background(), RenderRequest{
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(matte),
 		Prompt: "hard warm key light from the left, sunset beach", Seed: 3, CRF: -1, Preset: "ultrafast",
 		OutputFormat: OutputEXR, StartFrame: 1001, Foreground: true,

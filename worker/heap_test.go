@@ -38,7 +38,7 @@ func TestRunHeapWithinPlan(t *testing.T) {
 			live = append(live, l-min(base, l))
 		}
 	}
-	_, err := p.Run(context.Background(), RenderRequest{
+	_, err := runReq(p, context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
 		Reference: in(fx.Reference), Prompt: "warm key light from the left", Seed: 1, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())

@@ -102,7 +102,7 @@ func TestRunImageCustomCutout(t *testing.T) {
 		}
 	}
 	path := savePNG(t, filepath.Join(t.TempDir(), "cut.png"), cut)
-	res, err := newPipeline().Run(context.Background(), RenderRequest{GenerationType: "image", Source: in(fx.Still),
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{GenerationType: "image", Source: in(fx.Still),
 		AlphaMode: "custom", Alpha: in(path), Prompt: "sunset", Seed: 1, CRF: -1}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

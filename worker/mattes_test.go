@@ -70,7 +70,7 @@ func TestRunVideoSelect(t *testing.T) {
 		steps = append(steps, fmt.Sprintf("r%d/%d", done, total))
 		fracs = append(fracs, JobFraction(md, mt, rd, rt))
 	}
-	res, err := p.Run(context.Background(), RenderRequest{
+	res, err := runReq(p, context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "select", Alpha: in(fx.Keyframes[7]),
 		AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -113,7 +113,7 @@ func TestRunVideoSelect(t *testing.T) {
 func TestRunImageSelectResampled(t *testing.T) {
 	big := fixture(t, 128, 96, 1)
 	small := fixture(t, 64, 48, 1) // the same scene at half size: same aspect ratio
-	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
+	res, err := runReq(netPipeline(t), context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(small.StillMatte),
 		Prompt: "sunset", Seed: 1, CRF: -1,
 	}, t.TempDir())
@@ -126,7 +126,7 @@ func TestRunImageSelectResampled(t *testing.T) {
 		t.Errorf("resampled keyframe: J %.3f, want >= 0.9", j)
 	}
 	// At the same size the keyframe is used as given.
-	res, err = netPipeline(t).Run(context.Background(), RenderRequest{
+	res, err = runReq(netPipeline(t), context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(big.StillMatte),
 		AlphaKeyframeIndex: 3, Prompt: "sunset", Seed: 1, CRF: -1, // the index is ignored for images
 	}, t.TempDir())
@@ -166,7 +166,7 @@ func TestRunAuto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := netPipeline(t).Run(context.Background(), RenderRequest{
+	res, err := runReq(netPipeline(t), context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
@@ -183,7 +183,7 @@ func TestRunAuto(t *testing.T) {
 
 	// Real footage, the network: a whole clip as a video job.
 	src, masks := davisClip(t, "dog-agility")
-	res, err = netPipeline(t).Run(context.Background(), RenderRequest{
+	res, err = runReq(netPipeline(t), context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(src), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
@@ -205,7 +205,7 @@ func TestRunWithoutModel(t *testing.T) {
 		if mode == "select" {
 			req.Alpha = in(filepath.Join(filepath.Dir(src), "masks", "00000.png"))
 		}
-		_, err := newPipeline().Run(context.Background(), req, t.TempDir())
+		_, err := runReq(newPipeline(), context.Background(), req, t.TempDir())
 		var ie *job.InputError
 		if !errors.As(err, &ie) || ie.Code != "MODEL_UNAVAILABLE" {
 			t.Errorf("%s without a model: err = %v, want MODEL_UNAVAILABLE", mode, err)

@@ -161,10 +161,32 @@ const (
 	heapFixed            = 24 << 20
 )
 
-// Validate checks the request's fields (not its media) and returns a
-// *job.InputError naming the first problem: job.Validate's rules, plus
-// the encoder settings.
-func Validate(req *RenderRequest) error {
+// Job is a render request that validation produced: Validate (a request
+// described by its inputs, as `vfx render` and tests give it) or Prepare
+// (a request the daemon built from a job.Valid). Pipeline.Run takes only a
+// Job, so an unvalidated request cannot reach it.
+type Job struct{ req RenderRequest }
+
+// Request returns the request (a copy).
+func (j Job) Request() RenderRequest { return j.req }
+
+// Preview renders at most shortSide on the output's shorter side (> 0),
+// with the x264 preset given ("" keeps the request's): `vfx render
+// --preview`, once the source is probed. Neither setting is one that
+// validation checks.
+func (j *Job) Preview(shortSide int, preset string) {
+	j.req.RenderShortSide = shortSide
+	if preset != "" {
+		j.req.Preset = preset
+	}
+}
+
+// Validate checks the request's fields (not its media) and returns the
+// Job Pipeline.Run takes, or a *job.InputError naming the first problem:
+// job.Validate's rules, plus the encoder settings. The daemon, which
+// validates the job's own request before it fetches the inputs, uses
+// Prepare instead.
+func Validate(req RenderRequest) (Job, error) {
 	jr := job.JobRequest{
 		GenerationType:     req.GenerationType,
 		AlphaMode:          req.AlphaMode,
@@ -182,9 +204,36 @@ func Validate(req *RenderRequest) error {
 	if req.Reference != nil {
 		jr.ReferenceImageURI = "-"
 	}
-	if err := job.Validate(jr); err != nil {
-		return err
+	if _, err := job.Validate(jr); err != nil {
+		return Job{}, err
 	}
+	if err := checkSettings(&req); err != nil {
+		return Job{}, err
+	}
+	return Job{req: req}, nil
+}
+
+// Prepare returns the Job of req, which the daemon built from the
+// validated request v (its inputs fetched, a frame range cut): the
+// contract's field rules are not run again, only the encoder settings
+// that job.Validate does not know. A req whose contract fields differ
+// from v's is a bug of the caller, refused as an internal error.
+func Prepare(v job.Valid, req RenderRequest) (Job, error) {
+	jr := v.Request()
+	if req.GenerationType != jr.GenerationType || req.AlphaMode != jr.AlphaMode || req.Prompt != jr.Prompt ||
+		req.Seed != jr.Seed || req.MaxResolution != jr.MaxResolution || req.Foreground != jr.Foreground ||
+		req.OutputFormat != jr.OutputFormat || (req.Source == nil) != (jr.SourceURI == "") {
+		return Job{}, errors.New("worker: the render request is not the validated job request")
+	}
+	if err := checkSettings(&req); err != nil {
+		return Job{}, err
+	}
+	return Job{req: req}, nil
+}
+
+// checkSettings checks what job.Validate does not: the encoder settings and
+// the EXR colour space.
+func checkSettings(req *RenderRequest) error {
 	if req.CRF < -1 || req.CRF > 51 {
 		return inputErr(job.CodeInvalidInput, "crf %d: want 0..51", req.CRF)
 	}
@@ -213,12 +262,11 @@ func (p *Pipeline) limits() codec.Limits {
 // only when the whole job succeeded: they are written to a temporary
 // folder inside outDir and renamed at the end. Input problems are returned
 // as *job.InputError with an API code; other errors are internal. Run stops at
-// the next frame when ctx is cancelled.
-func (p *Pipeline) Run(ctx context.Context, req RenderRequest, outDir string) (Result, error) {
+// the next frame when ctx is cancelled. j comes from Validate or Prepare:
+// the field rules were checked there, once, and are not checked again.
+func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error) {
 	start := time.Now()
-	if err := Validate(&req); err != nil {
-		return Result{}, err
-	}
+	req := j.req
 	if p.Device == nil {
 		return Result{}, errors.New("worker: no compute device")
 	}

@@ -75,7 +75,7 @@ func TestRunVideoCustom(t *testing.T) {
 	var calls, last int
 	p := newPipeline()
 	p.Progress = func(done, total int) { calls++; last = done }
-	res, err := p.Run(context.Background(), RenderRequest{
+	res, err := runReq(p, context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
 		Reference: in(fx.Reference), Prompt: "warm light from the left", Seed: 5, CRF: -1, Preset: "ultrafast",
 	}, out)
@@ -174,7 +174,7 @@ func TestRunImageFillAndCustom(t *testing.T) {
 	}{{"fill", nil}, {"custom", in(fx.StillMatte)}} {
 		t.Run(c.mode, func(t *testing.T) {
 			out := t.TempDir()
-			res, err := newPipeline().Run(context.Background(), RenderRequest{
+			res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 				GenerationType: "image", Source: in(fx.Still), AlphaMode: c.mode, Alpha: c.alpha,
 				Prompt: "night city, neon magenta rim light", Seed: 1, CRF: -1,
 			}, out)
@@ -207,7 +207,7 @@ func TestRunImageFillAndCustom(t *testing.T) {
 func TestRunDeterministic(t *testing.T) {
 	fx := fixture(t, 64, 48, 2)
 	run := func(seed uint32) []byte {
-		res, err := newPipeline().Run(context.Background(), RenderRequest{
+		res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 			GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
 			Prompt: "studio, soft key light from the right", Seed: seed, CRF: -1,
 		}, t.TempDir())
@@ -228,7 +228,7 @@ func TestRunDeterministic(t *testing.T) {
 
 func TestRunVideoScaledReencodes(t *testing.T) {
 	fx := fixture(t, 1296, 736, 3)
-	res, err := newPipeline().Run(context.Background(), RenderRequest{
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
 		Prompt: "overcast daylight", MaxResolution: 720, CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
@@ -260,7 +260,7 @@ func TestRunVideoScaledReencodes(t *testing.T) {
 
 func TestRunScalesToMaxResolution(t *testing.T) {
 	fx := fixture(t, 1600, 900, 1)
-	res, err := newPipeline().Run(context.Background(), RenderRequest{
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 		GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
 		Prompt: "daylight", MaxResolution: 720, CRF: -1,
 	}, t.TempDir())
@@ -344,7 +344,7 @@ func TestRunErrors(t *testing.T) {
 			p := newPipeline()
 			p.Limits = c.limits
 			out := filepath.Join(t.TempDir(), "out")
-			_, err := p.Run(context.Background(), req, out)
+			_, err := runReq(p, context.Background(), req, out)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -364,7 +364,7 @@ func TestRunCancelled(t *testing.T) {
 	p := newPipeline()
 	p.Progress = func(done, total int) { cancel() }
 	out := t.TempDir()
-	_, err := p.Run(ctx, RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
+	_, err := runReq(p, ctx, RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -385,7 +385,7 @@ func TestRunAudioPassthrough(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, out)
 	}
-	res, err := newPipeline().Run(context.Background(), RenderRequest{
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
 		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "dusk", CRF: -1, Preset: "ultrafast",
 	}, t.TempDir())
 	if err != nil {
@@ -398,4 +398,14 @@ func TestRunAudioPassthrough(t *testing.T) {
 	if !info.HasAudio || info.AudioCodec != "aac" {
 		t.Fatalf("render lost the audio: %+v", info)
 	}
+}
+
+// runReq validates req (Validate) and runs it on p, as `vfx render` does:
+// a request Validate refuses is Run's error too.
+func runReq(p *Pipeline, ctx context.Context, req RenderRequest, outDir string) (Result, error) {
+	j, err := Validate(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Run(ctx, j, outDir)
 }

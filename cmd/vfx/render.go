@@ -240,7 +240,8 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// Every input is checked before the model loads: a bad input fails
 	// in well under a second in every mode.
-	if err := worker.Validate(&req); err != nil {
+	vj, err := worker.Validate(req)
+	if err != nil {
 		return err
 	}
 	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
@@ -254,10 +255,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			maxR = 1080
 		}
 		ow, oh := render.OutputSize(md.Source.DisplayWidth, md.Source.DisplayHeight, maxR, req.GenerationType == "video")
-		req.RenderShortSide = max(2, min(ow, oh)/2)
+		preset := ""
 		if !setFlags(fs)["preset"] {
-			req.Preset = "veryfast"
+			preset = "veryfast"
 		}
+		vj.Preview(max(2, min(ow, oh)/2), preset)
 	}
 	dev, err := openBackend(*backend, *gpu, *workers)
 	if err != nil {
@@ -303,7 +305,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		p.Progress, p.MatteProgress = logStep("render", p.Progress), logStep("matte", p.MatteProgress)
 		logDone = func() { logStep("done", nil)(1, 1) }
 	}
-	res, err := p.Run(ctx, req, *out)
+	res, err := p.Run(ctx, vj, *out)
 	if logDone != nil {
 		logDone()
 	}
