@@ -334,7 +334,25 @@ func (s *Service) admit(ctx context.Context, ar accountRecord, key string, rev u
 // no-op; an entry another call is changing is waited for.
 func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 	key := entryKey(accountID, jobID)
-	gaveUp, err := untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
+	gaveUp, err := s.untilReleased(ctx, accountID, key, func(r reservation, rev uint64) (bool, error) {
+		if s.stale(r, s.cfg.Now()) {
+			return false, s.dropStale(ctx, accountID, key, rev)
+		}
+		return false, nil // another call is changing it: wait
+	})
+	if gaveUp {
+		return fmt.Errorf("job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
+	}
+	return err
+}
+
+// untilReleased reads the entry key until it is gone (done), for up to
+// transitionWaits tries (gaveUp past them): a held entry is released
+// (releaseHeld: the aggregate loses it once); an entry in another state is
+// left to other, which says whether it is done, or returns an error. The
+// shared loop of release and AbandonReservation.
+func (s *Service) untilReleased(ctx context.Context, accountID, key string, other func(r reservation, rev uint64) (bool, error)) (gaveUp bool, err error) {
+	return untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
 		r, rev, found, err := s.getEntry(ctx, key)
 		switch {
 		case err != nil:
@@ -344,15 +362,9 @@ func (s *Service) release(ctx context.Context, accountID, jobID string) error {
 		case r.State == resHeld:
 			// Lost (won false): another call changed it first; look again.
 			return s.releaseHeld(ctx, accountID, key, r, rev)
-		case s.stale(r, s.cfg.Now()):
-			return false, s.dropStale(ctx, accountID, key, rev)
 		}
-		return false, nil // another call is changing it: wait
+		return other(r, rev)
 	})
-	if gaveUp {
-		return fmt.Errorf("job %s: its reservation is still changing after %d attempts", jobID, transitionWaits)
-	}
-	return err
 }
 
 // releaseHeld moves the held entry key (read at revision rev) to releasing;
@@ -585,17 +597,7 @@ func (s *Service) AbandonReservation(ctx context.Context, accountID, jobID strin
 		return fmt.Errorf("%w: account %q", ErrNotFound, accountID)
 	}
 	key := entryKey(accountID, jobID)
-	gaveUp, err := untilDone(ctx, kvcas.Options{MaxAttempts: transitionWaits}, key, func() (bool, error) {
-		r, rev, found, err := s.getEntry(ctx, key)
-		switch {
-		case err != nil:
-			return false, err
-		case !found:
-			return true, nil
-		case r.State == resHeld:
-			// Lost (won false): another call changed it first; look again.
-			return s.releaseHeld(ctx, accountID, key, r, rev)
-		}
+	gaveUp, err := s.untilReleased(ctx, accountID, key, func(_ reservation, rev uint64) (bool, error) {
 		// Pending or releasing: whether the aggregate counts it cannot be
 		// told, so the entry goes and the aggregate is recounted. Other
 		// reservations of the account mid-change make a recount give up;
@@ -607,7 +609,7 @@ func (s *Service) AbandonReservation(ctx context.Context, accountID, jobID strin
 			return false, err
 		}
 		steady := retry.Backoff{Initial: abandonRecountPause, Max: abandonRecountPause}
-		_, err = untilDone(ctx, kvcas.Options{MaxAttempts: abandonRecountTries, Backoff: steady}, sumKey(accountID), func() (bool, error) {
+		_, err := untilDone(ctx, kvcas.Options{MaxAttempts: abandonRecountTries, Backoff: steady}, sumKey(accountID), func() (bool, error) {
 			return s.recountOnce(ctx, accountID, "")
 		})
 		return false, err

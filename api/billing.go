@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -20,28 +19,15 @@ import (
 // charge nothing twice.
 func (s *Server) runBilling(ctx context.Context, ec *queue.EventConsumer) {
 	log := s.log.Named("billing")
-	for {
-		d, err := ec.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			log.Warn("pull event", zap.Error(err))
-			if retry.Sleep(ctx, time.Second) != nil {
-				return
-			}
-			continue
-		}
+	ec.Consume(ctx, log, func(ctx context.Context, d *queue.EventDelivery) time.Duration {
 		if err := s.settle(ctx, d.Event); err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				log.Warn("settle job; retrying", zap.String("job_id", d.Event.JobID), zap.Error(err))
 			}
-			log.Warn("settle job; retrying", zap.String("job_id", d.Event.JobID), zap.Error(err))
-			_ = d.Nak(context.WithoutCancel(ctx), min(time.Duration(d.Attempt)*time.Second, 30*time.Second))
-			continue
+			return min(time.Duration(d.Attempt)*time.Second, 30*time.Second)
 		}
-		_ = d.Ack(context.WithoutCancel(ctx))
-	}
+		return 0
+	})
 }
 
 // settle charges or releases one finished job.

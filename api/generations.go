@@ -144,40 +144,18 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	jr.Foreground = g.Foreground != nil && *g.Foreground
 	hash := g.hash()
 	owner := p.Account.ID
-	jobID, createdAt := newJobID(), s.now().UTC()
-	var claim *heldClaim
+	key := ""
 	if g.IdempotencyKey != nil {
-		res, err := s.gclaims.acquire(ctx, idemKey(owner, *g.IdempotencyKey), hash, randomToken(4), s.jobExists)
-		if err != nil {
-			return idemError(err, "idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job")
-		}
-		if res.Found {
-			job, err := s.existingJob(ctx, res.JobID, owner)
-			if err != nil {
-				return err
-			}
-			writeJSON(w, http.StatusOK, job)
-			return nil
-		}
-		claim, jobID, createdAt = res.Claim, res.JobID, res.Claim.entry.ClaimedAt
-		if res.Dead != nil {
-			s.recoverDead(ctx, res.Dead.JobID)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = claim.context(ctx)
-		defer cancel()
+		key = *g.IdempotencyKey
 	}
-	created := false
-	defer func() {
-		if claim == nil {
-			return
-		}
-		if created {
-			claim.finish()
-		} else {
-			claim.release(ctx)
-		}
-	}()
+	sub, err := s.beginSubmission(ctx, w, s.gclaims, owner, key, hash,
+		"idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job",
+		http.StatusOK, func(ctx context.Context, id string) (any, error) { return s.existingJob(ctx, id, owner) })
+	if sub == nil {
+		return err // refused, or the job the key names was answered
+	}
+	defer sub.end()
+	ctx, jobID, createdAt := sub.ctx, sub.jobID, sub.createdAt
 	if err := s.beginPending(ctx, pendingSub{JobID: jobID, Kind: pendingGeneration, Owner: owner, CreatedAt: createdAt}); err != nil {
 		return err
 	}
@@ -192,7 +170,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer func() {
-		if !created {
+		if !sub.created {
 			cleanup()
 		}
 	}()
@@ -223,11 +201,11 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		jr.Seed = randomSeed()
 	}
-	job, err := s.create(ctx, p, jobID, jr, g, frames, createdAt, claim)
+	job, err := s.create(ctx, p, jobID, jr, g, frames, createdAt, sub.claim)
 	if err != nil {
 		return err
 	}
-	created = true
+	sub.created = true
 	s.markUsed(ctx, uploads, jobID)
 	writeJSON(w, http.StatusCreated, job)
 	return nil
@@ -442,18 +420,25 @@ func (s *Server) view(ctx context.Context, rec queue.Record) (Job, error) {
 }
 
 func (s *Server) getMeta(ctx context.Context, id string) (genMeta, error) {
-	e, err := s.meta.Get(ctx, id)
+	return getJSON[genMeta](ctx, s.meta, id, "job meta")
+}
+
+// getJSON reads the JSON value of id in kv (what names it in errors); a
+// key that is not there is jetstream.ErrKeyNotFound, as it is.
+func getJSON[T any](ctx context.Context, kv jetstream.KeyValue, id, what string) (T, error) {
+	var zero T
+	e, err := kv.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return genMeta{}, err
+			return zero, err
 		}
-		return genMeta{}, fmt.Errorf("api: job meta %s: %w", id, err)
+		return zero, fmt.Errorf("api: %s %s: %w", what, id, err)
 	}
-	var m genMeta
-	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return genMeta{}, fmt.Errorf("api: job meta %s: %w", id, err)
+	var v T
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return zero, fmt.Errorf("api: %s %s: %w", what, id, err)
 	}
-	return m, nil
+	return v, nil
 }
 
 // viewWith renders a record with its meta (nil when it has none), signing

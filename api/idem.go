@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -155,6 +156,68 @@ func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exi
 			return claimResult{}, err
 		}
 	}
+}
+
+// submission is one submission's hold on its idempotency key, the one
+// create-and-wait of both APIs: the job id and created time it uses, and
+// the claim it holds (none without a key) until end.
+type submission struct {
+	jobID     string
+	createdAt time.Time
+	// created is set once the job record exists: end then keeps the claim
+	// as the key's answer instead of releasing it.
+	created bool
+	claim   *heldClaim
+	// ctx ends when the claim is lost to another request.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// beginSubmission claims key (of owner, in claims; "" for no key) for a
+// new job of the body whose digest is hash. When the key already names a
+// job, that job (read by existing) is the answer, written to w with
+// status, and the submission is nil: nothing is created. A claim of
+// another body is 409 IDEMPOTENCY_CONFLICT with conflict (%s: that job's
+// id); a job still being created by a live claim is waited for (acquire).
+// The submission a taken-over claim belonged to died: what it held is
+// given back first.
+func (s *Server) beginSubmission(ctx context.Context, w http.ResponseWriter, claims *idemClaims, owner, key, hash, conflict string,
+	status int, existing func(ctx context.Context, jobID string) (any, error)) (*submission, error) {
+	sub := &submission{jobID: claims.newID(), createdAt: s.now().UTC(), ctx: ctx, cancel: func() {}}
+	if key == "" {
+		return sub, nil
+	}
+	res, err := claims.acquire(ctx, idemKey(owner, key), hash, randomToken(4), s.jobExists)
+	if err != nil {
+		return nil, idemError(err, conflict)
+	}
+	if res.Found {
+		job, err := existing(ctx, res.JobID)
+		if err != nil {
+			return nil, err
+		}
+		writeJSON(w, status, job)
+		return nil, nil
+	}
+	sub.claim, sub.jobID, sub.createdAt = res.Claim, res.JobID, res.Claim.entry.ClaimedAt
+	if res.Dead != nil {
+		s.recoverDead(ctx, res.Dead.JobID)
+	}
+	sub.ctx, sub.cancel = sub.claim.context(ctx)
+	return sub, nil
+}
+
+// end keeps the claim as the key's answer when the job was created, and
+// releases it otherwise (a resend starts afresh).
+func (sub *submission) end() {
+	if sub.claim != nil {
+		if sub.created {
+			sub.claim.finish()
+		} else {
+			sub.claim.release(sub.ctx)
+		}
+	}
+	sub.cancel()
 }
 
 // heldClaim is a claim this request holds; it is renewed until finish or

@@ -186,33 +186,14 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 	if !ok {
 		return modelNotFound(p, pb.ModelID)
 	}
-	res, err := s.pclaims.acquire(ctx, idemKey(oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey), pb.hash, randomToken(4),
-		s.jobExists)
-	if err != nil {
-		return idemError(err, "idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job")
+	sub, err := s.beginSubmission(ctx, w, s.pclaims, oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey, pb.hash,
+		"idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job",
+		http.StatusAccepted, func(ctx context.Context, id string) (any, error) { return s.existingProductJob(ctx, id, oc) })
+	if sub == nil {
+		return err // refused, or the job the key names was answered
 	}
-	if res.Found {
-		job, err := s.existingProductJob(ctx, res.JobID, oc)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusAccepted, job)
-		return nil
-	}
-	claim, jobID, createdAt := res.Claim, res.JobID, res.Claim.entry.ClaimedAt
-	if res.Dead != nil {
-		s.recoverDead(ctx, res.Dead.JobID)
-	}
-	ctx, cancel := claim.context(ctx)
-	defer cancel()
-	created := false
-	defer func() {
-		if created {
-			claim.finish()
-		} else {
-			claim.release(ctx)
-		}
-	}()
+	defer sub.end()
+	ctx, jobID, createdAt := sub.ctx, sub.jobID, sub.createdAt
 	if err := checkAccess(oc, p, m.ModelID); err != nil {
 		return err
 	}
@@ -230,7 +211,7 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		return err
 	}
 	defer func() {
-		if !created {
+		if !sub.created {
 			cleanup()
 		}
 	}()
@@ -242,11 +223,11 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 		}
 		reserve = min(reserve, *pb.MaxCredits)
 	}
-	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve, createdAt, claim)
+	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve, createdAt, sub.claim)
 	if err != nil {
 		return err
 	}
-	created = true
+	sub.created = true
 	s.markUsed(ctx, pl.uploads, jobID)
 	writeJSON(w, http.StatusAccepted, job)
 	return nil
@@ -325,18 +306,7 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 }
 
 func (s *Server) getProductMeta(ctx context.Context, id string) (productMeta, error) {
-	e, err := s.pmeta.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return productMeta{}, err
-		}
-		return productMeta{}, fmt.Errorf("api: product meta %s: %w", id, err)
-	}
-	var m productMeta
-	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return productMeta{}, fmt.Errorf("api: product meta %s: %w", id, err)
-	}
-	return m, nil
+	return getJSON[productMeta](ctx, s.pmeta, id, "product meta")
 }
 
 // ownedProduct returns a product job of the caller's organisation and

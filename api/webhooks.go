@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -86,29 +85,14 @@ func newHookClient(guard *store.AddressGuard, timeout time.Duration) *http.Clien
 // delivery survives a restart of the process.
 func (s *Server) runWebhooks(ctx context.Context, ec *queue.EventConsumer) {
 	log := s.log.Named("webhooks")
-	for {
-		d, err := ec.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			log.Warn("pull event", zap.Error(err))
-			if retry.Sleep(ctx, time.Second) != nil {
-				return
-			}
-			continue
-		}
+	ec.Consume(ctx, log, func(ctx context.Context, d *queue.EventDelivery) time.Duration {
 		delay, err := s.deliver(ctx, d.Event)
-		switch {
-		case err != nil:
+		if err != nil {
 			log.Warn("webhook delivery step failed; retrying", zap.String("job_id", d.Event.JobID), zap.Error(err))
-			_ = d.Nak(context.WithoutCancel(ctx), time.Second)
-		case delay > 0:
-			_ = d.Nak(context.WithoutCancel(ctx), delay)
-		default:
-			_ = d.Ack(context.WithoutCancel(ctx))
+			return time.Second
 		}
-	}
+		return delay
+	})
 }
 
 // deliver makes one webhook attempt for ev when one is due and returns the

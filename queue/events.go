@@ -9,6 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/vfxrender/vfx/internal/retry"
 )
 
 // Event says a job reached a state; the webhook dispatcher turns it into a
@@ -110,6 +113,33 @@ func (e *EventConsumer) Next(ctx context.Context) (*EventDelivery, error) {
 			continue
 		}
 		return &EventDelivery{Event: ev, Attempt: int(meta.NumDelivered), msg: msg}, nil
+	}
+}
+
+// Consume hands the consumer's events to handle, one at a time, until ctx
+// ends: the one event-consumer loop of the API's billing and webhook
+// dispatch. handle returns how long to wait before the event is offered
+// again: 0 acknowledges it, more is a Nak with that delay (sent even while
+// ctx ends, so that a shutdown does not hold the event for the ack wait).
+// A failed pull is logged on log and tried again a second later.
+func (e *EventConsumer) Consume(ctx context.Context, log *zap.Logger, handle func(context.Context, *EventDelivery) time.Duration) {
+	for {
+		d, err := e.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("pull event", zap.Error(err))
+			if retry.Sleep(ctx, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		if again := handle(ctx, d); again > 0 {
+			_ = d.Nak(context.WithoutCancel(ctx), again)
+		} else {
+			_ = d.Ack(context.WithoutCancel(ctx))
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.uber.org/zap"
+
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
 )
@@ -930,5 +932,61 @@ func TestWatchIdempotent(t *testing.T) {
 	}
 	if n := e.streamInfo(t, StreamJobs).State.Msgs; n != 0 {
 		t.Errorf("VFX_JOBS holds %d", n)
+	}
+}
+
+// TestConsume: the event loop acks an event its handler returns 0 for and
+// offers one it returns a delay for again after that delay, then returns
+// when ctx ends.
+func TestConsume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fastConfig())
+	ctx := testCtx(t, 20*time.Second)
+	for _, id := range []string{"gen_a", "gen_b"} {
+		if err := e.q.PublishEvent(ctx, Event{JobID: id, Kind: KindGeneration, Status: StatusCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ec, err := e.q.Events(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	seen := map[string][]int{}
+	var firstB time.Time
+	var gap time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ec.Consume(cctx, zap.NewNop(), func(_ context.Context, d *EventDelivery) time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[d.Event.JobID] = append(seen[d.Event.JobID], d.Attempt)
+			if d.Event.JobID == "gen_b" && d.Attempt == 1 {
+				firstB = time.Now()
+				return 300 * time.Millisecond // offered again, later
+			}
+			if d.Event.JobID == "gen_b" {
+				gap = time.Since(firstB)
+				cancel()
+			}
+			return 0
+		})
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Consume did not return when its context ended")
+	}
+	if fmt.Sprint(seen["gen_a"]) != "[1]" || fmt.Sprint(seen["gen_b"]) != "[1 2]" {
+		t.Errorf("deliveries %v, want gen_a once and gen_b twice", seen)
+	}
+	if gap < 300*time.Millisecond {
+		t.Errorf("gen_b came back after %v, before its 300ms delay", gap)
+	}
+	// Both were acknowledged: nothing is left for the durable.
+	if d, err := ec.Next(testCtx(t, 300*time.Millisecond)); err == nil {
+		t.Errorf("acked event delivered again: %+v", d.Event)
 	}
 }
