@@ -78,7 +78,7 @@ func (s *Server) input(ctx context.Context, what, uri string) (*codec.Input, err
 // that are at hand and returns the source's frame count (0 when the source
 // is not at hand).
 func (s *Server) checkMedia(ctx context.Context, jr job.JobRequest) (int, error) {
-	req := media.Inputs{GenerationType: jr.GenerationType, AlphaMode: jr.AlphaMode, AlphaKeyframeIndex: jr.AlphaKeyframeIndex}
+	req := media.Inputs{JobRequest: jr}
 	var err error
 	if req.Source, err = s.input(ctx, "source", jr.SourceURI); err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/internal/modeltest"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/worker"
 )
@@ -102,8 +103,14 @@ func benchJobMode(b *testing.B, typ, mode string, w, h, frames int, preset strin
 		pl.Net = m
 	}
 	in := func(s string) *codec.Input { i := codec.FileInput(s); return &i }
-	req := worker.RenderRequest{GenerationType: typ, Source: in(src), AlphaMode: mode, Alpha: in(alpha),
-		Reference: in(p.Reference), Prompt: "warm key light from the left", Seed: 1, Preset: preset, CRF: 18}
+	req := worker.RenderRequest{
+		JobRequest: job.JobRequest{GenerationType: typ, AlphaMode: mode, Prompt: "warm key light from the left", Seed: 1},
+		Source:     in(src),
+		Alpha:      in(alpha),
+		Reference:  in(p.Reference),
+		Preset:     preset,
+		CRF:        18,
+	}
 	j, err := worker.Validate(req)
 	if err != nil {
 		b.Fatal(err)

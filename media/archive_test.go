@@ -147,11 +147,11 @@ func TestArchiveGood(t *testing.T) {
 			if len(a.Frames) != 5 || a.Width != 64 || a.Height != 48 || a.Ext != ".png" || a.Frames[0].Name != "shot/shot.1001.png" || a.Frames[4].Name != "shot/shot.1005.png" {
 				t.Fatalf("archive %+v", a)
 			}
-			m, err := Check(context.Background(), Inputs{GenerationType: "video", AlphaMode: "fill", Source: &in}, codec.DefaultLimits())
+			m, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "fill"}, Source: &in}, codec.DefaultLimits())
 			if err != nil || m.Frames() != 5 || m.Source.DisplayWidth != 64 {
 				t.Fatalf("Check: %+v, %v", m.Source, err)
 			}
-			if _, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "fill", Source: &in}, codec.DefaultLimits()); job.CodeOf(err) != job.CodeInvalidFileFormat {
+			if _, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "fill"}, Source: &in}, codec.DefaultLimits()); job.CodeOf(err) != job.CodeInvalidFileFormat {
 				t.Errorf("an archive for an image job: %v, want INVALID_FILE_FORMAT", err)
 			}
 			out := t.TempDir()

@@ -21,12 +21,12 @@ import (
 // Inputs are what Check looks at. A nil input is skipped (not given, or
 // not at hand for the caller).
 type Inputs struct {
-	GenerationType     string // "image" or "video"
-	AlphaMode          string // auto, fill, custom, select
-	AlphaKeyframeIndex int
-	Source             *codec.Input
-	Alpha              *codec.Input
-	Reference          *codec.Input
+	// JobRequest is the request whose media are checked (its generation
+	// type, alpha mode and keyframe; its URIs are not read).
+	job.JobRequest
+	Source    *codec.Input
+	Alpha     *codec.Input
+	Reference *codec.Input
 }
 
 // Media is what probing the inputs found. A Have flag is false when that

@@ -52,11 +52,11 @@ func TestCheck(t *testing.T) {
 	}
 	notImage := codec.FileInput(text)
 
-	m, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: key, Reference: src}, codec.DefaultLimits())
+	m, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: key, Reference: src}, codec.DefaultLimits())
 	if err != nil || !m.HaveSource || !m.HaveAlpha || !m.HaveReference || m.Frames() != 1 {
 		t.Fatalf("valid inputs: %+v, %v", m, err)
 	}
-	if m, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "fill"}, codec.DefaultLimits()); err != nil || m.Frames() != 0 {
+	if m, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "fill"}}, codec.DefaultLimits()); err != nil || m.Frames() != 0 {
 		t.Fatalf("nothing at hand: %+v, %v", m, err)
 	}
 	cases := []struct {
@@ -65,14 +65,14 @@ func TestCheck(t *testing.T) {
 		code job.Code
 		msg  string
 	}{
-		{"mode", Inputs{GenerationType: "image", AlphaMode: "magic"}, job.CodeInvalidAlphaMode, "magic"},
-		{"not media", Inputs{GenerationType: "image", AlphaMode: "fill", Source: &notImage}, job.CodeInvalidFileFormat, "source"},
-		{"kind", Inputs{GenerationType: "video", AlphaMode: "fill", Source: src}, job.CodeInvalidFileFormat, "needs an MP4 or MOV"},
-		{"custom size", Inputs{GenerationType: "image", AlphaMode: "custom", Source: src, Alpha: key}, job.CodeAlphaTypeMismatch, "64x48, matte is 32x24"},
-		{"empty keyframe", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: src}, job.CodeAlphaTypeMismatch, "selects nothing"},
-		{"keyframe format", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: &notImage}, job.CodeInvalidFileFormat, "alpha"},
-		{"keyframe aspect", Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: odd}, job.CodeAlphaTypeMismatch, "aspect ratio"},
-		{"reference", Inputs{GenerationType: "image", AlphaMode: "fill", Reference: &notImage}, job.CodeInvalidFileFormat, "reference"},
+		{"mode", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "magic"}}, job.CodeInvalidAlphaMode, "magic"},
+		{"not media", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "fill"}, Source: &notImage}, job.CodeInvalidFileFormat, "source"},
+		{"kind", Inputs{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "fill"}, Source: src}, job.CodeInvalidFileFormat, "needs an MP4 or MOV"},
+		{"custom size", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom"}, Source: src, Alpha: key}, job.CodeAlphaTypeMismatch, "64x48, matte is 32x24"},
+		{"empty keyframe", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: src}, job.CodeAlphaTypeMismatch, "selects nothing"},
+		{"keyframe format", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: &notImage}, job.CodeInvalidFileFormat, "alpha"},
+		{"keyframe aspect", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: odd}, job.CodeAlphaTypeMismatch, "aspect ratio"},
+		{"reference", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "fill"}, Reference: &notImage}, job.CodeInvalidFileFormat, "reference"},
 	}
 	for _, c := range cases {
 		_, err := Check(context.Background(), c.in, codec.DefaultLimits())
@@ -183,7 +183,7 @@ func TestKeyframeFormatsAndEmpty(t *testing.T) {
 		{"clear black rgba64", image.NewNRGBA64(r), "alpha channel is fully transparent"},
 	} {
 		key := encodePNG(t, dir, fmt.Sprintf("key%d.png", i), c.m)
-		_, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "select", Source: src, Alpha: key}, codec.DefaultLimits())
+		_, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: key}, codec.DefaultLimits())
 		if c.empty == "" {
 			if err != nil {
 				t.Errorf("%s: %v", c.name, err)
@@ -194,7 +194,7 @@ func TestKeyframeFormatsAndEmpty(t *testing.T) {
 			t.Errorf("%s: %v, want ALPHA_TYPE_MISMATCH saying %q", c.name, err, c.empty)
 		}
 		// A custom matte may be empty (the whole frame is replaced).
-		if _, err := Check(context.Background(), Inputs{GenerationType: "image", AlphaMode: "custom", Source: src, Alpha: key}, codec.DefaultLimits()); err != nil {
+		if _, err := Check(context.Background(), Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom"}, Source: src, Alpha: key}, codec.DefaultLimits()); err != nil {
 			t.Errorf("%s as a custom matte: %v", c.name, err)
 		}
 	}

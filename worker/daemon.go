@@ -316,8 +316,6 @@ func (dm *Daemon) generate(ctx context.Context, d *queue.Delivery, jr job.JobReq
 			req.RenderShortSide = FastShortSide(min(stdW, stdH))
 		}
 	}
-	req.Foreground = jr.Foreground
-	req.OutputFormat = jr.OutputFormat
 	if jr.Frames != "" {
 		first, last, err := job.ParseFrames(jr.Frames)
 		if err != nil {

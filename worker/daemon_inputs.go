@@ -32,16 +32,7 @@ func (dm *Daemon) validate(jr job.JobRequest) (job.Valid, error) {
 // fetch resolves the request's input URIs and spools each one once into
 // dir (the pipeline opens an input several times: probe, decode, audio).
 func (dm *Daemon) fetch(ctx context.Context, jr job.JobRequest, dir string) (RenderRequest, error) {
-	req := RenderRequest{
-		GenerationType:     jr.GenerationType,
-		AlphaMode:          jr.AlphaMode,
-		AlphaKeyframeIndex: jr.AlphaKeyframeIndex,
-		Prompt:             jr.Prompt,
-		Seed:               jr.Seed,
-		MaxResolution:      jr.MaxResolution,
-		Preset:             dm.Preset,
-		CRF:                dm.CRF,
-	}
+	req := RenderRequest{JobRequest: jr, Preset: dm.Preset, CRF: dm.CRF}
 	if req.CRF == 0 {
 		req.CRF = DefaultCRF
 	}

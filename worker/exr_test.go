@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vfxrender/vfx/job"
 )
 
 // ffmpegCLI runs the ffmpeg command line (test set-up).
@@ -59,9 +61,12 @@ func TestRunEXRPasses(t *testing.T) {
 		"-vf", "scale=320:180:flags=area,format=gray", "-c:v", "libx264", "-crf", "4", "-pix_fmt", "yuv420p", matte)
 	out := filepath.Join(dir, "out")
 	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(matte),
-		Prompt: "hard warm key light from the left, sunset beach", Seed: 3, CRF: -1, Preset: "ultrafast",
-		OutputFormat: OutputEXR, StartFrame: 1001, Foreground: true,
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "hard warm key light from the left, sunset beach", Seed: 3, OutputFormat: OutputEXR, Foreground: true},
+		Source:     in(src),
+		Alpha:      in(matte),
+		CRF:        -1,
+		Preset:     "ultrafast",
+		StartFrame: 1001,
 	}, out)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+
+	"github.com/vfxrender/vfx/job"
 )
 
 // TestRunHeapWithinPlan: a 1080p custom video job with a reference (the
@@ -39,8 +41,12 @@ func TestRunHeapWithinPlan(t *testing.T) {
 		}
 	}
 	_, err := runReq(p, context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
-		Reference: in(fx.Reference), Prompt: "warm key light from the left", Seed: 1, CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "warm key light from the left", Seed: 1},
+		Source:     in(fx.Source),
+		Alpha:      in(fx.Matte),
+		Reference:  in(fx.Reference),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

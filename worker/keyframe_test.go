@@ -12,6 +12,7 @@ import (
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 )
 
 func savePNG(t *testing.T, path string, m image.Image) string {
@@ -102,8 +103,12 @@ func TestRunImageCustomCutout(t *testing.T) {
 		}
 	}
 	path := savePNG(t, filepath.Join(t.TempDir(), "cut.png"), cut)
-	res, err := runReq(newPipeline(), context.Background(), RenderRequest{GenerationType: "image", Source: in(fx.Still),
-		AlphaMode: "custom", Alpha: in(path), Prompt: "sunset", Seed: 1, CRF: -1}, t.TempDir())
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
+		JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom", Prompt: "sunset", Seed: 1},
+		Source:     in(fx.Still),
+		Alpha:      in(path),
+		CRF:        -1,
+	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

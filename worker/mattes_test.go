@@ -71,8 +71,11 @@ func TestRunVideoSelect(t *testing.T) {
 		fracs = append(fracs, JobFraction(md, mt, rd, rt))
 	}
 	res, err := runReq(p, context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(fx.Source), AlphaMode: "select", Alpha: in(fx.Keyframes[7]),
-		AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1, CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "select", AlphaKeyframeIndex: 7, Prompt: "cool studio light", Seed: 1},
+		Source:     in(fx.Source),
+		Alpha:      in(fx.Keyframes[7]),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +117,10 @@ func TestRunImageSelectResampled(t *testing.T) {
 	big := fixture(t, 128, 96, 1)
 	small := fixture(t, 64, 48, 1) // the same scene at half size: same aspect ratio
 	res, err := runReq(netPipeline(t), context.Background(), RenderRequest{
-		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(small.StillMatte),
-		Prompt: "sunset", Seed: 1, CRF: -1,
+		JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select", Prompt: "sunset", Seed: 1},
+		Source:     in(big.Still),
+		Alpha:      in(small.StillMatte),
+		CRF:        -1,
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -127,8 +132,11 @@ func TestRunImageSelectResampled(t *testing.T) {
 	}
 	// At the same size the keyframe is used as given.
 	res, err = runReq(netPipeline(t), context.Background(), RenderRequest{
-		GenerationType: "image", Source: in(big.Still), AlphaMode: "select", Alpha: in(big.StillMatte),
-		AlphaKeyframeIndex: 3, Prompt: "sunset", Seed: 1, CRF: -1, // the index is ignored for images
+		JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select", AlphaKeyframeIndex: 3, Prompt: "sunset", Seed: 1},
+		Source:     in(big.Still),
+		Alpha:      in(big.StillMatte),
+		CRF:        -1,
+		// the index is ignored for images,
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +175,10 @@ func TestRunAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := runReq(netPipeline(t), context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(fx.Source), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "auto", Prompt: "neon night"},
+		Source:     in(fx.Source),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +195,10 @@ func TestRunAuto(t *testing.T) {
 	// Real footage, the network: a whole clip as a video job.
 	src, masks := davisClip(t, "dog-agility")
 	res, err = runReq(netPipeline(t), context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(src), AlphaMode: "auto", Prompt: "neon night", CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "auto", Prompt: "neon night"},
+		Source:     in(src),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +215,7 @@ func TestRunAuto(t *testing.T) {
 func TestRunWithoutModel(t *testing.T) {
 	src, _ := davisClip(t, "dog-agility")
 	for _, mode := range []string{"auto", "select"} {
-		req := RenderRequest{GenerationType: "video", Source: in(src), AlphaMode: mode, Prompt: "x", CRF: -1, Preset: "ultrafast"}
+		req := RenderRequest{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: mode, Prompt: "x"}, Source: in(src), CRF: -1, Preset: "ultrafast"}
 		if mode == "select" {
 			req.Alpha = in(filepath.Join(filepath.Dir(src), "masks", "00000.png"))
 		}

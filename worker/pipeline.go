@@ -4,6 +4,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,19 +36,19 @@ const (
 	alphaCRF = 6
 )
 
-// RenderRequest is one job's inputs, already normalised by the caller.
+// RenderRequest is one job: the generation request as the API stores it
+// (job.JobRequest, not copied field by field: generation type, alpha mode
+// and keyframe, prompt, seed, max resolution, foreground, output format),
+// its inputs opened, and the encoder settings of the worker or command
+// line. The request's URIs name the inputs; a caller that gives the inputs
+// directly (`vfx render`, tests) may leave them empty.
 type RenderRequest struct {
-	GenerationType     string // "image" or "video"
-	Source             *codec.Input
-	AlphaMode          string // auto, fill, custom, select
-	Alpha              *codec.Input
-	AlphaKeyframeIndex int
-	Reference          *codec.Input
-	Prompt             string
-	Seed               uint32
-	MaxResolution      int    // 720 or 1080; 0 means 1080
-	Preset             string // x264 preset; "" means medium
-	CRF                int    // x264 CRF 0..51; -1 means 18
+	job.JobRequest
+	Source    *codec.Input
+	Alpha     *codec.Input
+	Reference *codec.Input
+	Preset    string // x264 preset; "" means medium
+	CRF       int    // x264 CRF 0..51; -1 means 18
 	// X264Params are extra libx264 options for the render ("key=value:...",
 	// "" = none). Operator/CLI use only: libx264 accepts options that write
 	// files, so never forward an API caller's text here.
@@ -57,15 +58,12 @@ type RenderRequest struct {
 	// renders smaller and upscales. Set by the daemon, never by a caller's
 	// field.
 	RenderShortSide int
-	// Foreground also writes the relit subject with its matte,
+	// (JobRequest.Foreground also writes the relit subject with its matte,
 	// premultiplied: foreground.png (RGBA) for an image, foreground.mov
-	// (ProRes 4444 with alpha) for a video (`vfx render --foreground`,
-	// product vfx outputs.foreground).
-	Foreground bool
-	// OutputFormat is "" or OutputMP4 (render, source and alpha only) or
-	// OutputEXR: also the linear half-float EXR pass sequences
-	// (EXRPasses) in <out>/<pass>/<pass>.<frame>.exr.
-	OutputFormat string
+	// (ProRes 4444 with alpha) for a video; JobRequest.OutputFormat
+	// OutputEXR also the linear half-float EXR pass sequences (EXRPasses)
+	// in <out>/<pass>/<pass>.<frame>.exr.)
+
 	// StartFrame is the number of the first EXR frame (<= 0 means
 	// DefaultStartFrame, 1001).
 	StartFrame int
@@ -187,22 +185,16 @@ func (j *Job) Preview(shortSide int, preset string) {
 // validates the job's own request before it fetches the inputs, uses
 // Prepare instead.
 func Validate(req RenderRequest) (Job, error) {
-	jr := job.JobRequest{
-		GenerationType:     req.GenerationType,
-		AlphaMode:          req.AlphaMode,
-		AlphaKeyframeIndex: req.AlphaKeyframeIndex,
-		Prompt:             req.Prompt,
-		MaxResolution:      req.MaxResolution,
-	}
-	// job.Validate only asks whether an input is given.
-	if req.Source != nil {
-		jr.SourceURI = "-"
-	}
-	if req.Alpha != nil {
-		jr.AlphaURI = "-"
-	}
-	if req.Reference != nil {
-		jr.ReferenceImageURI = "-"
+	// An input given directly counts as given (job.Validate asks only
+	// that): its URI is its path, or "-".
+	jr := req.JobRequest
+	for _, in := range []struct {
+		uri *string
+		in  *codec.Input
+	}{{&jr.SourceURI, req.Source}, {&jr.AlphaURI, req.Alpha}, {&jr.ReferenceImageURI, req.Reference}} {
+		if *in.uri == "" && in.in != nil {
+			*in.uri = cmp.Or(in.in.Path, "-")
+		}
 	}
 	if _, err := job.Validate(jr); err != nil {
 		return Job{}, err
@@ -219,10 +211,11 @@ func Validate(req RenderRequest) (Job, error) {
 // that job.Validate does not know. A req whose contract fields differ
 // from v's is a bug of the caller, refused as an internal error.
 func Prepare(v job.Valid, req RenderRequest) (Job, error) {
-	jr := v.Request()
-	if req.GenerationType != jr.GenerationType || req.AlphaMode != jr.AlphaMode || req.Prompt != jr.Prompt ||
-		req.Seed != jr.Seed || req.MaxResolution != jr.MaxResolution || req.Foreground != jr.Foreground ||
-		req.OutputFormat != jr.OutputFormat || (req.Source == nil) != (jr.SourceURI == "") {
+	// A frame range moves the keyframe (TrimFrames); nothing else of the
+	// request may change after validation.
+	want, got := v.Request(), req.JobRequest
+	want.AlphaKeyframeIndex, got.AlphaKeyframeIndex = 0, 0
+	if got != want || (req.Source == nil) != (want.SourceURI == "") {
 		return Job{}, errors.New("worker: the render request is not the validated job request")
 	}
 	if err := checkSettings(&req); err != nil {
@@ -231,16 +224,11 @@ func Prepare(v job.Valid, req RenderRequest) (Job, error) {
 	return Job{req: req}, nil
 }
 
-// checkSettings checks what job.Validate does not: the encoder settings and
-// the EXR colour space.
+// checkSettings checks what job.Validate does not know: the encoder
+// settings and the EXR colour space.
 func checkSettings(req *RenderRequest) error {
 	if req.CRF < -1 || req.CRF > 51 {
 		return inputErr(job.CodeInvalidInput, "crf %d: want 0..51", req.CRF)
-	}
-	switch req.OutputFormat {
-	case "", OutputMP4, OutputEXR:
-	default:
-		return inputErr(job.CodeInvalidInput, "output format %q: want mp4 or exr", req.OutputFormat)
 	}
 	switch req.EXRColorSpace {
 	case "", EXRRec709, EXRACEScg:
@@ -277,8 +265,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	video := req.GenerationType == "video"
 	lim := p.limits()
 
-	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
-		AlphaKeyframeIndex: req.AlphaKeyframeIndex, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim)
+	md, err := media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim)
 	if err != nil {
 		return Result{}, err
 	}

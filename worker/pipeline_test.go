@@ -76,8 +76,12 @@ func TestRunVideoCustom(t *testing.T) {
 	p := newPipeline()
 	p.Progress = func(done, total int) { calls++; last = done }
 	res, err := runReq(p, context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
-		Reference: in(fx.Reference), Prompt: "warm light from the left", Seed: 5, CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "warm light from the left", Seed: 5},
+		Source:     in(fx.Source),
+		Alpha:      in(fx.Matte),
+		Reference:  in(fx.Reference),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, out)
 	if err != nil {
 		t.Fatal(err)
@@ -175,8 +179,10 @@ func TestRunImageFillAndCustom(t *testing.T) {
 		t.Run(c.mode, func(t *testing.T) {
 			out := t.TempDir()
 			res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-				GenerationType: "image", Source: in(fx.Still), AlphaMode: c.mode, Alpha: c.alpha,
-				Prompt: "night city, neon magenta rim light", Seed: 1, CRF: -1,
+				JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: c.mode, Prompt: "night city, neon magenta rim light", Seed: 1},
+				Source:     in(fx.Still),
+				Alpha:      c.alpha,
+				CRF:        -1,
 			}, out)
 			if err != nil {
 				t.Fatal(err)
@@ -208,8 +214,10 @@ func TestRunDeterministic(t *testing.T) {
 	fx := fixture(t, 64, 48, 2)
 	run := func(seed uint32) []byte {
 		res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-			GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
-			Prompt: "studio, soft key light from the right", Seed: seed, CRF: -1,
+			JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom", Prompt: "studio, soft key light from the right", Seed: seed},
+			Source:     in(fx.Still),
+			Alpha:      in(fx.StillMatte),
+			CRF:        -1,
 		}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -229,8 +237,11 @@ func TestRunDeterministic(t *testing.T) {
 func TestRunVideoScaledReencodes(t *testing.T) {
 	fx := fixture(t, 1296, 736, 3)
 	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte),
-		Prompt: "overcast daylight", MaxResolution: 720, CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "overcast daylight", MaxResolution: 720},
+		Source:     in(fx.Source),
+		Alpha:      in(fx.Matte),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -261,8 +272,10 @@ func TestRunVideoScaledReencodes(t *testing.T) {
 func TestRunScalesToMaxResolution(t *testing.T) {
 	fx := fixture(t, 1600, 900, 1)
 	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-		GenerationType: "image", Source: in(fx.Still), AlphaMode: "custom", Alpha: in(fx.StillMatte),
-		Prompt: "daylight", MaxResolution: 720, CRF: -1,
+		JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom", Prompt: "daylight", MaxResolution: 720},
+		Source:     in(fx.Still),
+		Alpha:      in(fx.StillMatte),
+		CRF:        -1,
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +315,7 @@ func TestRunErrors(t *testing.T) {
 	long := strings.Repeat("é", job.MaxPromptChars+1)
 
 	base := func() RenderRequest {
-		return RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "sunset", CRF: -1}
+		return RenderRequest{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "sunset"}, Source: in(fx.Source), Alpha: in(fx.Matte), CRF: -1}
 	}
 	cases := []struct {
 		name   string
@@ -364,7 +377,7 @@ func TestRunCancelled(t *testing.T) {
 	p := newPipeline()
 	p.Progress = func(done, total int) { cancel() }
 	out := t.TempDir()
-	_, err := runReq(p, ctx, RenderRequest{GenerationType: "video", Source: in(fx.Source), AlphaMode: "fill", Prompt: "x", CRF: -1}, out)
+	_, err := runReq(p, ctx, RenderRequest{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "fill", Prompt: "x"}, Source: in(fx.Source), CRF: -1}, out)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -386,7 +399,11 @@ func TestRunAudioPassthrough(t *testing.T) {
 		t.Fatalf("ffmpeg: %v: %s", err, out)
 	}
 	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
-		GenerationType: "video", Source: in(src), AlphaMode: "custom", Alpha: in(fx.Matte), Prompt: "dusk", CRF: -1, Preset: "ultrafast",
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "dusk"},
+		Source:     in(src),
+		Alpha:      in(fx.Matte),
+		CRF:        -1,
+		Preset:     "ultrafast",
 	}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -84,19 +84,13 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	req := worker.RenderRequest{
-		GenerationType:     *typ,
-		AlphaMode:          *alphaMode,
-		AlphaKeyframeIndex: *keyframe,
-		Prompt:             *prompt,
-		Seed:               s,
-		MaxResolution:      *maxRes,
-		Preset:             *preset,
-		CRF:                *crf,
-		X264Params:         *x264Params,
-		Foreground:         *foreground,
-		OutputFormat:       *outputFormat,
-		StartFrame:         *startFrame,
-		EXRColorSpace:      *exrSpace,
+		JobRequest: job.JobRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe,
+			Prompt: *prompt, Seed: s, MaxResolution: *maxRes, Foreground: *foreground, OutputFormat: *outputFormat},
+		Preset:        *preset,
+		CRF:           *crf,
+		X264Params:    *x264Params,
+		StartFrame:    *startFrame,
+		EXRColorSpace: *exrSpace,
 	}
 	if *startFrame < 1 {
 		return usageError{fmt.Sprintf("--start-frame %d: want at least 1", *startFrame)}
@@ -172,7 +166,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := checkLocalFile("source", *source); err != nil {
 			return err
 		}
-		r := worker.RenderRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe}
+		r := worker.RenderRequest{JobRequest: job.JobRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe}}
 		if r.Source, err = fileInput("source", *source); err != nil {
 			return err
 		}
@@ -244,8 +238,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	md, err := media.Check(ctx, media.Inputs{GenerationType: req.GenerationType, AlphaMode: req.AlphaMode,
-		AlphaKeyframeIndex: req.AlphaKeyframeIndex, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, codec.DefaultLimits())
+	md, err := media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, codec.DefaultLimits())
 	if err != nil {
 		return err
 	}
