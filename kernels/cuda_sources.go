@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "1030bc137ca6589837c034b12d692251f5db9dc64fa1fecb3fb44162a6f792ae"
+const cudaSourcesSHA256 = "ba4a818befa08bdaa12c1e3a9d63cbe9d7aac08c903ba6dfe1528306bd750729"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "31f3ffa196a9aac2987be9cfbf378776f2c1b1dc9cc4915d596c5684a3f98f3a"
+const cudaFatbinSHA256 = "b9e6c96c12c0e01ec2b7cf7dfa177079393d4be3d00310d0285a93da75e3d8ad"
