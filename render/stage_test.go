@@ -270,3 +270,84 @@ func TestCompositeStage(t *testing.T) {
 		c.free()
 	}
 }
+
+// TestHarmoniseHueBound: over a strongly coloured plate the harmonisation
+// tints a grey subject toward the plate but turns a coloured subject's hue
+// by at most hueBound's MaxHue (10°), where the transfer alone turns it
+// further (issue 31, "tints, not dyes").
+func TestHarmoniseHueBound(t *testing.T) {
+	d := newDev(t)
+	plate := [3]float32{0.05, 0.25, 0.6} // a blue-green plate
+	maxDeg := float64(hueBound().MaxHue) * 180 / math.Pi
+	for _, c := range []struct {
+		name    string
+		subject [3]float32
+		grey    bool
+	}{{"skin", [3]float32{0.5, 0.35, 0.25}, false}, {"olive", [3]float32{0.3, 0.33, 0.15}, false}, {"grey", [3]float32{0.4, 0.4, 0.4}, true}} {
+		s := makeScene(120, 80, c.subject)
+		f := lowScene(t, d, s, false)
+		if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, harmStrength(true, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.setBackground(flatImage(t, d, s.w, s.h, plate)); err != nil {
+			t.Fatal(err)
+		}
+		i := 40*s.w + 60 // the disc's centre
+		turn := func() (float64, float64) {
+			g := read(t, d, f.gain)
+			src := read(t, d, f.srcLow)
+			np := s.w * s.h
+			var in, out [3]float64
+			for k := range 3 {
+				in[k] = float64(src[k*np+i])
+				out[k] = in[k] * float64(g[k*np+i])
+			}
+			ia, ib, _ := planeAB(in)
+			oa, ob, oy := planeAB(out)
+			return math.Abs(math.Atan2(ia*ob-ib*oa, ia*oa+ib*ob)) * 180 / math.Pi, math.Hypot(oa, ob) / oy
+		}
+		if err := h.transfer(f, e, false); err != nil {
+			t.Fatal(err)
+		}
+		free, _ := turn()
+		if err := h.run(f, e, false); err != nil {
+			t.Fatal(err)
+		}
+		bounded, chroma := turn()
+		h.free()
+		e.free()
+		t.Logf("%s: hue turn %.2f° by the transfer, %.2f° bounded; chroma after %.1f", c.name, free, bounded, chroma)
+		if c.grey {
+			// Tinted toward the blue-green plate: it gains chroma.
+			if !(chroma > 5) {
+				t.Errorf("grey subject: relative chroma %.2f after the harmonisation, want a tint (> 5)", chroma)
+			}
+			continue
+		}
+		if !(free > maxDeg+2) {
+			t.Errorf("%s: the transfer alone turns the hue %.2f°, want more than the bound (the test needs a dyeing plate)", c.name, free)
+		}
+		if !(bounded <= maxDeg+0.01) {
+			t.Errorf("%s: hue turned %.2f°, want <= %.0f°", c.name, bounded, maxDeg)
+		}
+	}
+}
+
+// planeAB is kernels.HueBound's (a, b, Y) of linear RGB.
+func planeAB(c [3]float64) (float64, float64, float64) {
+	x := (0.4124*c[0] + 0.3576*c[1] + 0.1805*c[2]) / 0.95047
+	y := 0.2126*c[0] + 0.7152*c[1] + 0.0722*c[2]
+	z := (0.0193*c[0] + 0.1192*c[1] + 0.9505*c[2]) / 1.08883
+	return 500 * (x - y), 200 * (y - z), y
+}
