@@ -60,6 +60,9 @@ type LookPrompt struct {
 	// LookReference).
 	RefClip string
 	Measure LookMeasure
+	// Night marks a night prompt (the night check, looknight.go); KeyLeft
+	// a night prompt with a key from the left (its direction is checked).
+	Night, KeyLeft bool
 }
 
 // refClip is the clip of the prompt's reference image.
@@ -80,11 +83,12 @@ var LookPrompts = []LookPrompt{
 	{Prompt: "strong light from the right", Measure: MeasureRight},
 	{Prompt: "light from above", Measure: MeasureAbove},
 	{Prompt: "backlit rim light", Measure: MeasureRim},
-	{Prompt: "dark night, moonlight", Measure: MeasureNight},
+	{Prompt: "dark night, moonlight", Measure: MeasureNight, Night: true},
 	{Prompt: "low-key dramatic light from the left", Measure: MeasureNight},
 	{Prompt: "", Reference: true, Measure: MeasureReference},
 	{Prompt: "sunny beach, hard sun from the left", Measure: MeasureShadow},
 	{Prompt: "", Reference: true, RefClip: LookWarmReference, Measure: MeasureReference},
+	{Prompt: "night, moonlight from the left", Measure: MeasureNight, Night: true, KeyLeft: true},
 }
 
 // LookOptions configure RunLook.
@@ -126,6 +130,10 @@ type LookRow struct {
 	// and its median.
 	Hue  []float64
 	MHue float64
+	// Night prompts (looknight.go): readability and, with a key from the
+	// left, its left/right ratio, per subject and their medians.
+	Read, Dir   []float64
+	MRead, MDir float64
 }
 
 // LookReport is the bench's result.
@@ -626,6 +634,13 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 			}
 			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refs[lp.refClip()].lum)
 			rep.Rows[pi].Hue = append(rep.Rows[pi].Hue, hueShift(s.src, out, s.alpha, s.w*s.h))
+			if lp.Night {
+				rep.Rows[pi].Read = append(rep.Rows[pi].Read, nightRead(luma(out, s.w*s.h), s.alpha))
+			}
+			if lp.KeyLeft {
+				v, _ := lookMeasure(MeasureLeft, s, out, nil, dist, 0)
+				rep.Rows[pi].Dir = append(rep.Rows[pi].Dir, v)
+			}
 			if k, _ := lookPlateIndex(lp); k >= 0 {
 				g, sh, bl := plateMeasure(s, out)
 				pr := &rep.Plates[k]
@@ -656,6 +671,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		rep.Rows[i].Median = median(rep.Rows[i].Values)
 		rep.Rows[i].Median2 = median(rep.Rows[i].Values2)
 		rep.Rows[i].MHue = median(rep.Rows[i].Hue)
+		rep.Rows[i].MRead, rep.Rows[i].MDir = median(rep.Rows[i].Read), median(rep.Rows[i].Dir)
 	}
 	var e0, e1, g0, g1 []float64
 	for _, v := range rep.FGValues {
@@ -876,6 +892,14 @@ func (r *LookReport) PerSubject() string {
 		}
 		line("hue shift (deg): "+name, row.Hue)
 	}
+	for _, row := range r.Rows {
+		if row.Prompt.Night {
+			line("night read: "+row.Prompt.Prompt, row.Read)
+		}
+		if row.Prompt.KeyLeft {
+			line("night key L/R: "+row.Prompt.Prompt, row.Dir)
+		}
+	}
 	return b.String()
 }
 
@@ -909,6 +933,7 @@ func (r *LookReport) String() string {
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "source luminance change per frame", r.SourceFlicker)
 	b.WriteString(r.plateString())
 	b.WriteString(r.colourString())
+	b.WriteString(r.nightString())
 	b.WriteString(r.cameraString())
 	return b.String()
 }

@@ -119,6 +119,25 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if nref != 2 {
 		t.Errorf("%d reference rows with the colour check, want 2 (surf and %s)", nref, LookWarmReference)
 	}
+	// Issue 31's night check: every subject readable on the night plates
+	// (least 0.052 and 0.097 before the night floor), the night key from
+	// the left still directional.
+	nn := 0
+	for _, r := range rep.Rows {
+		if !r.Prompt.Night {
+			continue
+		}
+		nn++
+		if v := least(r.Read); !(v >= NightReadShare) || len(r.Read) != len(rep.Subjects) {
+			t.Errorf("night %q: least subject median / plate top tenth %.3f over %d subjects, want >= %.2f", r.Prompt.Prompt, v, len(r.Read), NightReadShare)
+		}
+		if r.Prompt.KeyLeft && !(r.MDir >= NightKeyRatio) {
+			t.Errorf("night %q: key left / right %.3f, want >= %.1f", r.Prompt.Prompt, r.MDir, NightKeyRatio)
+		}
+	}
+	if nn != 2 {
+		t.Errorf("%d night rows, want 2", nn)
+	}
 	// Issue 31's camera lock: the panning walk's plate moves with its
 	// background, the locked-off fixture's stays still.
 	if len(rep.Camera) != 2 || rep.Camera[0].Kind() != "panning" || rep.Camera[1].Kind() != "locked-off" {

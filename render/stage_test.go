@@ -155,7 +155,7 @@ func TestExposureStage(t *testing.T) {
 	d := newDev(t)
 	s := makeScene(120, 80, [3]float32{0.5, 0.5, 0.5})
 	f := lowScene(t, d, s, false)
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestHarmoniseStage(t *testing.T) {
 	if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
 		t.Fatal(err)
 	}
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestCompositeStage(t *testing.T) {
 		if want := map[bool]float32{false: 0.35, true: 0.55}[plan.light.Rim]; c.wrap != want {
 			t.Fatalf("%q: wrap %v, want %v", prompt, c.wrap, want)
 		}
-		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +292,7 @@ func TestHarmoniseHueBound(t *testing.T) {
 		if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
 			t.Fatal(err)
 		}
-		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,4 +350,65 @@ func planeAB(c [3]float64) (float64, float64, float64) {
 	y := 0.2126*c[0] + 0.7152*c[1] + 0.0722*c[2]
 	z := (0.0193*c[0] + 0.1192*c[1] + 0.9505*c[2]) / 1.08883
 	return 500 * (x - y), 200 * (y - z), y
+}
+
+// TestExposureNightFloor: on a night plate much darker than the old
+// background, the scene exposure darkens the subject (about 0.17); at
+// night it is raised until the subject's median (source median times
+// the light's intensity times the exposure) is nightShare of the plate's
+// brightest tenth, and left alone when the subject is already that bright
+// or the prompt is not night.
+func TestExposureNightFloor(t *testing.T) {
+	d := newDev(t)
+	for _, c := range []struct {
+		name    string
+		subject float32
+		light   Lighting
+		floored bool
+	}{
+		{"night, dark subject", 0.05, Lighting{Time: TimeNight, Intensity: 0.5}, true},
+		{"night, bright subject", 0.9, Lighting{Time: TimeNight, Intensity: 0.5}, false},
+		{"day, dark subject", 0.05, Lighting{Time: TimeDay, Intensity: 0.5}, false},
+	} {
+		s := makeScene(120, 80, [3]float32{c.subject, c.subject, c.subject})
+		f := lowScene(t, d, s, false)
+		if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, c.light)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A night plate: black with a bright tenth (the moon, lamps) of 0.2.
+		bg := make([]float32, 3*s.w*s.h)
+		for i := range s.w * s.h / 10 {
+			bg[i], bg[s.w*s.h+i], bg[2*s.w*s.h+i] = 0.2, 0.2, 0.2
+		}
+		bgLow := upload(t, d, s.w, s.h, 3, bg)
+		if err := e.setBackground(f, nil, bgLow, flatImage(t, d, s.w/2, s.h/2, [3]float32{}), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().Luma(f.luma, f.srcLow); err != nil {
+			t.Fatal(err)
+		}
+		x, err := e.scene(f)
+		e.free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := math.Max(1.0/16, math.Min(maxGain, e.bgNewLum/e.bgOldLum)) // the scene's exposure
+		median := float64(c.subject) * float64(c.light.Intensity) * x
+		want := nightShare * 0.2
+		t.Logf("%s: exposure %.4f, subject median %.4f, floor %.4f", c.name, x, median, want)
+		if c.floored {
+			if math.Abs(median-want) > 0.02*want {
+				t.Errorf("%s: subject median %.4f, want the floor %.4f", c.name, median, want)
+			}
+			if !(x > 2*own) {
+				t.Errorf("%s: exposure %.4f, the scene's own %.4f: want it raised", c.name, x, own)
+			}
+		} else if x != own {
+			t.Errorf("%s: exposure %.4f, want the scene's own %.4f", c.name, x, own)
+		}
+	}
 }
