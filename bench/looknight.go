@@ -16,7 +16,7 @@ import (
 // over right half of the relight gain (as MeasureLeft), at least
 // NightKeyRatio (median over subjects). The renderer aims the subject's
 // median at 0.3 of the plate's brightest tenth (render/exposure.go
-// nightFloor, on the source's median at a quarter of the working size);
+// nightFloor, on the source's median at half the working resolution);
 // the output's median lands lower where the key leaves half of the
 // subject in shadow or the highlight cap lowers it.
 
