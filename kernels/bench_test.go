@@ -338,7 +338,7 @@ func BenchmarkHueBound(b *testing.B) {
 	e := newBench(b)
 	g, r, o := e.img(lw, lh, 3, 0.8, 1.25), e.img(lw, lh, 3, 0, 1), e.img(lw, lh, 3, 0, 1)
 	p := HueParams{MaxHue: 0.17, C0: 15, C1: 45, MaxGain: 4}
-	e.run(px(lw, lh, 9), func() error { return e.d.HueBound(o, g, r, p) })
+	e.run(px(lw, lh, 9), func() error { return e.d.HueBound(o, g, r, nil, p) })
 }
 
 func BenchmarkLabTransferFull(b *testing.B) {

@@ -101,7 +101,7 @@ func (h *hueArgs) gains(o0, o1, o2, r0, r1, r2 float64, g0, g1, g2 float32, da, 
 }
 
 // HueBound bounds the hue rotation of a gain (see Ops.HueBound).
-func (d *CPU) HueBound(dst, gain, ref Image, p HueParams) error {
+func (d *CPU) HueBound(dst, gain, ref, mask Image, p HueParams) error {
 	const op = "HueBound"
 	o, g, err := pair(op, dst, gain)
 	if err != nil {
@@ -119,11 +119,18 @@ func (d *CPU) HueBound(dst, gain, ref Image, p HueParams) error {
 			return err
 		}
 	}
-	if err := sameSize(op, o, []string{"ref"}, r); err != nil {
+	m, err := optImg(op, "mask", mask)
+	if err != nil {
 		return err
 	}
-	if r == o {
-		return shapeErr(op, "ref aliases dst")
+	if err := wantChannels(op, "mask", m, 1); err != nil {
+		return err
+	}
+	if err := sameSize(op, o, []string{"ref", "mask"}, r, m); err != nil {
+		return err
+	}
+	if r == o || m == o {
+		return shapeErr(op, "ref or mask aliases dst")
 	}
 	h, ok := newHueArgs(p)
 	if !ok {
@@ -139,7 +146,16 @@ func (d *CPU) HueBound(dst, gain, ref Image, p HueParams) error {
 		p0, p1, p2 := O[0][i0:i1], O[1][i0:i1], O[2][i0:i1]
 		q1, q2, g0, g1, g2 = q1[:len(q0)], q2[:len(q0)], g0[:len(q0)], g1[:len(q0)], g2[:len(q0)]
 		p0, p1, p2 = p0[:len(q0)], p1[:len(q0)], p2[:len(q0)]
+		var mk []float32
+		if m != nil {
+			mk = m.pix[i0:i1:i1]
+			mk = mk[:len(q0)]
+		}
 		for i := range q0 {
+			if mk != nil && mk[i] == 0 {
+				p0[i], p1[i], p2[i] = g0[i], g1[i], g2[i]
+				continue
+			}
 			r0, r1, r2 := float64(q0[i]), float64(q1[i]), float64(q2[i])
 			o0, o1, o2 := r0*float64(g0[i]), r1*float64(g1[i]), r2*float64(g2[i])
 			ra, rb, ry := hueAB(r0, r1, r2)

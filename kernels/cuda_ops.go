@@ -859,7 +859,7 @@ type hueBoundArg struct {
 }
 
 // HueBound: the CPU's arithmetic (cpu_hue.go) in float64 on the device.
-func (d *CUDA) HueBound(dst, gain, ref Image, p HueParams) error {
+func (d *CUDA) HueBound(dst, gain, ref, mask Image, p HueParams) error {
 	const op = "HueBound"
 	o, s, err := d.pair(op, dst, gain)
 	if err != nil {
@@ -877,11 +877,18 @@ func (d *CUDA) HueBound(dst, gain, ref Image, p HueParams) error {
 			return err
 		}
 	}
-	if err := d.same(op, o, []string{"ref"}, r); err != nil {
+	m, err := d.opt(op, "mask", mask)
+	if err != nil {
 		return err
 	}
-	if r == o {
-		return d.shapeErr(op, "ref aliases dst")
+	if err := d.chans(op, "mask", m, 1); err != nil {
+		return err
+	}
+	if err := d.same(op, o, []string{"ref", "mask"}, r, m); err != nil {
+		return err
+	}
+	if r == o || m == o {
+		return d.shapeErr(op, "ref or mask aliases dst")
 	}
 	h, ok := newHueArgs(p)
 	if !ok {
@@ -889,7 +896,7 @@ func (d *CUDA) HueBound(dst, gain, ref Image, p HueParams) error {
 	}
 	x := hueBoundArg{X: hueXYZ, Xi: hueXYZInv, MaxHue: h.maxHue, CosMax: h.cosMax, SinMax: h.sinMax, C0: h.c0, C1: h.c1, MaxGain: h.maxGain}
 	return d.wrap(op, d.do(func() error {
-		return d.launchGS("vfx_hue_bound", o.n(), structArg(new(kargs).p(o.ptr).p(s.ptr).p(r.ptr).l(o.n()), &x))
+		return d.launchGS("vfx_hue_bound", o.n(), structArg(new(kargs).p(o.ptr).p(s.ptr).p(r.ptr).p(ptrOf(m)).l(o.n()), &x))
 	}))
 }
 

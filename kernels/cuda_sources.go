@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "ba4a818befa08bdaa12c1e3a9d63cbe9d7aac08c903ba6dfe1528306bd750729"
+const cudaSourcesSHA256 = "1a5543c857b41d13dcc785afb35b44e5816414d918585db0783bef580d95b2a3"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "b9e6c96c12c0e01ec2b7cf7dfa177079393d4be3d00310d0285a93da75e3d8ad"
+const cudaFatbinSHA256 = "49514a2a1c0e598ec7ce1145e5483de5be53f676cfff01422cc10d62622c6a72"

@@ -44,7 +44,7 @@ func TestHueBound(t *testing.T) {
 		ref := randVals(rng, 3*n, 0.02, 1)
 		gain := gainsOf(randVals(rng, 3*n, 0.02, 1), ref)
 		out := img(t, d, w, h, 3, nil)
-		if err := d.HueBound(out, img(t, d, w, h, 3, gain), img(t, d, w, h, 3, ref), p); err != nil {
+		if err := d.HueBound(out, img(t, d, w, h, 3, gain), img(t, d, w, h, 3, ref), nil, p); err != nil {
 			t.Fatal(err)
 		}
 		got := pixels(t, d, out)
@@ -86,6 +86,22 @@ func TestHueBound(t *testing.T) {
 		if n >= 100 && changed == 0 {
 			t.Fatalf("%dx%d: no pixel was bounded", w, h)
 		}
+		// With a mask: where it is 0 the gain is kept, elsewhere the
+		// result is the unmasked one.
+		mk := randAlpha(rng, n)
+		if err := d.HueBound(out, img(t, d, w, h, 3, gain), img(t, d, w, h, 3, ref), img(t, d, w, h, 1, mk), p); err != nil {
+			t.Fatal(err)
+		}
+		masked := pixels(t, d, out)
+		for i, v := range masked {
+			want := got[i]
+			if mk[i%n] == 0 {
+				want = gain[i]
+			}
+			if v != want {
+				t.Fatalf("%dx%d value %d (mask %v): %v, want %v", w, h, i, mk[i%n], v, want)
+			}
+		}
 	}
 }
 
@@ -116,7 +132,7 @@ func TestHueBoundKeeps(t *testing.T) {
 		{"MaxHue π", other, ref, HueParams{MaxHue: math.Pi, C0: 0, C1: 10, MaxGain: 4}},
 	} {
 		out := img(t, d, w, h, 3, nil)
-		if err := d.HueBound(out, img(t, d, w, h, 3, c.gain), img(t, d, w, h, 3, c.ref), c.p); err != nil {
+		if err := d.HueBound(out, img(t, d, w, h, 3, c.gain), img(t, d, w, h, 3, c.ref), nil, c.p); err != nil {
 			t.Fatal(err)
 		}
 		got := pixels(t, d, out)
@@ -129,7 +145,7 @@ func TestHueBoundKeeps(t *testing.T) {
 	// MaxHue 0 gives every coloured pixel its reference's hue, in place
 	// (dst == gain).
 	G := img(t, d, w, h, 3, other)
-	if err := d.HueBound(G, G, img(t, d, w, h, 3, ref), HueParams{MaxHue: 0, C0: 0, C1: 1e-3, MaxGain: 1000}); err != nil {
+	if err := d.HueBound(G, G, img(t, d, w, h, 3, ref), nil, HueParams{MaxHue: 0, C0: 0, C1: 1e-3, MaxGain: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	got := pixels(t, d, G)
@@ -153,7 +169,7 @@ func TestHueBoundGainLimits(t *testing.T) {
 	gain := []float32{0.3, 0.3, 2, 2, 1, 1}
 	p := HueParams{MaxHue: 0.1, C0: 1, C1: 2, MaxGain: 1.5}
 	out := img(t, d, 2, 1, 3, nil)
-	if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), p); err != nil {
+	if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), nil, p); err != nil {
 		t.Fatal(err)
 	}
 	got := pixels(t, d, out)
@@ -171,7 +187,7 @@ func TestHueBoundGainLimits(t *testing.T) {
 	// The edge: MaxGain exactly at the largest gain that the bound gives
 	// changes nothing; a tenth below it clamps.
 	free := HueParams{MaxHue: 0.1, C0: 1, C1: 2, MaxGain: 1000}
-	if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), free); err != nil {
+	if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), nil, free); err != nil {
 		t.Fatal(err)
 	}
 	u := pixels(t, d, out)
@@ -182,7 +198,7 @@ func TestHueBoundGainLimits(t *testing.T) {
 	}{{top, false}, {0.9 * top, true}} {
 		q := free
 		q.MaxGain = c.maxGain
-		if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), q); err != nil {
+		if err := d.HueBound(out, img(t, d, 2, 1, 3, gain), img(t, d, 2, 1, 3, ref), nil, q); err != nil {
 			t.Fatal(err)
 		}
 		v := pixels(t, d, out)
@@ -197,21 +213,23 @@ func TestHueBoundErrors(t *testing.T) {
 	a, b, r := img(t, d, 4, 3, 3, nil), img(t, d, 4, 3, 3, nil), img(t, d, 4, 3, 3, nil)
 	ok := HueParams{MaxHue: 0.2, C0: 15, C1: 45, MaxGain: 4}
 	for name, err := range map[string]error{
-		"MaxHue < 0":      d.HueBound(a, b, r, HueParams{MaxHue: -1e-7, C0: 0, C1: 1, MaxGain: 4}),
-		"MaxHue > π":      d.HueBound(a, b, r, HueParams{MaxHue: math.Nextafter32(math.Pi, 4), C0: 0, C1: 1, MaxGain: 4}),
-		"MaxHue NaN":      d.HueBound(a, b, r, HueParams{MaxHue: float32(math.NaN()), C0: 0, C1: 1, MaxGain: 4}),
-		"C0 = C1":         d.HueBound(a, b, r, HueParams{MaxHue: 0.2, C0: 0.1, C1: 0.1, MaxGain: 4}),
-		"C0 < 0":          d.HueBound(a, b, r, HueParams{MaxHue: 0.2, C0: -0.1, C1: 0.1, MaxGain: 4}),
-		"C1 infinite":     d.HueBound(a, b, r, HueParams{MaxHue: 0.2, C0: 0, C1: float32(math.Inf(1)), MaxGain: 4}),
-		"MaxGain 0":       d.HueBound(a, b, r, HueParams{MaxHue: 0.2, C0: 0, C1: 1, MaxGain: 0}),
-		"MaxGain ∞":       d.HueBound(a, b, r, HueParams{MaxHue: 0.2, C0: 0, C1: 1, MaxGain: float32(math.Inf(1))}),
-		"ref aliases dst": d.HueBound(a, b, a, ok),
-		"ref size":        d.HueBound(a, b, img(t, d, 4, 4, 3, nil), ok),
-		"ref channels":    d.HueBound(a, b, img(t, d, 4, 3, 1, nil), ok),
-		"gain channels":   d.HueBound(a, img(t, d, 4, 3, 1, nil), r, ok),
-		"dst channels":    d.HueBound(img(t, d, 4, 3, 1, nil), b, r, ok),
-		"nil ref":         d.HueBound(a, b, nil, ok),
-		"gain size":       d.HueBound(a, img(t, d, 3, 3, 3, nil), r, ok),
+		"MaxHue < 0":      d.HueBound(a, b, r, nil, HueParams{MaxHue: -1e-7, C0: 0, C1: 1, MaxGain: 4}),
+		"MaxHue > π":      d.HueBound(a, b, r, nil, HueParams{MaxHue: math.Nextafter32(math.Pi, 4), C0: 0, C1: 1, MaxGain: 4}),
+		"MaxHue NaN":      d.HueBound(a, b, r, nil, HueParams{MaxHue: float32(math.NaN()), C0: 0, C1: 1, MaxGain: 4}),
+		"C0 = C1":         d.HueBound(a, b, r, nil, HueParams{MaxHue: 0.2, C0: 0.1, C1: 0.1, MaxGain: 4}),
+		"C0 < 0":          d.HueBound(a, b, r, nil, HueParams{MaxHue: 0.2, C0: -0.1, C1: 0.1, MaxGain: 4}),
+		"C1 infinite":     d.HueBound(a, b, r, nil, HueParams{MaxHue: 0.2, C0: 0, C1: float32(math.Inf(1)), MaxGain: 4}),
+		"MaxGain 0":       d.HueBound(a, b, r, nil, HueParams{MaxHue: 0.2, C0: 0, C1: 1, MaxGain: 0}),
+		"MaxGain ∞":       d.HueBound(a, b, r, nil, HueParams{MaxHue: 0.2, C0: 0, C1: 1, MaxGain: float32(math.Inf(1))}),
+		"ref aliases dst": d.HueBound(a, b, a, nil, ok),
+		"ref size":        d.HueBound(a, b, img(t, d, 4, 4, 3, nil), nil, ok),
+		"ref channels":    d.HueBound(a, b, img(t, d, 4, 3, 1, nil), nil, ok),
+		"gain channels":   d.HueBound(a, img(t, d, 4, 3, 1, nil), r, nil, ok),
+		"dst channels":    d.HueBound(img(t, d, 4, 3, 1, nil), b, r, nil, ok),
+		"nil ref":         d.HueBound(a, b, nil, nil, ok),
+		"gain size":       d.HueBound(a, img(t, d, 3, 3, 3, nil), r, nil, ok),
+		"mask channels":   d.HueBound(a, b, r, img(t, d, 4, 3, 3, nil), ok),
+		"mask size":       d.HueBound(a, b, r, img(t, d, 4, 4, 1, nil), ok),
 	} {
 		if !errors.Is(err, ErrShape) {
 			t.Errorf("%s: %v, want ErrShape", name, err)
@@ -219,11 +237,14 @@ func TestHueBoundErrors(t *testing.T) {
 	}
 	// The edges that are allowed.
 	for _, p := range []HueParams{{MaxHue: 0, C0: 0, C1: 1e-7, MaxGain: 1e-7}, {MaxHue: math.Pi, C0: 0, C1: 1, MaxGain: 4}} {
-		if err := d.HueBound(a, b, r, p); err != nil {
+		if err := d.HueBound(a, b, r, nil, p); err != nil {
 			t.Errorf("%+v: %v", p, err)
 		}
 	}
-	if err := d.HueBound(a, b, foreign{}, ok); !errors.Is(err, ErrForeignImage) {
+	if err := d.HueBound(a, b, foreign{}, nil, ok); !errors.Is(err, ErrForeignImage) {
 		t.Errorf("foreign ref: %v, want ErrForeignImage", err)
+	}
+	if err := d.HueBound(a, b, r, foreign{}, ok); !errors.Is(err, ErrForeignImage) {
+		t.Errorf("foreign mask: %v, want ErrForeignImage", err)
 	}
 }

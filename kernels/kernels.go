@@ -193,10 +193,11 @@ type Ops interface {
 	// |(a, b)| / Y is >= p.C1, any (π) where it is <= p.C0 (or Y <= 0),
 	// and in between π - t*(π - MaxHue) with t the smoothstep of the
 	// chroma from C0 to C1: grey pixels have no hue to keep. A pixel
-	// within the bound keeps its gain exactly. dst may equal gain; ref
-	// must not alias dst. Needs 0 <= MaxHue <= π, 0 <= C0 < C1 and
-	// MaxGain > 0 (finite).
-	HueBound(dst, gain, ref Image, p HueParams) error
+	// within the bound, or where mask (1 channel, nil = everywhere) is 0,
+	// keeps its gain exactly. dst may equal gain; ref and mask must not
+	// alias dst. Needs 0 <= MaxHue <= π, 0 <= C0 < C1 and MaxGain > 0
+	// (finite).
+	HueBound(dst, gain, ref, mask Image, p HueParams) error
 
 	// DistanceTransform writes the exact Euclidean distance (pixels) from
 	// each pixel whose mask value is >= threshold to the nearest pixel

@@ -85,7 +85,7 @@ func (s *harmoniseStage) run(f *lowFrame, e *exposureStage, relit bool) error {
 	if err := s.transfer(f, e, relit); err != nil {
 		return err
 	}
-	return step("hue bound", s.ops.HueBound(f.gain, f.gain, f.srcLow, hueBound()))
+	return step("hue bound", s.ops.HueBound(f.gain, f.gain, f.srcLow, f.mask(), hueBound()))
 }
 
 // transfer writes f.gain: the relight and the colour transfer toward the

@@ -95,7 +95,8 @@ extern "C" __global__ void vfx_lab_transfer(float *dst, const float *src, const 
 // HueBound (see kernels/cpu_hue.go: hueArgs.delta is the same
 // arithmetic): out = ref * gain, its (a, b) in the linearised CIELAB plane
 // turned back within the allowed angle of ref's, its length and Y kept;
-// dst = out' / ref per channel, clamped. Float64 throughout, as the CPU.
+// dst = out' / ref per channel, clamped; where mask (may be null) is 0 the
+// gain is copied. Float64 throughout, as the CPU.
 struct HueArg {
     double X[9], Xi[9];
     double maxHue, cosMax, sinMax, c0, c1, maxGain;
@@ -109,9 +110,13 @@ __device__ static void hue_ab(const double *X, double r, double g, double b, dou
     *bb = 200 * (*y - z);
 }
 
-extern "C" __global__ void vfx_hue_bound(float *dst, const float *gain, const float *ref, int64_t n, HueArg h) {
+extern "C" __global__ void vfx_hue_bound(float *dst, const float *gain, const float *ref, const float *mask, int64_t n, HueArg h) {
     GRID_STRIDE(i, n) {
         float G[3] = {gain[i], gain[n + i], gain[2 * n + i]};
+        if (mask && mask[i] == 0) {
+            dst[i] = G[0], dst[n + i] = G[1], dst[2 * n + i] = G[2];
+            continue;
+        }
         double R[3] = {ref[i], ref[n + i], ref[2 * n + i]};
         double O[3] = {R[0] * (double)G[0], R[1] * (double)G[1], R[2] * (double)G[2]};
         double ra, rb, ry, va, vb, vy;
