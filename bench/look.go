@@ -55,9 +55,27 @@ const (
 // LookPrompt is one fixed prompt of the bench.
 type LookPrompt struct {
 	Prompt    string
-	Reference bool // use the reference image (LookReference)
-	Measure   LookMeasure
+	Reference bool // use the reference image (RefClip's first frame)
+	// RefClip is the clip whose first frame is the reference ("" =
+	// LookReference).
+	RefClip string
+	Measure LookMeasure
+	// Night marks a night prompt (the night check, looknight.go); KeyLeft
+	// a night prompt with a key from the left (its direction is checked).
+	Night, KeyLeft bool
 }
+
+// refClip is the clip of the prompt's reference image.
+func (lp LookPrompt) refClip() string {
+	if lp.RefClip == "" {
+		return LookReference
+	}
+	return lp.RefClip
+}
+
+// LookWarmReference is the clip whose first frame is the warm reference
+// plate of the colour check (an orange clay court under sun).
+const LookWarmReference = "tennis"
 
 // LookPrompts are the bench's fixed prompts.
 var LookPrompts = []LookPrompt{
@@ -65,10 +83,12 @@ var LookPrompts = []LookPrompt{
 	{Prompt: "strong light from the right", Measure: MeasureRight},
 	{Prompt: "light from above", Measure: MeasureAbove},
 	{Prompt: "backlit rim light", Measure: MeasureRim},
-	{Prompt: "dark night, moonlight", Measure: MeasureNight},
+	{Prompt: "dark night, moonlight", Measure: MeasureNight, Night: true},
 	{Prompt: "low-key dramatic light from the left", Measure: MeasureNight},
 	{Prompt: "", Reference: true, Measure: MeasureReference},
 	{Prompt: "sunny beach, hard sun from the left", Measure: MeasureShadow},
+	{Prompt: "", Reference: true, RefClip: LookWarmReference, Measure: MeasureReference},
+	{Prompt: "night, moonlight from the left", Measure: MeasureNight, Night: true, KeyLeft: true},
 }
 
 // LookOptions configure RunLook.
@@ -106,6 +126,14 @@ type LookRow struct {
 	Median  float64
 	Values2 []float64 // shadow: darkening away from the key minus toward it
 	Median2 float64
+	// Hue: the subject's hue shift per subject (degrees, lookcolour.go)
+	// and its median.
+	Hue  []float64
+	MHue float64
+	// Night prompts (looknight.go): readability and, with a key from the
+	// left, its left/right ratio, per subject and their medians.
+	Read, Dir   []float64
+	MRead, MDir float64
 }
 
 // LookReport is the bench's result.
@@ -542,32 +570,16 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	dev := kernels.NewCPU(opt.Workers)
 	defer dev.Close()
 
-	refFrames, err := decodeFrames(ctx, filepath.Join(opt.Dataset, LookReference, "source.mp4"), 1)
-	if err != nil {
-		return nil, err
+	refs := map[string]lookRef{}
+	var err error
+	for _, lp := range LookPrompts {
+		if c := lp.refClip(); lp.Reference && refs[c].frame == nil {
+			if refs[c], err = loadRef(ctx, dev, opt.Dataset, c); err != nil {
+				return nil, err
+			}
+		}
 	}
-	ref := refFrames[0]
-	var refLum float64
-	{
-		img, err := dev.NewImage(ref.Width, ref.Height, 3)
-		if err != nil {
-			return nil, err
-		}
-		if err := dev.Upload(img, ref); err != nil {
-			return nil, err
-		}
-		p, err := dev.ReadPixels(img)
-		dev.Free(img)
-		if err != nil {
-			return nil, err
-		}
-		y := luma(p, ref.Width*ref.Height)
-		for _, v := range y {
-			refLum += v
-		}
-		refLum /= float64(len(y))
-	}
-
+	ref := refs[LookReference].frame
 	rep := &LookReport{Subjects: subjects, Rows: make([]LookRow, len(LookPrompts)), Plates: make([]LookPlateRow, 2)}
 	for _, lp := range LookPrompts {
 		if k, name := lookPlateIndex(lp); k >= 0 {
@@ -597,7 +609,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		for pi, lp := range LookPrompts {
 			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch}
 			if lp.Reference {
-				p.Reference = ref
+				p.Reference = refs[lp.refClip()].frame
 			}
 			r, err := render.New(ctx, dev, p)
 			if err != nil {
@@ -620,7 +632,15 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 					return nil, err
 				}
 			}
-			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refLum)
+			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refs[lp.refClip()].lum)
+			rep.Rows[pi].Hue = append(rep.Rows[pi].Hue, hueShift(s.src, out, s.alpha, s.w*s.h))
+			if lp.Night {
+				rep.Rows[pi].Read = append(rep.Rows[pi].Read, nightRead(luma(out, s.w*s.h), s.alpha))
+			}
+			if lp.KeyLeft {
+				v, _ := lookMeasure(MeasureLeft, s, out, nil, dist, 0)
+				rep.Rows[pi].Dir = append(rep.Rows[pi].Dir, v)
+			}
 			if k, _ := lookPlateIndex(lp); k >= 0 {
 				g, sh, bl := plateMeasure(s, out)
 				pr := &rep.Plates[k]
@@ -650,6 +670,8 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	for i := range rep.Rows {
 		rep.Rows[i].Median = median(rep.Rows[i].Values)
 		rep.Rows[i].Median2 = median(rep.Rows[i].Values2)
+		rep.Rows[i].MHue = median(rep.Rows[i].Hue)
+		rep.Rows[i].MRead, rep.Rows[i].MDir = median(rep.Rows[i].Read), median(rep.Rows[i].Dir)
 	}
 	var e0, e1, g0, g1 []float64
 	for _, v := range rep.FGValues {
@@ -675,6 +697,38 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// lookRef is a reference plate: its first frame and mean luminance.
+type lookRef struct {
+	frame *frame.HostFrame
+	lum   float64
+}
+
+func loadRef(ctx context.Context, dev kernels.Device, dataset, clip string) (lookRef, error) {
+	frames, err := decodeFrames(ctx, filepath.Join(dataset, clip, "source.mp4"), 1)
+	if err != nil {
+		return lookRef{}, err
+	}
+	ref := frames[0]
+	img, err := dev.NewImage(ref.Width, ref.Height, 3)
+	if err != nil {
+		return lookRef{}, err
+	}
+	defer dev.Free(img)
+	if err := dev.Upload(img, ref); err != nil {
+		return lookRef{}, err
+	}
+	p, err := dev.ReadPixels(img)
+	if err != nil {
+		return lookRef{}, err
+	}
+	var lum float64
+	y := luma(p, ref.Width*ref.Height)
+	for _, v := range y {
+		lum += v
+	}
+	return lookRef{frame: ref, lum: lum / float64(len(y))}, nil
 }
 
 // lookFlicker renders the frames as one video job ("strong light from the
@@ -810,7 +864,7 @@ func (r *LookReport) PerSubject() string {
 	for _, row := range r.Rows {
 		name := row.Prompt.Prompt
 		if row.Prompt.Reference {
-			name = "reference"
+			name = "reference " + row.Prompt.refClip()
 		}
 		line(name, row.Values)
 		if row.Prompt.Measure == MeasureShadow {
@@ -831,6 +885,21 @@ func (r *LookReport) PerSubject() string {
 		line("source change per frame", sf)
 	}
 	r.platePerSubject(line)
+	for _, row := range r.Rows {
+		name := row.Prompt.Prompt
+		if row.Prompt.Reference {
+			name = "reference " + row.Prompt.refClip()
+		}
+		line("hue shift (deg): "+name, row.Hue)
+	}
+	for _, row := range r.Rows {
+		if row.Prompt.Night {
+			line("night read: "+row.Prompt.Prompt, row.Read)
+		}
+		if row.Prompt.KeyLeft {
+			line("night key L/R: "+row.Prompt.Prompt, row.Dir)
+		}
+	}
 	return b.String()
 }
 
@@ -848,7 +917,7 @@ func (r *LookReport) String() string {
 	for _, row := range r.Rows {
 		p := fmt.Sprintf("%q", row.Prompt.Prompt)
 		if row.Prompt.Reference {
-			p = "reference: first frame of " + LookReference
+			p = "reference: first frame of " + row.Prompt.refClip()
 		}
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", p, names[row.Prompt.Measure], row.Median)
 		if row.Prompt.Measure == MeasureShadow {
@@ -863,6 +932,8 @@ func (r *LookReport) String() string {
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "video, first frames", "gain change per frame", r.GainFlicker)
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "source luminance change per frame", r.SourceFlicker)
 	b.WriteString(r.plateString())
+	b.WriteString(r.colourString())
+	b.WriteString(r.nightString())
 	b.WriteString(r.cameraString())
 	return b.String()
 }

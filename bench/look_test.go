@@ -103,6 +103,41 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if g := rep.Plates[1].MGrain; !(g <= 2.5) {
 		t.Errorf("plate %s: median grain ratio %.3f, want <= 2.5", rep.Plates[1].Name, g)
 	}
+	// Issue 31's colour check: the subject's hue shift (CIELAB, median
+	// over subjects) on the reference plates (surf 17.6° and tennis 8.1°
+	// before the hue bound).
+	nref := 0
+	for _, r := range rep.Rows {
+		if !hueChecked(r.Prompt) {
+			continue
+		}
+		nref++
+		if !(r.MHue < HueShiftLimit) || len(r.Hue) != len(rep.Subjects) {
+			t.Errorf("colour, reference %s: hue shift %.2f° over %d subjects, want < %d°", r.Prompt.refClip(), r.MHue, len(r.Hue), HueShiftLimit)
+		}
+	}
+	if nref != 2 {
+		t.Errorf("%d reference rows with the colour check, want 2 (surf and %s)", nref, LookWarmReference)
+	}
+	// Issue 31's night check: every subject readable on the night plates
+	// (least 0.052 and 0.097 before the night floor), the night key from
+	// the left still directional.
+	nn := 0
+	for _, r := range rep.Rows {
+		if !r.Prompt.Night {
+			continue
+		}
+		nn++
+		if v := least(r.Read); !(v >= NightReadShare) || len(r.Read) != len(rep.Subjects) {
+			t.Errorf("night %q: least subject median / plate top tenth %.3f over %d subjects, want >= %.2f", r.Prompt.Prompt, v, len(r.Read), NightReadShare)
+		}
+		if r.Prompt.KeyLeft && !(r.MDir >= NightKeyRatio) {
+			t.Errorf("night %q: key left / right %.3f, want >= %.1f", r.Prompt.Prompt, r.MDir, NightKeyRatio)
+		}
+	}
+	if nn != 2 {
+		t.Errorf("%d night rows, want 2", nn)
+	}
 	// Issue 31's camera lock: the panning walk's plate moves with its
 	// background, the locked-off fixture's stays still.
 	if len(rep.Camera) != 2 || rep.Camera[0].Kind() != "panning" || rep.Camera[1].Kind() != "locked-off" {

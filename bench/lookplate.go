@@ -34,7 +34,7 @@ type LookPlateRow struct {
 // LookPrompts: the reference image and the beach backdrop.
 func lookPlateIndex(lp LookPrompt) (int, string) {
 	switch {
-	case lp.Reference:
+	case lp.Reference && lp.RefClip == "":
 		return 0, "reference (surf)"
 	case lp.Measure == MeasureShadow:
 		return 1, "backdrop: " + lp.Prompt

@@ -67,6 +67,9 @@ func (o *timedOps) LabStats(s, m kernels.Image) (st kernels.LabStats, err error)
 func (o *timedOps) LabTransfer(d, s, m kernels.Image, from, to kernels.LabStats, k float32) error {
 	return o.tm("LabTransfer "+dimsOf(d), func() error { return o.Ops.LabTransfer(d, s, m, from, to, k) })
 }
+func (o *timedOps) HueBound(d, g, r, m kernels.Image, p kernels.HueParams) error {
+	return o.tm("HueBound "+dimsOf(d), func() error { return o.Ops.HueBound(d, g, r, m, p) })
+}
 func (o *timedOps) DistanceTransform(d, m kernels.Image, th float32) error {
 	return o.tm("DistanceTransform", func() error { return o.Ops.DistanceTransform(d, m, th) })
 }

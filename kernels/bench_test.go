@@ -331,6 +331,16 @@ func BenchmarkLabTransfer(b *testing.B) {
 	e.run(px(lw, lh, 6), func() error { return e.d.LabTransfer(o, s, nil, from, to, 0.7) })
 }
 
+// BenchmarkHueBound: the render's call (the frame's gain at the working
+// size against the source), gains of 0.8 to 1.25 per channel (most
+// pixels within the bound, as on a subject).
+func BenchmarkHueBound(b *testing.B) {
+	e := newBench(b)
+	g, r, o := e.img(lw, lh, 3, 0.8, 1.25), e.img(lw, lh, 3, 0, 1), e.img(lw, lh, 3, 0, 1)
+	p := HueParams{MaxHue: 0.17, C0: 15, C1: 45, MaxGain: 4}
+	e.run(px(lw, lh, 9), func() error { return e.d.HueBound(o, g, r, nil, p) })
+}
+
 func BenchmarkLabTransferFull(b *testing.B) {
 	e := newBench(b)
 	s, o, a := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1), e.alpha(fw, fh)

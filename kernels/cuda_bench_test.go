@@ -81,6 +81,9 @@ func BenchmarkCUDAOps(b *testing.B) {
 		{"LabTransfer", 7 * px, func(o Ops) error {
 			return o.LabTransfer(out3, rgb, alpha, LabStats{Std: [3]float64{1, 1, 1}}, LabStats{Mean: [3]float64{0.1, 0, 0}, Std: [3]float64{1, 1, 1}}, 1)
 		}},
+		{"HueBound", 9 * px, func(o Ops) error {
+			return o.HueBound(out3, rgb2, rgb, nil, HueParams{MaxHue: 0.17, C0: 15, C1: 45, MaxGain: 4})
+		}},
 		{"ResizeBilinear/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeBilinear(half, rgb) }},
 		{"ResizeArea/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeArea(half, rgb) }},
 		{"ResizeLanczos3/half", 3*px + 3*px/4, func(o Ops) error { return o.ResizeLanczos3(half, rgb) }},

@@ -852,6 +852,54 @@ func (d *CUDA) LabTransfer(dst, src, mask Image, from, to LabStats, strength flo
 	}))
 }
 
+// hueBoundArg is pixel.cu's HueArg.
+type hueBoundArg struct {
+	X, Xi                                   [9]float64
+	MaxHue, CosMax, SinMax, C0, C1, MaxGain float64
+}
+
+// HueBound: the CPU's arithmetic (cpu_hue.go) in float64 on the device.
+func (d *CUDA) HueBound(dst, gain, ref, mask Image, p HueParams) error {
+	const op = "HueBound"
+	o, s, err := d.pair(op, dst, gain)
+	if err != nil {
+		return err
+	}
+	r, err := d.img(op, "ref", ref)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		im   *cudaImage
+	}{{"gain", s}, {"dst", o}, {"ref", r}} {
+		if err := d.chans(op, c.name, c.im, 3); err != nil {
+			return err
+		}
+	}
+	m, err := d.opt(op, "mask", mask)
+	if err != nil {
+		return err
+	}
+	if err := d.chans(op, "mask", m, 1); err != nil {
+		return err
+	}
+	if err := d.same(op, o, []string{"ref", "mask"}, r, m); err != nil {
+		return err
+	}
+	if r == o || m == o {
+		return d.shapeErr(op, "ref or mask aliases dst")
+	}
+	h, ok := newHueArgs(p)
+	if !ok {
+		return d.shapeErr(op, "params %+v: %s", p, hueParamsRule)
+	}
+	x := hueBoundArg{X: hueXYZ, Xi: hueXYZInv, MaxHue: h.maxHue, CosMax: h.cosMax, SinMax: h.sinMax, C0: h.c0, C1: h.c1, MaxGain: h.maxGain}
+	return d.wrap(op, d.do(func() error {
+		return d.launchGS("vfx_hue_bound", o.n(), structArg(new(kargs).p(o.ptr).p(s.ptr).p(r.ptr).p(ptrOf(m)).l(o.n()), &x))
+	}))
+}
+
 // DistanceTransform: exact EDT (column scans, then the row lower
 // envelope in float64), bit-identical to the CPU.
 func (d *CUDA) DistanceTransform(dst, mask Image, threshold float32) error {

@@ -213,6 +213,11 @@ var opCases = append([]opCase{
 		to := LabStats{Mean: [3]float64{-0.8, 0.05, 0.04}, Std: [3]float64{0.4, 0.12, 0}}
 		return o.LabTransfer(dst, up(in.rgb), up(in.alpha), from, to, 0.8)
 	}),
+	// HueBound: float64 as the CPU, but the device's cos/sin and division
+	// may differ in the last bit (within float32 rounding of the result).
+	imageOp("HueBound", 1e-6, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.HueBound(dst, up(in.rgb), up(in.rgb2), up(in.alpha), HueParams{MaxHue: 0.2, C0: 15, C1: 45, MaxGain: 4})
+	}),
 	imageOp("DistanceTransform", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.DistanceTransform(dst, up(in.alpha), 0.5)
 	}),

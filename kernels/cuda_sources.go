@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "1030bc137ca6589837c034b12d692251f5db9dc64fa1fecb3fb44162a6f792ae"
+const cudaSourcesSHA256 = "1a5543c857b41d13dcc785afb35b44e5816414d918585db0783bef580d95b2a3"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "31f3ffa196a9aac2987be9cfbf378776f2c1b1dc9cc4915d596c5684a3f98f3a"
+const cudaFatbinSHA256 = "49514a2a1c0e598ec7ce1145e5483de5be53f676cfff01422cc10d62622c6a72"

@@ -48,6 +48,13 @@ type LabStats struct {
 	Weight float64 // sum of the mask weights used
 }
 
+// HueParams configure HueBound: the largest hue rotation (radians) of a
+// pixel whose reference has a relative chroma of at least C1 (see
+// HueBound), none bounded at C0 or below, and the largest gain written.
+type HueParams struct {
+	MaxHue, C0, C1, MaxGain float32
+}
+
 // Stats are per-channel weighted statistics.
 type Stats struct {
 	Mean   []float64
@@ -172,6 +179,25 @@ type Ops interface {
 	// the scale 1) and blended with the original by strength * mask
 	// (nil mask = 1), then converted back to linear RGB.
 	LabTransfer(dst, src, mask Image, from, to LabStats, strength float32) error
+	// HueBound bounds the hue rotation of a gain: out = ref * gain (per
+	// channel; ref and gain 3-channel of dst's size) is compared with ref
+	// in the opponent plane a = 500 (X/Xn - Y), b = 200 (Y - Z/Zn) of
+	// linear sRGB (D65; CIELAB's a*, b* to first order about grey, the
+	// same hue angle there): where the angle between out's and ref's
+	// (a, b) exceeds the allowed angle, out's vector is turned back to
+	// that angle from ref's, its length and Y kept (so a gain that moves
+	// white balance and exposure tints, one that turns a coloured pixel's
+	// hue does not), and dst = out' / ref per channel, clamped to
+	// [0, p.MaxGain]; a channel where ref is at most 1e-4 keeps its gain.
+	// The allowed angle is p.MaxHue where ref's relative chroma
+	// |(a, b)| / Y is >= p.C1, any (π) where it is <= p.C0 (or Y <= 0),
+	// and in between π - t*(π - MaxHue) with t the smoothstep of the
+	// chroma from C0 to C1: grey pixels have no hue to keep. A pixel
+	// within the bound, or where mask (1 channel, nil = everywhere) is 0,
+	// keeps its gain exactly. dst may equal gain; ref and mask must not
+	// alias dst. Needs 0 <= MaxHue <= π, 0 <= C0 < C1 and MaxGain > 0
+	// (finite).
+	HueBound(dst, gain, ref, mask Image, p HueParams) error
 
 	// DistanceTransform writes the exact Euclidean distance (pixels) from
 	// each pixel whose mask value is >= threshold to the nearest pixel

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vfxrender/vfx/kernels"
 )
@@ -24,11 +25,24 @@ type exposureStage struct {
 	// the matte, curX its exposure factor (intensity times scene).
 	bgNewLum, bgOldLum, srcSubLum, curX float64
 
+	// night: the prompt asks for night; plateTop is then the mean
+	// luminance of the plate's brightest tenth, intensity the light's
+	// (nightFloor).
+	night               bool
+	plateTop, intensity float64
+
 	plate plateMatch
 }
 
-func newExposureStage(dev kernels.Device, ops kernels.Ops, w, h, lw, lh int, fill, noPlateMatch bool) (*exposureStage, error) {
-	e := &exposureStage{dev: dev, ops: ops, w: w, h: h, fill: fill}
+// nightShare is the least mean luminance of a night subject as a share of
+// the plate's brightest tenth (issue 31, "night keeps the subject
+// readable"): a dark plate darkens the subject with it (scene), but not
+// below this.
+const nightShare = 0.3
+
+func newExposureStage(dev kernels.Device, ops kernels.Ops, w, h, lw, lh int, fill, noPlateMatch bool, light Lighting) (*exposureStage, error) {
+	e := &exposureStage{dev: dev, ops: ops, w: w, h: h, fill: fill, night: light.Time == TimeNight && !fill && light.Intensity > 0,
+		intensity: float64(light.Intensity)}
 	e.plate.off = noPlateMatch
 	e.plate.blackK = 1
 	qw, qh := qSize(lw, lh)
@@ -99,9 +113,64 @@ func (e *exposureStage) scene(f *lowFrame) (float64, error) {
 	if !(e.bgOldLum > 0) {
 		return 1, nil
 	}
-	x := math.Max(1.0/16, math.Min(maxGain, e.bgNewLum/e.bgOldLum))
+	x, err := e.nightFloor(math.Max(1.0/16, math.Min(maxGain, e.bgNewLum/e.bgOldLum)), f)
+	if err != nil {
+		return 1, err
+	}
 	// Plate matching: no clipping on a bright plate (plate.go).
 	return e.highlightCap(x, f)
+}
+
+// nightFloor raises a night subject's scene exposure x so that its
+// median luminance (the source's median over the matte times the light's
+// intensity times x) is at least nightShare of the plate's brightest
+// tenth (within maxGain): a night plate darkens the subject with it, but
+// the subject does not vanish into it. The median is taken at half the
+// working resolution, only in night jobs.
+func (e *exposureStage) nightFloor(x float64, f *lowFrame) (float64, error) {
+	if !e.night || !(e.plateTop > 0) || f.mask() == nil {
+		return x, nil
+	}
+	if err := e.ops.ResizeArea(e.lumQ, f.luma); err != nil {
+		return x, err
+	}
+	l, err := e.dev.ReadPixels(e.lumQ)
+	if err != nil {
+		return x, err
+	}
+	a, err := e.dev.ReadPixels(f.alphaQ)
+	if err != nil {
+		return x, err
+	}
+	var sub []float32
+	for i, v := range a {
+		if v >= 0.5 {
+			sub = append(sub, l[i])
+		}
+	}
+	if len(sub) < 16 {
+		return x, nil
+	}
+	med := float64(percentile32(sub, 0.5))
+	if !(med > 1e-6) {
+		return x, nil
+	}
+	return math.Max(x, math.Min(maxGain, nightShare*e.plateTop/(med*e.intensity))), nil
+}
+
+// topTenth is the mean of the brightest tenth of v (0 when empty).
+func topTenth(v []float32) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	k := len(s) - max(1, len(s)/10)
+	var sum float64
+	for _, x := range s[k:] {
+		sum += float64(x)
+	}
+	return sum / float64(len(s)-k)
 }
 
 // setBackground measures the new background once per job: its mean
@@ -117,5 +186,12 @@ func (e *exposureStage) setBackground(f *lowFrame, bg, bgLow, bgQ kernels.Image,
 		return fmt.Errorf("render: background luminance: %w", err)
 	}
 	e.bgNewLum = st.Mean[0]
+	if e.night {
+		l, err := e.dev.ReadPixels(f.luma)
+		if err != nil {
+			return fmt.Errorf("render: background luminance: %w", err)
+		}
+		e.plateTop = topTenth(l)
+	}
 	return e.setupPlate(bg, f.luma, bgQ, seed)
 }

@@ -79,8 +79,18 @@ func (s *harmoniseStage) setBackground(bgLow kernels.Image) error {
 }
 
 // run harmonises f.relit and writes f.gain (relit says whether the frame
-// was relit: its exposure is then metered on the relit subject).
+// was relit: its exposure is then metered on the relit subject), then
+// bounds the gain's turn of the subject's hues (hueBound).
 func (s *harmoniseStage) run(f *lowFrame, e *exposureStage, relit bool) error {
+	if err := s.transfer(f, e, relit); err != nil {
+		return err
+	}
+	return step("hue bound", s.ops.HueBound(f.gain, f.gain, f.srcLow, f.mask(), hueBound()))
+}
+
+// transfer writes f.gain: the relight and the colour transfer toward the
+// background.
+func (s *harmoniseStage) transfer(f *lowFrame, e *exposureStage, relit bool) error {
 	ops := s.ops
 	if err := step("harmonise resize", ops.ResizeArea(f.relitQ, f.relit)); err != nil {
 		return err
@@ -122,6 +132,18 @@ func (s *harmoniseStage) run(f *lowFrame, e *exposureStage, relit bool) error {
 		// gain = harmGain * relit / src.
 		namedStep{"gain", func() error { return ops.RatioRelight(f.gain, s.harmGain, f.relit, f.srcLow, nil, gainEps, maxGain) }},
 	)
+}
+
+// hueBound is how far the frame's gain may turn a subject colour's hue
+// from the source's, per pixel at the working resolution (issue 31,
+// "harmonisation that tints, not dyes"): the relight's colour and the
+// harmonisation's shift toward the plate move white balance and exposure,
+// which tint greys and near-greys freely (lαβ chroma below C0 = 0.05), but
+// a coloured pixel (chroma C1 = 0.15 and above) keeps its hue within
+// MaxHue = 10° (the look bench measures the median turn in CIELAB and asks
+// under 15°).
+func hueBound() kernels.HueParams {
+	return kernels.HueParams{MaxHue: 10 * math.Pi / 180, C0: 15, C1: 45, MaxGain: maxGain}
 }
 
 // partialTarget returns the lαβ statistics that, applied at strength 1,

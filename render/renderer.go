@@ -141,7 +141,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err := r.comp.setWrap(bgQ, lw, lh, r.plan); err != nil {
 		return err
 	}
-	if r.exposure, err = newExposureStage(r.dev, r.ops, r.w, r.h, lw, lh, r.fill, p.NoPlateMatch); err != nil {
+	if r.exposure, err = newExposureStage(r.dev, r.ops, r.w, r.h, lw, lh, r.fill, p.NoPlateMatch, r.plan.light); err != nil {
 		return err
 	}
 	if err := r.exposure.setBackground(r.low, r.comp.bg, bgLow, bgQ, p.Seed); err != nil {

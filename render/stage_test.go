@@ -155,7 +155,7 @@ func TestExposureStage(t *testing.T) {
 	d := newDev(t)
 	s := makeScene(120, 80, [3]float32{0.5, 0.5, 0.5})
 	f := lowScene(t, d, s, false)
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestHarmoniseStage(t *testing.T) {
 	if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
 		t.Fatal(err)
 	}
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestCompositeStage(t *testing.T) {
 		if want := map[bool]float32{false: 0.35, true: 0.55}[plan.light.Rim]; c.wrap != want {
 			t.Fatalf("%q: wrap %v, want %v", prompt, c.wrap, want)
 		}
-		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true)
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,5 +268,147 @@ func TestCompositeStage(t *testing.T) {
 		}
 		e.free()
 		c.free()
+	}
+}
+
+// TestHarmoniseHueBound: over a strongly coloured plate the harmonisation
+// tints a grey subject toward the plate but turns a coloured subject's hue
+// by at most hueBound's MaxHue (10°), where the transfer alone turns it
+// further (issue 31, "tints, not dyes").
+func TestHarmoniseHueBound(t *testing.T) {
+	d := newDev(t)
+	plate := [3]float32{0.05, 0.25, 0.6} // a blue-green plate
+	maxDeg := float64(hueBound().MaxHue) * 180 / math.Pi
+	for _, c := range []struct {
+		name    string
+		subject [3]float32
+		grey    bool
+	}{{"skin", [3]float32{0.5, 0.35, 0.25}, false}, {"olive", [3]float32{0.3, 0.33, 0.15}, false}, {"grey", [3]float32{0.4, 0.4, 0.4}, true}} {
+		s := makeScene(120, 80, c.subject)
+		f := lowScene(t, d, s, false)
+		if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, harmStrength(true, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.setBackground(flatImage(t, d, s.w, s.h, plate)); err != nil {
+			t.Fatal(err)
+		}
+		i := 40*s.w + 60 // the disc's centre
+		turn := func() (float64, float64) {
+			g := read(t, d, f.gain)
+			src := read(t, d, f.srcLow)
+			np := s.w * s.h
+			var in, out [3]float64
+			for k := range 3 {
+				in[k] = float64(src[k*np+i])
+				out[k] = in[k] * float64(g[k*np+i])
+			}
+			ia, ib, _ := planeAB(in)
+			oa, ob, oy := planeAB(out)
+			return math.Abs(math.Atan2(ia*ob-ib*oa, ia*oa+ib*ob)) * 180 / math.Pi, math.Hypot(oa, ob) / oy
+		}
+		if err := h.transfer(f, e, false); err != nil {
+			t.Fatal(err)
+		}
+		free, _ := turn()
+		if err := h.run(f, e, false); err != nil {
+			t.Fatal(err)
+		}
+		bounded, chroma := turn()
+		h.free()
+		e.free()
+		t.Logf("%s: hue turn %.2f° by the transfer, %.2f° bounded; chroma after %.1f", c.name, free, bounded, chroma)
+		if c.grey {
+			// Tinted toward the blue-green plate: it gains chroma.
+			if !(chroma > 5) {
+				t.Errorf("grey subject: relative chroma %.2f after the harmonisation, want a tint (> 5)", chroma)
+			}
+			continue
+		}
+		if !(free > maxDeg+2) {
+			t.Errorf("%s: the transfer alone turns the hue %.2f°, want more than the bound (the test needs a dyeing plate)", c.name, free)
+		}
+		if !(bounded <= maxDeg+0.01) {
+			t.Errorf("%s: hue turned %.2f°, want <= %.0f°", c.name, bounded, maxDeg)
+		}
+	}
+}
+
+// planeAB is kernels.HueBound's (a, b, Y) of linear RGB.
+func planeAB(c [3]float64) (float64, float64, float64) {
+	x := (0.4124*c[0] + 0.3576*c[1] + 0.1805*c[2]) / 0.95047
+	y := 0.2126*c[0] + 0.7152*c[1] + 0.0722*c[2]
+	z := (0.0193*c[0] + 0.1192*c[1] + 0.9505*c[2]) / 1.08883
+	return 500 * (x - y), 200 * (y - z), y
+}
+
+// TestExposureNightFloor: on a night plate much darker than the old
+// background, the scene exposure darkens the subject (about 0.17); at
+// night it is raised until the subject's median (source median times
+// the light's intensity times the exposure) is nightShare of the plate's
+// brightest tenth, and left alone when the subject is already that bright
+// or the prompt is not night.
+func TestExposureNightFloor(t *testing.T) {
+	d := newDev(t)
+	for _, c := range []struct {
+		name    string
+		subject float32
+		light   Lighting
+		floored bool
+	}{
+		{"night, dark subject", 0.05, Lighting{Time: TimeNight, Intensity: 0.5}, true},
+		{"night, bright subject", 0.9, Lighting{Time: TimeNight, Intensity: 0.5}, false},
+		{"day, dark subject", 0.05, Lighting{Time: TimeDay, Intensity: 0.5}, false},
+	} {
+		s := makeScene(120, 80, [3]float32{c.subject, c.subject, c.subject})
+		f := lowScene(t, d, s, false)
+		if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, c.light)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A night plate: black with a bright tenth (the moon, lamps) of 0.2.
+		bg := make([]float32, 3*s.w*s.h)
+		for i := range s.w * s.h / 10 {
+			bg[i], bg[s.w*s.h+i], bg[2*s.w*s.h+i] = 0.2, 0.2, 0.2
+		}
+		bgLow := upload(t, d, s.w, s.h, 3, bg)
+		if err := e.setBackground(f, nil, bgLow, flatImage(t, d, s.w/2, s.h/2, [3]float32{}), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ops().Luma(f.luma, f.srcLow); err != nil {
+			t.Fatal(err)
+		}
+		x, err := e.scene(f)
+		e.free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := math.Max(1.0/16, math.Min(maxGain, e.bgNewLum/e.bgOldLum)) // the scene's exposure
+		median := float64(c.subject) * float64(c.light.Intensity) * x
+		want := nightShare * 0.2
+		t.Logf("%s: exposure %.4f, subject median %.4f, floor %.4f", c.name, x, median, want)
+		if c.floored {
+			if math.Abs(median-want) > 0.02*want {
+				t.Errorf("%s: subject median %.4f, want the floor %.4f", c.name, median, want)
+			}
+			if !(x > 2*own) {
+				t.Errorf("%s: exposure %.4f, the scene's own %.4f: want it raised", c.name, x, own)
+			}
+		} else if x != own {
+			t.Errorf("%s: exposure %.4f, want the scene's own %.4f", c.name, x, own)
+		}
 	}
 }

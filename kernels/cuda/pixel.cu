@@ -92,6 +92,74 @@ extern "C" __global__ void vfx_lab_transfer(float *dst, const float *src, const 
     }
 }
 
+// HueBound (see kernels/cpu_hue.go: hueArgs.delta is the same
+// arithmetic): out = ref * gain, its (a, b) in the linearised CIELAB plane
+// turned back within the allowed angle of ref's, its length and Y kept;
+// dst = out' / ref per channel, clamped; where mask (may be null) is 0 the
+// gain is copied. Float64 throughout, as the CPU.
+struct HueArg {
+    double X[9], Xi[9];
+    double maxHue, cosMax, sinMax, c0, c1, maxGain;
+};
+
+__device__ static void hue_ab(const double *X, double r, double g, double b, double *a, double *bb, double *y) {
+    double x = X[0] * r + X[1] * g + X[2] * b;
+    *y = X[3] * r + X[4] * g + X[5] * b;
+    double z = X[6] * r + X[7] * g + X[8] * b;
+    *a = 500 * (x - *y);
+    *bb = 200 * (*y - z);
+}
+
+extern "C" __global__ void vfx_hue_bound(float *dst, const float *gain, const float *ref, const float *mask, int64_t n, HueArg h) {
+    GRID_STRIDE(i, n) {
+        float G[3] = {gain[i], gain[n + i], gain[2 * n + i]};
+        if (mask && mask[i] == 0) {
+            dst[i] = G[0], dst[n + i] = G[1], dst[2 * n + i] = G[2];
+            continue;
+        }
+        double R[3] = {ref[i], ref[n + i], ref[2 * n + i]};
+        double O[3] = {R[0] * (double)G[0], R[1] * (double)G[1], R[2] * (double)G[2]};
+        double ra, rb, ry, va, vb, vy;
+        hue_ab(h.X, R[0], R[1], R[2], &ra, &rb, &ry);
+        hue_ab(h.X, O[0], O[1], O[2], &va, &vb, &vy);
+        // As hueArgs.delta: the common case first, without a root.
+        double r2 = ra * ra + rb * rb, v2 = va * va + vb * vb;
+        bool keep = !(ry > 0) || !(r2 > h.c0 * h.c0 * ry * ry) || v2 == 0;
+        double dot = ra * va + rb * vb;
+        if (!keep && h.cosMax >= 0 && dot > 0 && dot * dot >= h.cosMax * h.cosMax * r2 * v2) keep = true;
+        double cosM = h.cosMax, sinM = h.sinMax, ua = 0, ub = 0, vc = 0;
+        if (!keep) {
+            double rc = sqrt(r2);
+            vc = sqrt(v2);
+            double rel = rc / ry;
+            if (rel < h.c1) {
+                double t = (rel - h.c0) / (h.c1 - h.c0);
+                t = t * t * (3 - 2 * t);
+                double ang = 3.14159265358979323846 - t * (3.14159265358979323846 - h.maxHue);
+                cosM = cos(ang), sinM = sin(ang);
+            }
+            ua = ra / rc, ub = rb / rc;
+            keep = (ua * va + ub * vb) / vc >= cosM;
+        }
+        if (keep) {
+            dst[i] = G[0], dst[n + i] = G[1], dst[2 * n + i] = G[2];
+            continue;
+        }
+        double s = sinM;
+        if (ua * vb - ub * va < 0) s = -s;
+        double da = vc * (cosM * ua - s * ub) - va, db = vc * (cosM * ub + s * ua) - vb;
+        double dx = da / 500, dz = -db / 200;
+        for (int c = 0; c < 3; c++) {
+            if (R[c] <= 1e-4) {
+                dst[c * n + i] = G[c];
+                continue;
+            }
+            double out = O[c] + h.Xi[3 * c] * dx + h.Xi[3 * c + 2] * dz;
+            dst[c * n + i] = (float)fmin(fmax(out / R[c], 0.0), h.maxGain);
+        }
+    }
+}
+
 // dst = a*b (guided filter I*I and I*p).
 extern "C" __global__ void vfx_mul(float *dst, const float *a, const float *b, int64_t n) {
     GRID_STRIDE(i, n) { dst[i] = a[i] * b[i]; }
