@@ -203,8 +203,16 @@ func (f *netFuser) gateWeights() []float64 {
 	return m.Gate
 }
 
-// wantsGate reports whether the gate runs (weights or a trace).
-func (f *netFuser) wantsGate() bool { return len(f.gateWeights()) > 0 || f.o.GateTrace != nil }
+// wantsColour reports whether the gate needs the colour model's evidence:
+// a trace records every feature; weights need it only when either colour
+// weight is nonzero (the shipped gates have none: see fusion.json).
+func (f *netFuser) wantsColour() bool {
+	if f.o.GateTrace != nil {
+		return true
+	}
+	w := f.gateWeights()
+	return len(w) == NumGateFeatures && (w[gateColourFused] != 0 || w[gateColourNet] != 0)
+}
 
 // gate decides between the fused matte dst and the network's object map
 // (see the constants above) and writes the choice into dst. It runs only

@@ -463,7 +463,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if err != nil || !ok {
 			return false, err
 		}
-		if nf.wantsGate() {
+		if nf.wantsColour() {
 			px, err := dev.ReadPixels(frame)
 			if err != nil {
 				return false, err
