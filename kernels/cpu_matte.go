@@ -308,9 +308,10 @@ func (d *CPU) FlowConfidence(dst, fwd, bwd Image, sigma float32) error {
 	return nil
 }
 
-// colourCell is the histogram cell of an RGB value (see
-// MatteOps.ColourHistogram).
-func colourCell(r, g, b float32, bins int) int {
+// ColourCell is the histogram cell of an RGB value (see
+// MatteOps.ColourHistogram): each channel, clamped to [0,1], in bins
+// equal steps.
+func ColourCell(r, g, b float32, bins int) int {
 	fb := float32(bins)
 	q := func(v float32) int {
 		v = min(max(v, 0), 1)
@@ -360,7 +361,7 @@ func (d *CPU) ColourHistogram(src, weight Image, bins int) ([]float64, error) {
 			if wp != nil {
 				v = float64(wp[i])
 			}
-			hist[colourCell(r[i], g[i], b[i], bins)] += v
+			hist[ColourCell(r[i], g[i], b[i], bins)] += v
 		}
 		parts[y0/band] = hist
 	})
@@ -441,7 +442,7 @@ func (d *CPU) MatteFuse(dst, src, prior, conf, localFg, localBg, localM, plate I
 				L += wPrior * c * logit(float64(pr.pix[i]))
 			}
 			if useTable {
-				L += wGlobal * logit(float64(table[colourCell(sr[i], sg[i], sb[i], p.Bins)]))
+				L += wGlobal * logit(float64(table[ColourCell(sr[i], sg[i], sb[i], p.Bins)]))
 			}
 			if useLocal {
 				m := float64(lm.pix[i])

@@ -1,6 +1,10 @@
 package matte
 
-import "math"
+import (
+	"math"
+
+	"github.com/vfxrender/vfx/kernels"
+)
 
 // The frame gate decides, on each frame the network ran on, whether the
 // fused matte or the network's own map on the object's regions (what the
@@ -23,14 +27,29 @@ const (
 	gateFusedOut // share of the fused matte outside the carried shape
 	gateSize     // sqrt(shape area / frame area)
 	gateRegions  // log(1 + object regions)
+	// The image's evidence where the two candidates differ: the mean
+	// log-odds of the keyframe's colour model, P(object | colour) (the
+	// table the propagator learned from the keyframe and its matte),
+	// clamped to ±colourClamp, over the pixels only the fused matte holds
+	// and over those only the network's map holds (0 where there are
+	// none). Where the carried shape holds what the network missed, its
+	// colours are the object's; where it drifted onto the background,
+	// they are not.
+	gateColourFused
+	gateColourNet
 	NumGateFeatures
 )
 
 // GateFeatureNames name the gate's features in order.
 var GateFeatureNames = [NumGateFeatures]string{
 	"bias", "iou", "area_ratio", "trust_pos", "trust_neg", "net_outside", "shape_covered",
-	"net_soft", "rescued", "fused_outside", "size", "regions",
+	"net_soft", "rescued", "fused_outside", "size", "regions", "colour_fused_only", "colour_net_only",
 }
+
+// colourClamp bounds the colour model's log-odds per pixel (P between
+// 0.018 and 0.982): one pixel of a colour the keyframe never showed
+// cannot outweigh the rest.
+const colourClamp = 4
 
 // GateTrace is what the gate saw on one frame the network ran on
 // (NetOptions.GateTrace): its features and both candidates.
@@ -82,12 +101,25 @@ func (f *netFuser) netSelect(dst, net []float32, sel []regionKind) int {
 
 // gateFeatures fills phi (NumGateFeatures) for the fused matte fused and
 // the network's object map nsel with the carried shape.
-func (f *netFuser) gateFeatures(phi, fused, nsel, net, shape []float32, regions, shapeArea int, tPos, tNeg float64) {
+// colour (may be nil: no colour model) is the colour model's log-odds per
+// pixel.
+func (f *netFuser) gateFeatures(phi, fused, nsel, net, shape, colour []float32, regions, shapeArea int, tPos, tNeg float64) {
 	var inter, union, aN, aF, nOut, fOut, cov int
 	var soft float64
 	var softN int
+	var cF, cN float64
+	var nF, nN int
 	for i := range fused {
 		n, d, s := nsel[i] >= 0.5, fused[i] >= 0.5, shape[i] >= 0.5
+		if colour != nil && n != d {
+			if d {
+				cF += float64(colour[i])
+				nF++
+			} else {
+				cN += float64(colour[i])
+				nN++
+			}
+		}
 		if n && d {
 			inter++
 		}
@@ -139,19 +171,54 @@ func (f *netFuser) gateFeatures(phi, fused, nsel, net, shape []float32, regions,
 	phi[gateFusedOut] = share(fOut, aF)
 	phi[gateSize] = float32(math.Sqrt(float64(shapeArea) / float64(len(fused))))
 	phi[gateRegions] = float32(math.Log1p(float64(regions)))
+	if nF > 0 {
+		phi[gateColourFused] = float32(cF / float64(nF))
+	}
+	if nN > 0 {
+		phi[gateColourNet] = float32(cN / float64(nN))
+	}
+}
+
+// colourEvidence writes into dst the colour model's log-odds (clamped to
+// ±colourClamp) of every pixel of frame (planar RGB in [0,1], w*h per
+// plane) under table (P(object | cell), bins per channel).
+func colourEvidence(dst, frame, table []float32, bins int) {
+	n := len(dst)
+	r, g, b := frame[:n], frame[n:2*n], frame[2*n:3*n]
+	for i := range dst {
+		l := logit(table[kernels.ColourCell(r[i], g[i], b[i], bins)])
+		dst[i] = min(max(l, -colourClamp), colourClamp)
+	}
+}
+
+// gateWeights are the gate's weights for this mode (nil: none).
+func (f *netFuser) gateWeights() []float64 {
+	m := f.o.Model
+	if m == nil {
+		return nil
+	}
+	if f.all {
+		return m.GateAuto
+	}
+	return m.Gate
+}
+
+// wantsColour reports whether the gate needs the colour model's evidence:
+// a trace records every feature; weights need it only when either colour
+// weight is nonzero (the shipped gates have none: see fusion.json).
+func (f *netFuser) wantsColour() bool {
+	if f.o.GateTrace != nil {
+		return true
+	}
+	w := f.gateWeights()
+	return len(w) == NumGateFeatures && (w[gateColourFused] != 0 || w[gateColourNet] != 0)
 }
 
 // gate decides between the fused matte dst and the network's object map
 // (see the constants above) and writes the choice into dst. It runs only
 // when the model has gate weights for this mode or a gate trace is set.
 func (f *netFuser) gate(dst, net, shape []float32, sel []regionKind, shapeArea int, tPos, tNeg float64) {
-	var w []float64
-	if m := f.o.Model; m != nil {
-		w = m.Gate
-		if f.all {
-			w = m.GateAuto
-		}
-	}
+	w := f.gateWeights()
 	if len(w) == 0 && f.o.GateTrace == nil {
 		return
 	}
@@ -160,7 +227,7 @@ func (f *netFuser) gate(dst, net, shape []float32, sel []regionKind, shapeArea i
 	}
 	regions := f.netSelect(f.nsel, net, sel)
 	var phi [NumGateFeatures]float32
-	f.gateFeatures(phi[:], dst, f.nsel, net, shape, regions, shapeArea, tPos, tNeg)
+	f.gateFeatures(phi[:], dst, f.nsel, net, shape, f.colour, regions, shapeArea, tPos, tNeg)
 	chose := len(w) > 0 && regions > 0 && dot(w, phi[:]) > 0
 	if f.o.GateTrace != nil {
 		f.o.GateTrace(GateTrace{Frame: f.frame, W: f.w, H: f.h, Features: phi[:], Fused: dst, NetSelect: f.nsel, Chose: chose, Auto: f.all})

@@ -105,3 +105,48 @@ func TestParseFusionModelGate(t *testing.T) {
 		t.Error("renamed gate features: accepted")
 	}
 }
+
+// TestGateColourFeatures checks the image's evidence in the gate: with a
+// colour model that calls red the object and blue the background, pixels
+// only the fused matte holds score their colour's log-odds in
+// colour_fused_only, pixels only the network's map holds in
+// colour_net_only, each clamped to ±colourClamp; pixels both hold, or
+// neither, count in neither.
+func TestGateColourFeatures(t *testing.T) {
+	const w, h, bins = 4, 1, 2
+	// Planar RGB: pixels 0, 1 red; 2, 3 blue.
+	frame := []float32{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}
+	table := make([]float32, bins*bins*bins)
+	for i := range table {
+		table[i] = 0.5
+	}
+	table[(1*bins+0)*bins+0] = 0.9   // red: the object
+	table[(0*bins+0)*bins+1] = 0.001 // blue: far below the clamp
+	colour := make([]float32, w*h)
+	colourEvidence(colour, frame, table, bins)
+	if want := logit(0.9); colour[0] != want || colour[1] != want {
+		t.Fatalf("red pixels %v, want the log-odds %v", colour[:2], want)
+	}
+	if colour[2] != -colourClamp || colour[3] != -colourClamp {
+		t.Fatalf("blue pixels %v, want the clamp -%v", colour[2:], float32(colourClamp))
+	}
+	f := newNetFuser(w, h, HandNetOptions())
+	var phi [NumGateFeatures]float32
+	// Pixel 0 both hold; pixel 1 only the fused matte; pixels 2, 3 only
+	// the network's map.
+	fused := []float32{1, 0.8, 0, 0.2}
+	nsel := []float32{0.9, 0.1, 0.7, 0.6}
+	net := nsel
+	shape := []float32{1, 1, 0, 0}
+	f.gateFeatures(phi[:], fused, nsel, net, shape, colour, 1, 2, 1, 1)
+	if got, want := phi[gateColourFused], logit(0.9); got != want {
+		t.Errorf("colour_fused_only %v, want %v (pixel 1 alone)", got, want)
+	}
+	if got := phi[gateColourNet]; got != -colourClamp {
+		t.Errorf("colour_net_only %v, want -%v (pixels 2 and 3)", got, float32(colourClamp))
+	}
+	f.gateFeatures(phi[:], fused, nsel, net, shape, nil, 1, 2, 1, 1)
+	if phi[gateColourFused] != 0 || phi[gateColourNet] != 0 {
+		t.Errorf("without a colour model: %v, %v, want 0", phi[gateColourFused], phi[gateColourNet])
+	}
+}

@@ -115,6 +115,9 @@ type netFuser struct {
 	frame   int       // the frame being fused (for traces)
 	phi     []float32 // features of every pixel, when a model or a trace needs them
 	nsel    []float32 // the network's map on the object's regions (traces)
+	// colour is the keyframe colour model's log-odds of each pixel of the
+	// frame being fused, for the gate (nil: none; see colourEvidence).
+	colour []float32
 }
 
 func newNetFuser(w, h int, o NetOptions) *netFuser {

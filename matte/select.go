@@ -455,13 +455,23 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 	}
 	// withNet fuses frame i's network map, when there is one, into m and
 	// reports whether the network ran on frame i.
-	withNet := func(i int, m kernels.Image) (bool, error) {
+	withNet := func(i int, frame, m kernels.Image) (bool, error) {
 		if nf == nil {
 			return false, nil
 		}
 		ok, err := net.Objectness(ctx, i, nbuf)
 		if err != nil || !ok {
 			return false, err
+		}
+		if nf.wantsColour() {
+			px, err := dev.ReadPixels(frame)
+			if err != nil {
+				return false, err
+			}
+			if len(nf.colour) != w*h {
+				nf.colour = make([]float32, w*h)
+			}
+			colourEvidence(nf.colour, px, p.table, p.o.Fuse.Bins)
 		}
 		prop, err := dev.ReadPixels(m)
 		if err != nil {
@@ -512,7 +522,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				prevP.free(dev)
 			}
 			prevP = curP
-			ran, err := withNet(i, curM)
+			ran, err := withNet(i, cur, curM)
 			if err == nil {
 				err = gap.add(i, curM, ran, nf != nil, emitted)
 			}
