@@ -464,7 +464,7 @@ func yuvOutRows(k *yuvOut, ob *[obuSize]float32, ya, yb, uo, vo []byte, ra, ga, 
 	ga, ba, rb, gb, bb = ga[:w], ba[:w], rb[:w], gb[:w], bb[:w]
 	cw := len(uo)
 	vo = vo[:cw]
-	for cx := yuvOutRowsSIMD(k, ob, ya, yb, uo, vo, ra, ga, ba, rb, gb, bb); cx < w>>1 && cx < cw; cx++ {
+	for cx := 0; cx < w>>1 && cx < cw; cx++ {
 		x := 2 * cx
 		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
 		r1, g1, b1 := ob[obu(ra[x+1])], ob[obu(ga[x+1])], ob[obu(ba[x+1])]

@@ -170,25 +170,6 @@ func TestSIMDMatchesScalar(t *testing.T) {
 					sameBits(t, fmt.Sprintf("shEvalRows %d/%d", i, c), v[i], sc[i])
 				}
 			}
-			// yuvOutRows: two rows of edge values (negative, over 1, NaN)
-			// into luma and chroma codes, every matrix and range.
-			lt := newLUTs()
-			for cs := range lt.yuvOut {
-				for fr := range lt.yuvOut[cs] {
-					cw := (n + 1) / 2
-					conv := func() []byte {
-						o := make([]byte, 2*n+2*cw)
-						yuvOutRows(&lt.yuvOut[cs][fr], &lt.oetfU, o[:n], o[n:2*n], o[2*n:2*n+cw], o[2*n+cw:], s, en, eo, al, b, wf)
-						return o
-					}
-					v := conv()
-					var sc []byte
-					withScalar(func() { sc = conv() })
-					if string(v) != string(sc) {
-						t.Fatalf("yuvOutRows %d/%d: vector and scalar codes differ", cs, fr)
-					}
-				}
-			}
 			// shNormalRows: with and without weights (zeros among them,
 			// which are skipped), edge values in the signal and normals.
 			wts := edgy(seed+18, n, 0, 1)

@@ -30,6 +30,3 @@ func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool       { ret
 func shiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
 	return 0
 }
-func yuvOutRowsSIMD(k *yuvOut, ob *[obuSize]float32, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []float32) int {
-	return 0
-}
