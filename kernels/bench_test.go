@@ -383,3 +383,11 @@ func BenchmarkNewCPU(b *testing.B) {
 		_ = NewCPU(2)
 	}
 }
+
+// BenchmarkShift1080p is the camera lock's per-frame plate move: a
+// full-resolution 3-channel image shifted by a fractional offset.
+func BenchmarkShift1080p(b *testing.B) {
+	e := newBench(b)
+	s, o := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
+	e.run(px(fw, fh, 6), func() error { return e.d.Shift(o, s, -3.37, 1.61) })
+}

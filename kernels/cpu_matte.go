@@ -104,22 +104,49 @@ func (d *CPU) Shift(dst, src Image, dx, dy float32) error {
 	w, h := o.w, o.h
 	x0, x1, fx := shiftTaps(w, dx)
 	y0, y1, fy := shiftTaps(h, dy)
+	blocks := shiftBlocks(x0, x1)
 	d.parallel(h, bandRows(w), func(_, ya, yb int) {
 		for c := 0; c < o.c; c++ {
 			sp, op := s.plane(c), o.plane(c)
 			for y := ya; y < yb; y++ {
 				r0, r1, ty := sp[y0[y]*w:][:w], sp[y1[y]*w:][:w], fy[y]
 				row := op[y*w:][:w]
-				for x := range row {
-					a, b := r0[x0[x]], r0[x1[x]]
-					cc, e := r1[x0[x]], r1[x1[x]]
-					tx := fx[x]
-					row[x] = (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*cc+tx*e)
+				for x := shiftRowSIMD(row, r0, r1, fx, blocks, x0, x1, ty); x < w; x++ {
+					row[x] = shiftPix(r0, r1, x0[x], x1[x], fx[x], ty)
 				}
 			}
 		}
 	})
 	return nil
+}
+
+// shiftPix is Shift's (and Warp's) bilinear formula for one pixel: the
+// taps i0, i1 (weight tx on i1) of the rows r0 and r1 (weight ty on r1).
+func shiftPix(r0, r1 []float32, i0, i1 int, tx, ty float32) float32 {
+	a, b := r0[i0], r0[i1]
+	c, e := r1[i0], r1[i1]
+	return (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*c+tx*e)
+}
+
+// shiftBlocks returns, for each whole block of 8 columns, the first
+// source column of its taps when they are 8 consecutive columns each
+// with its right neighbour (x0[x+j] = x0[x]+j, x1 = x0+1: no clamp at a
+// border and no step of 0 or 2 where float32 rounds the positions), else
+// -1: the blocks that Shift's vector loop can load whole.
+func shiftBlocks(x0, x1 []int) []int32 {
+	const n = 8
+	b := make([]int32, len(x0)/n)
+	for k := range b {
+		x := k * n
+		b[k] = int32(x0[x])
+		for j := range n {
+			if x0[x+j] != x0[x]+j || x1[x+j] != x0[x+j]+1 {
+				b[k] = -1
+				break
+			}
+		}
+	}
+	return b
 }
 
 // shiftTaps are bilinear's taps along one axis of n samples for the

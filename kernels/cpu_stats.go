@@ -247,28 +247,19 @@ func (d *CPU) SHNormalEquations(signal, normals, mask Image) (ata [81]float64, a
 	w := s.w
 	NX, NY, NZ := n.plane(0), n.plane(1), n.plane(2)
 	S := s.plane(0)
+	var M []float32
+	if m != nil {
+		M = m.pix
+	}
 	sums := d.reduce(w, s.h, 54, func(part []float64, y0, y1 int) {
+		i0, i1 := y0*w, y1*w
+		var mb []float32
+		if M != nil {
+			mb = M[i0:i1]
+		}
 		var acc [54]float64
-		var b [9]float64
-		for i := y0 * w; i < y1*w; i++ {
-			wt := 1.0
-			if m != nil {
-				wt = float64(m.pix[i])
-				if wt == 0 {
-					continue
-				}
-			}
-			shBasis(&b, float64(NX[i]), float64(NY[i]), float64(NZ[i]))
-			ws := wt * float64(S[i])
-			k := 0
-			for r := range 9 {
-				wr := wt * b[r]
-				for c := r; c < 9; c++ {
-					acc[k] += wr * b[c]
-					k++
-				}
-				acc[45+r] += ws * b[r]
-			}
+		if !shNormalSIMD(&acc, S[i0:i1], NX[i0:i1], NY[i0:i1], NZ[i0:i1], mb) {
+			shNormalRows(&acc, S[i0:i1], NX[i0:i1], NY[i0:i1], NZ[i0:i1], mb)
 		}
 		copy(part, acc[:])
 	})
@@ -282,6 +273,34 @@ func (d *CPU) SHNormalEquations(signal, normals, mask Image) (ata [81]float64, a
 		atb[r] = sums[45+r]
 	}
 	return ata, atb, nil
+}
+
+// shNormalRows adds the terms of SHNormalEquations of the pixels of s
+// (normals nx, ny, nz; weights m, nil = 1) into acc: the 45 products of
+// the upper triangle of ata row by row, then the 9 of atb. Pixels of
+// weight 0 are skipped.
+func shNormalRows(acc *[54]float64, s, nx, ny, nz, m []float32) {
+	var b [9]float64
+	for i := range s {
+		wt := 1.0
+		if m != nil {
+			wt = float64(m[i])
+			if wt == 0 {
+				continue
+			}
+		}
+		shBasis(&b, float64(nx[i]), float64(ny[i]), float64(nz[i]))
+		ws := wt * float64(s[i])
+		k := 0
+		for r := range 9 {
+			wr := wt * b[r]
+			for c := r; c < 9; c++ {
+				acc[k] += wr * b[c]
+				k++
+			}
+			acc[45+r] += ws * b[r]
+		}
+	}
 }
 
 // SHEval writes sum_k coeffs[c][k]*Y_k(n) into each channel c of dst (see

@@ -430,3 +430,101 @@ func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int {
 	archsimd.ClearAVXUpperBits()
 	return x
 }
+
+// shNormalSIMD is shNormalRows with each pixel's 54 products and sums
+// done four accumulators at a time (Float64x4 across the entries of ata
+// and atb, not across pixels): every accumulator still adds its pixels'
+// products one by one in pixel order, so the sums are the scalar ones bit
+// for bit. acc must be zero; it reports false (nothing done) without AVX2.
+func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
+	if !simdOn {
+		return false
+	}
+	n := len(s)
+	nx, ny, nz = nx[:n], ny[:n], nz[:n]
+	if m != nil {
+		m = m[:n]
+	}
+	// bp holds the basis with three zeros after it, so that the vectors
+	// starting at any of its 9 values can be loaded; the lanes past the
+	// 9th only ever hold products of zero and are dropped.
+	var bp [12]float64
+	b := (*[9]float64)(bp[:9])
+	ld := archsimd.LoadFloat64x4Slice
+	bc := archsimd.BroadcastFloat64x4
+	var a00, a01, a02, a10, a11, a20, a21, a30, a31, a40, a41, a5, a6, a7, a8, t0, t1, t2 archsimd.Float64x4
+	for i := range s {
+		wt := 1.0
+		if m != nil {
+			wt = float64(m[i])
+			if wt == 0 {
+				continue
+			}
+		}
+		shBasis(b, float64(nx[i]), float64(ny[i]), float64(nz[i]))
+		ws := wt * float64(s[i])
+		b0, b1, b2, b3, b4 := ld(bp[0:]), ld(bp[1:]), ld(bp[2:]), ld(bp[3:]), ld(bp[4:])
+		b5, b6, b7, b8 := ld(bp[5:]), ld(bp[6:]), ld(bp[7:]), ld(bp[8:])
+		w := bc(wt * bp[0])
+		a00, a01, a02 = a00.Add(w.Mul(b0)), a01.Add(w.Mul(b4)), a02.Add(w.Mul(b8))
+		w = bc(wt * bp[1])
+		a10, a11 = a10.Add(w.Mul(b1)), a11.Add(w.Mul(b5))
+		w = bc(wt * bp[2])
+		a20, a21 = a20.Add(w.Mul(b2)), a21.Add(w.Mul(b6))
+		w = bc(wt * bp[3])
+		a30, a31 = a30.Add(w.Mul(b3)), a31.Add(w.Mul(b7))
+		w = bc(wt * bp[4])
+		a40, a41 = a40.Add(w.Mul(b4)), a41.Add(w.Mul(b8))
+		a5 = a5.Add(bc(wt * bp[5]).Mul(b5))
+		a6 = a6.Add(bc(wt * bp[6]).Mul(b6))
+		a7 = a7.Add(bc(wt * bp[7]).Mul(b7))
+		a8 = a8.Add(bc(wt * bp[8]).Mul(b8))
+		w = bc(ws)
+		t0, t1, t2 = t0.Add(w.Mul(b0)), t1.Add(w.Mul(b4)), t2.Add(w.Mul(b8))
+	}
+	// Back to shNormalRows' layout: row r's entries c = r..8, then atb.
+	var v [4 * 18]float64
+	for k, x := range []archsimd.Float64x4{a00, a01, a02, a10, a11, a20, a21, a30, a31, a40, a41, a5, a6, a7, a8, t0, t1, t2} {
+		x.StoreSlice(v[4*k:])
+	}
+	archsimd.ClearAVXUpperBits()
+	k, o := 0, 0
+	for r := range 9 {
+		nr := 9 - r
+		copy(acc[k:k+nr], v[o:o+nr])
+		k += nr
+		o += (nr + 3) &^ 3
+	}
+	copy(acc[45:54], v[o:o+9])
+	return true
+}
+
+// shiftRowSIMD is Shift's row loop (see ratioRowSIMD) over the whole
+// blocks of 8 of row: a block whose taps are 8 consecutive source columns
+// (blocks[k] >= 0, see shiftBlocks) loads them and their right
+// neighbours from r0 and r1; the others (clamped at a border) take
+// shiftPix. It returns the columns done; the scalar loop does the rest.
+func shiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(blocks) * lanes
+	row, fx, x0, x1 = row[:m], fx[:m], x0[:m], x1[:m]
+	TY, OTY, O := bcast(ty), bcast(1-ty), bcast(1)
+	for k, base := range blocks {
+		x := k * lanes
+		if base < 0 {
+			for j := x; j < x+lanes; j++ {
+				row[j] = shiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
+			}
+			continue
+		}
+		tx := load(fx[x:])
+		otx := O.Sub(tx)
+		top := otx.Mul(load(r0[base:])).Add(tx.Mul(load(r0[base+1:])))
+		bot := otx.Mul(load(r1[base:])).Add(tx.Mul(load(r1[base+1:])))
+		OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[x:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return m
+}

@@ -170,6 +170,26 @@ func TestSIMDMatchesScalar(t *testing.T) {
 					sameBits(t, fmt.Sprintf("shEvalRows %d/%d", i, c), v[i], sc[i])
 				}
 			}
+			// shNormalRows: with and without weights (zeros among them,
+			// which are skipped), edge values in the signal and normals.
+			wts := edgy(seed+18, n, 0, 1)
+			for i := range wts {
+				if i%3 == 0 {
+					wts[i] = 0
+				}
+			}
+			for _, m := range [][]float32{nil, wts} {
+				var v, sc [54]float64
+				if !shNormalSIMD(&v, s, nx, ny, nz, m) {
+					t.Fatal("shNormalSIMD did nothing with AVX2")
+				}
+				shNormalRows(&sc, s, nx, ny, nz, m)
+				for k := range v {
+					if a, b := v[k], sc[k]; math.Float64bits(a) != math.Float64bits(b) && !(a != a && b != b) {
+						t.Fatalf("shNormalSIMD (weights %v): entry %d: vector %v, scalar %v", m != nil, k, a, b)
+					}
+				}
+			}
 		})
 	}
 }
@@ -183,7 +203,7 @@ func TestSIMDOpsMatchScalar(t *testing.T) {
 	d := NewCPU(2)
 	defer d.Close()
 	rng := newRNG(5)
-	for _, sz := range [][2]int{{37, 23}, {480, 270}, {61, 9}} {
+	for _, sz := range [][2]int{{37, 23}, {480, 270}, {61, 9}, {1920, 12}} {
 		w, h := sz[0], sz[1]
 		src := img(t, d, w, h, 3, randVals(rng, w*h*3, 0, 1.5))
 		half := img(t, d, w/2+1, h/2+1, 3, randVals(rng, (w/2+1)*(h/2+1)*3, 0, 1))
@@ -194,6 +214,11 @@ func TestSIMDOpsMatchScalar(t *testing.T) {
 			"GaussianBlur 0.8": func(dst Image) error { return d.GaussianBlur(dst, src, 0.8) },
 			"ResizeBilinear":   func(dst Image) error { return d.ResizeBilinear(dst, half) },
 			"RatioRelight":     func(dst Image) error { return d.RatioRelight(dst, src, e3, e1, nil, 0.05, 4) },
+		}
+		// Shift: inside, across and beyond the borders, and offsets whose
+		// positions float32 rounds onto whole columns at some widths.
+		for _, off := range [][2]float32{{2.37, -1.61}, {-0.5, 0.75}, {-1e-5, 3e-5}, {-7.125, 3}, {float32(w) + 2.5, -float32(h) - 1}, {-39.9999, 0.4}} {
+			ops[fmt.Sprintf("Shift %v", off)] = func(dst Image) error { return d.Shift(dst, src, off[0], off[1]) }
 		}
 		for name, op := range ops {
 			a, b := img(t, d, w, h, 3, nil), img(t, d, w, h, 3, nil)

@@ -26,3 +26,7 @@ func shadeRowSIMD(q, b, d []float32) int                                   { ret
 func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int                { return 0 }
 func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int { return 0 }
 func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int               { return 1 }
+func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool       { return false }
+func shiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
+	return 0
+}
