@@ -22,6 +22,9 @@ type FixtureOptions struct {
 	FPS           int    // frame rate, default 25
 	Seed          uint64 // texture variation
 	Preset        string // x264 preset for the fixture videos, default "ultrafast"
+	// Pan moves the background this many pixels a frame to the left,
+	// wrapping around, as a camera panning right would (0: locked off).
+	Pan int
 }
 
 // FixturePaths are the files WriteFixture made.
@@ -41,7 +44,10 @@ type Scene struct {
 	W, H   int
 	Frames int
 	phase  [6]float64
-	bg     [3][]float64 // the static background, computed once
+	bg     [3][]float64 // the background, computed once
+	// Pan is the background's motion: frame i shows the background
+	// Pan*i pixels further right (wrapping), a camera panning right.
+	Pan int
 }
 
 // NewScene returns the scene for a size, length and seed.
@@ -96,7 +102,11 @@ func coverage(x, y, cx, cy, rx, ry float64) float64 {
 func (s *Scene) Pixel(i, x, y int) (r, g, b, a float64) {
 	fx, fy := float64(x)+0.5, float64(y)+0.5
 	cx, cy, rad := s.center(i)
-	br, bg, bb := s.bg[0][y*s.W+x], s.bg[1][y*s.W+x], s.bg[2][y*s.W+x]
+	bx := x
+	if s.Pan != 0 {
+		bx = ((x+s.Pan*i)%s.W + s.W) % s.W
+	}
+	br, bg, bb := s.bg[0][y*s.W+bx], s.bg[1][y*s.W+bx], s.bg[2][y*s.W+bx]
 	if math.Abs(fx-cx) > 0.75*rad+1 || fy < cy-1.37*rad-1 || fy > cy+1.4*rad+1 {
 		return br, bg, bb, 0
 	}
@@ -231,6 +241,7 @@ func WriteFixture(ctx context.Context, dir string, o FixtureOptions) (FixturePat
 		StillMatte: filepath.Join(dir, "still_matte.png"),
 	}
 	sc := NewScene(o.Width, o.Height, o.Frames, o.Seed)
+	sc.Pan = o.Pan
 	base := codec.EncoderOptions{
 		Container: "mp4", Width: o.Width, Height: o.Height,
 		FrameRate: codec.Rational{Num: o.FPS, Den: 1}, TimeBase: codec.Rational{Num: 1, Den: o.FPS},

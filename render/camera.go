@@ -63,6 +63,7 @@ type cameraStage struct {
 	stepY      float64
 	moved      bool          // the plate is shifted this frame
 	bg, bgBlur kernels.Image // the shifted plate and its blur (full resolution)
+	onMoved    func()        // Params.PlateMoved
 }
 
 // camLevel is one pyramid level of the luminance and its background
@@ -73,8 +74,8 @@ type camLevel struct {
 	use  []float32 // 1 on the background, 0 on and near the subject
 }
 
-func newCameraStage(dev kernels.Device, ops kernels.Ops, w, h int, off bool) *cameraStage {
-	return &cameraStage{dev: dev, ops: ops, w: w, h: h, off: off}
+func newCameraStage(dev kernels.Device, ops kernels.Ops, w, h int, off bool, moved func()) *cameraStage {
+	return &cameraStage{dev: dev, ops: ops, w: w, h: h, off: off, onMoved: moved}
 }
 
 func (c *cameraStage) free() { freeImages(c.dev, c.images) }
@@ -149,6 +150,9 @@ func (c *cameraStage) shift(bg, bgBlur kernels.Image) error {
 		c.images = append(c.images, a.made...)
 		if a.err != nil {
 			return fmt.Errorf("render: allocate: %w", a.err)
+		}
+		if c.onMoved != nil {
+			c.onMoved()
 		}
 	}
 	// The plate at x shows what was at x - d.

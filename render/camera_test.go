@@ -178,7 +178,7 @@ func BenchmarkCamera1080p(b *testing.B) {
 			}
 			defer f.free(d)
 			bg, bgBlur := upload(b, d, w, h, 3, nil), upload(b, d, w, h, 3, nil)
-			c := newCameraStage(d, d.Ops(), w, h, false)
+			c := newCameraStage(d, d.Ops(), w, h, false, nil)
 			defer c.free()
 			frames := make([]scene, 2)
 			for k := range frames {

@@ -48,6 +48,11 @@ type Params struct {
 	// NoCameraLock keeps the plate still whatever the source's camera
 	// does (for comparisons; see camera.go).
 	NoCameraLock bool
+	// PlateMoved, when set, is called once, by the first frame whose
+	// plate the camera lock moves, after the stage made its two shifted
+	// full-resolution images (3-channel float32: 24 bytes an output
+	// pixel), so that a caller can account for them (worker.Plan).
+	PlateMoved func()
 }
 
 // Renderer renders the frames of one job on a kernels.Device. Create it
@@ -163,7 +168,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		return err
 	}
 	if !r.fill {
-		r.camera = newCameraStage(r.dev, r.ops, r.w, r.h, p.NoCameraLock)
+		r.camera = newCameraStage(r.dev, r.ops, r.w, r.h, p.NoCameraLock, p.PlateMoved)
 	}
 	r.key, err = newKeyStage(r.dev, r.ops, r.plan, lw, lh)
 	return err

@@ -156,7 +156,11 @@ const (
 	heapEXRPerPixel      = 4 * 28
 	heapPerPixel         = 43
 	heapDevicePerPixel   = 16
-	heapFixed            = 24 << 20
+	// The camera lock's plate and plate blur, shifted (render's
+	// cameraStage: two 3-channel float32 images, made once the camera
+	// moves; Params.PlateMoved adds them to the plan then).
+	heapCameraPerPixel = 24
+	heapFixed          = 24 << 20
 )
 
 // Job is a render request that validation produced: Validate (a request
@@ -288,6 +292,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		}
 	}
 
+	var plan Plan
 	if p.OnPlan != nil {
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
@@ -302,7 +307,8 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		case req.Foreground:
 			heap += int64((heapFGPassesPerPixel + heapDevicePerPixel) * outW * outH)
 		}
-		p.OnPlan(Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap})
+		plan = Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap}
+		p.OnPlan(plan)
 	}
 	if outDir == "" {
 		outDir = "."
@@ -340,6 +346,14 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		Width:     outW,
 		Height:    outH,
 		Fill:      mode == job.AlphaFill,
+		// The plan grows by the camera lock's shifted plate and blur once
+		// the plate moves (a locked-off shot never makes them).
+		PlateMoved: func() {
+			if p.OnPlan != nil {
+				plan.HeapBytes += int64(heapCameraPerPixel * outW * outH)
+				p.OnPlan(plan)
+			}
+		},
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("worker: render setup: %w", err)
