@@ -186,9 +186,11 @@ func TestExposureStage(t *testing.T) {
 	}
 }
 
-func TestHarmoniseStage(t *testing.T) {
-	d := newDev(t)
-	s := makeScene(120, 80, [3]float32{0.4, 0.4, 0.4})
+// harmoniseInputs makes the harmonisation's inputs for scene s: its low
+// frame with the quantised matte and the source as the relit image, and
+// an exposure stage on it.
+func harmoniseInputs(t *testing.T, d kernels.Device, s scene) (*lowFrame, *exposureStage) {
+	t.Helper()
 	f := lowScene(t, d, s, false)
 	if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
 		t.Fatal(err)
@@ -200,6 +202,13 @@ func TestHarmoniseStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, e
+}
+
+func TestHarmoniseStage(t *testing.T) {
+	d := newDev(t)
+	s := makeScene(120, 80, [3]float32{0.4, 0.4, 0.4})
+	f, e := harmoniseInputs(t, d, s)
 	defer e.free()
 	for _, strength := range []float32{0, harmStrength(true, false)} {
 		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, strength)
@@ -285,17 +294,7 @@ func TestHarmoniseHueBound(t *testing.T) {
 		grey    bool
 	}{{"skin", [3]float32{0.5, 0.35, 0.25}, false}, {"olive", [3]float32{0.3, 0.33, 0.15}, false}, {"grey", [3]float32{0.4, 0.4, 0.4}, true}} {
 		s := makeScene(120, 80, c.subject)
-		f := lowScene(t, d, s, false)
-		if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
-			t.Fatal(err)
-		}
-		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, e := harmoniseInputs(t, d, s)
 		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, harmStrength(true, false))
 		if err != nil {
 			t.Fatal(err)
