@@ -155,6 +155,23 @@ func writePNG(t testing.TB, path string, f *frame.HostFrame, gray bool) {
 	}
 }
 
+// readFrames reads d's frames to the end.
+func readFrames(t testing.TB, ctx context.Context, d *Decoder) []*frame.HostFrame {
+	t.Helper()
+	var out []*frame.HostFrame
+	for {
+		f := &frame.HostFrame{}
+		err := d.Next(ctx, f)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("frame %d: %v", len(out), err)
+		}
+		out = append(out, f)
+	}
+}
+
 // decodeAll decodes every frame of in.
 func decodeAll(t testing.TB, in Input, opts DecodeOptions) (Info, []*frame.HostFrame) {
 	t.Helper()
@@ -164,18 +181,7 @@ func decodeAll(t testing.TB, in Input, opts DecodeOptions) (Info, []*frame.HostF
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var out []*frame.HostFrame
-	for {
-		f := &frame.HostFrame{}
-		err := d.Next(ctx, f)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("frame %d: %v", len(out), err)
-		}
-		out = append(out, f)
-	}
+	out := readFrames(t, ctx, d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

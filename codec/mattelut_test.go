@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"testing"
 
@@ -44,18 +43,7 @@ func TestMatteLimitedLUT(t *testing.T) {
 				if !lut {
 					d.lumaLUT = lumaLUT{sf: astiav.PixelFormatYuv420P, w: tc.w, h: tc.h, probed: true}
 				}
-				var out []*frame.HostFrame
-				for {
-					f := &frame.HostFrame{}
-					err := d.Next(ctx, f)
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, f)
-				}
+				out := readFrames(t, ctx, d)
 				l := d.lumaLUT
 				return out, &l
 			}
