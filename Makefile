@@ -51,7 +51,7 @@ build: deps
 ## test: every test, with real FFmpeg.
 test: deps minio models
 	$(GOV) vet ./...
-	$(GO) vet ./kernels # the scalar fallback (no GOEXPERIMENT=simd) still compiles
+	$(GO) vet ./kernels/... # the scalar fallback (no GOEXPERIMENT=simd) still compiles
 	VFX_MODEL_DIR=$(MODEL_DIR) VFX_REQUIRE_MODELS=1 VFX_MINIO_BIN=$(MINIO_BIN) VFX_REQUIRE_MINIO=1 VFX_REQUIRE_BROWSER=1 $(GOV) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-short: the tests without the slow ones (-short skips the fault drill and real product renders).

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/cpuref"
+	"github.com/vfxrender/vfx/kernels/rows"
 	"gorgonia.org/cu"
 )
 
@@ -63,7 +65,7 @@ type CUDA struct {
 	stream    cu.Stream
 	fns       map[string]cu.Function
 	lut       cu.DevicePtr
-	host      *luts
+	host      *rows.LUTs
 	pool      map[int64][]cu.DevicePtr
 	poolBytes int64
 	poolMax   int64
@@ -83,7 +85,7 @@ var errClosed = errors.New("kernels: cuda: device is closed")
 // CUDA_VISIBLE_DEVICES leaves visible), loads the embedded fatbin and
 // uploads the conversion tables.
 func NewCUDA(ordinal int) (Device, error) {
-	d := &CUDA{calls: make(chan func()), poolMax: defaultPoolBytes, host: newLUTs()}
+	d := &CUDA{calls: make(chan func()), poolMax: cpuref.DefaultPoolBytes, host: rows.NewLUTs()}
 	started := make(chan error, 1)
 	go d.loop(ordinal, started)
 	if err := <-started; err != nil {
@@ -158,14 +160,14 @@ func (d *CUDA) uploadLUTs() error {
 	)
 	t := d.host
 	w := make([]uint32, words)
-	for i, v := range t.eotfExt {
+	for i, v := range t.EOTFExt {
 		w[eotfExt+i] = math.Float32bits(v)
 	}
 	for cs := range 2 {
 		for fr := range 2 {
-			y := &t.yuvIn[cs][fr]
+			y := &t.YUVIn[cs][fr]
 			base := yuvIn + (cs*2+fr)*5*256
-			for k, tab := range [][256]int32{y.y, y.rv, y.gu, y.gv, y.bu} {
+			for k, tab := range [][256]int32{y.Y, y.RV, y.GU, y.GV, y.BU} {
 				for i, v := range tab {
 					w[base+k*256+i] = uint32(v)
 				}
@@ -173,15 +175,15 @@ func (d *CUDA) uploadLUTs() error {
 		}
 	}
 	for i := range 256 {
-		w[eotf8+i] = math.Float32bits(t.eotf8[i])
-		w[gray8+i] = math.Float32bits(t.gray8[i])
-		w[codeThr+i] = math.Float32bits(t.codeThr[i])
+		w[eotf8+i] = math.Float32bits(t.EOTF8[i])
+		w[gray8+i] = math.Float32bits(t.Gray8[i])
+		w[codeThr+i] = math.Float32bits(t.CodeThr[i])
 	}
-	for i, v := range t.oetfB {
+	for i, v := range t.OETFB {
 		w[oetfB+i] = math.Float32bits(v)
 	}
 	cb := unsafe.Slice((*byte)(unsafe.Pointer(&w[codeB])), 4*32768)
-	copy(cb, t.codeB[:])
+	copy(cb, t.CodeB[:])
 	var err error
 	if d.lut, err = cu.MemAlloc(int64(4 * words)); err != nil {
 		return err
@@ -413,7 +415,7 @@ func (m *cudaImage) plane(c int) cu.DevicePtr { return m.ptr + cu.DevicePtr(c*m.
 
 // NewImage allocates a zeroed w x h image with 1 to 4 channels.
 func (d *CUDA) NewImage(w, h, channels int) (Image, error) {
-	if w <= 0 || h <= 0 || channels < 1 || channels > 4 || w > maxPixels/h || w*h > maxPixels/channels {
+	if w <= 0 || h <= 0 || channels < 1 || channels > 4 || w > cpuref.MaxPixels/h || w*h > cpuref.MaxPixels/channels {
 		return nil, fmt.Errorf("kernels: %s: NewImage %dx%dx%d: %w", d.name, w, h, channels, ErrShape)
 	}
 	m := &cudaImage{w: w, h: h, c: channels, dev: d}
@@ -653,7 +655,7 @@ func (d *CUDA) Upload(dst Image, src *frame.HostFrame) error {
 		n := m.n()
 		switch src.Format {
 		case frame.YUV420P:
-			csi, fri := fullRangeIdx(src)
+			csi, fri := rows.FullRangeIdx(src)
 			u := raw + cu.DevicePtr(pw[0]*ph[0])
 			v := u + cu.DevicePtr(pw[1]*ph[1])
 			return d.launch2("vfx_upload_yuv", m.w, m.h, new(kargs).p(m.ptr).p(raw).p(u).p(v).i(m.w).i(m.h).p(d.lut).i(csi*2+fri))
@@ -669,9 +671,9 @@ func (d *CUDA) Upload(dst Image, src *frame.HostFrame) error {
 type yuvOutArg [11]float32
 
 func (d *CUDA) yuvOut(f *frame.HostFrame) *yuvOutArg {
-	csi, fri := fullRangeIdx(f)
-	k := &d.host.yuvOut[csi][fri]
-	return &yuvOutArg{k.y0, k.yr, k.yg, k.yb, k.c0, k.ur, k.ug, k.ub, k.vr, k.vg, k.vb}
+	csi, fri := rows.FullRangeIdx(f)
+	k := &d.host.YUVOut[csi][fri]
+	return &yuvOutArg{k.Y0, k.YR, k.YG, k.YB, k.C0, k.UR, k.UG, k.UB, k.VR, k.VG, k.VB}
 }
 
 // Download converts src into the host frame dst (see Device.Download),

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/cpuref"
+	"github.com/vfxrender/vfx/kernels/rows"
 	"gorgonia.org/cu"
 )
 
@@ -24,14 +26,14 @@ func asBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
 }
 
-// bilinBytes packs kernels.bilinTable(out, in) as [i0 | i1 | w0 | w1].
+// bilinBytes packs rows.BilinTable(out, in) as [i0 | i1 | w0 | w1].
 func bilinBytes(out, in int) []byte {
-	t := bilinTable(out, in)
+	t := rows.BilinTable(out, in)
 	b := make([]byte, 0, 16*out)
-	b = append(b, asBytes(t.i0)...)
-	b = append(b, asBytes(t.i1)...)
-	b = append(b, asBytes(t.w0)...)
-	return append(b, asBytes(t.w1)...)
+	b = append(b, asBytes(t.I0)...)
+	b = append(b, asBytes(t.I1)...)
+	b = append(b, asBytes(t.W0)...)
+	return append(b, asBytes(t.W1)...)
 }
 
 func (d *CUDA) bilin(out, in int) (cu.DevicePtr, error) {
@@ -39,15 +41,15 @@ func (d *CUDA) bilin(out, in int) (cu.DevicePtr, error) {
 }
 
 // tapsBytes packs a taps table as [start (n) | off (n+1) | w].
-func tapsBytes(t taps) []byte {
-	b := append([]byte(nil), asBytes(t.start)...)
-	b = append(b, asBytes(t.off)...)
-	return append(b, asBytes(t.w)...)
+func tapsBytes(t rows.Taps) []byte {
+	b := append([]byte(nil), asBytes(t.Start)...)
+	b = append(b, asBytes(t.Off)...)
+	return append(b, asBytes(t.W)...)
 }
 
 // separable runs the vertical then horizontal taps passes (the CPU's
 // separable: the same sums in the same order).
-func (d *CUDA) separable(o, s *cudaImage, key string, tx, ty func() taps) error {
+func (d *CUDA) separable(o, s *cudaImage, key string, tx, ty func() rows.Taps) error {
 	px, err := d.table("tx:"+key, func() []byte { return tapsBytes(tx()) })
 	if err != nil {
 		return err
@@ -194,7 +196,7 @@ func (d *CUDA) ResizeArea(dst, src Image) error {
 			return d.copyImg(o, s)
 		}
 		key := fmt.Sprintf("area:%d:%d:%d:%d", o.w, s.w, o.h, s.h)
-		return d.separable(o, s, key, func() taps { return areaTaps(o.w, s.w) }, func() taps { return areaTaps(o.h, s.h) })
+		return d.separable(o, s, key, func() rows.Taps { return rows.AreaTaps(o.w, s.w) }, func() rows.Taps { return rows.AreaTaps(o.h, s.h) })
 	}))
 }
 
@@ -211,8 +213,8 @@ func (d *CUDA) ResizeLanczos3(dst, src Image) error {
 		}
 		key := fmt.Sprintf("lanczos:%d:%d:%d:%d", o.w, s.w, o.h, s.h)
 		return d.separable(o, s, key,
-			func() taps { return lanczosTaps(o.w, s.w, float64(s.w)/float64(o.w), 0) },
-			func() taps { return lanczosTaps(o.h, s.h, float64(s.h)/float64(o.h), 0) })
+			func() rows.Taps { return rows.LanczosTaps(o.w, s.w, float64(s.w)/float64(o.w), 0) },
+			func() rows.Taps { return rows.LanczosTaps(o.h, s.h, float64(s.h)/float64(o.h), 0) })
 	}))
 }
 
@@ -228,17 +230,17 @@ func (d *CUDA) CoverFit(dst, src Image) error {
 			return d.copyImg(o, s)
 		}
 		key := fmt.Sprintf("cover:%d:%d:%d:%d", o.w, s.w, o.h, s.h)
-		var tx, ty func() taps
+		var tx, ty func() rows.Taps
 		if o.w*s.h >= o.h*s.w {
 			inv := float64(s.w) / float64(o.w)
 			offY := (float64(s.h)/inv - float64(o.h)) / 2
-			tx = func() taps { return lanczosTaps(o.w, s.w, inv, 0) }
-			ty = func() taps { return lanczosTaps(o.h, s.h, inv, offY) }
+			tx = func() rows.Taps { return rows.LanczosTaps(o.w, s.w, inv, 0) }
+			ty = func() rows.Taps { return rows.LanczosTaps(o.h, s.h, inv, offY) }
 		} else {
 			inv := float64(s.h) / float64(o.h)
 			offX := (float64(s.w)/inv - float64(o.w)) / 2
-			tx = func() taps { return lanczosTaps(o.w, s.w, inv, offX) }
-			ty = func() taps { return lanczosTaps(o.h, s.h, inv, 0) }
+			tx = func() rows.Taps { return rows.LanczosTaps(o.w, s.w, inv, offX) }
+			ty = func() rows.Taps { return rows.LanczosTaps(o.h, s.h, inv, 0) }
 		}
 		return d.separable(o, s, key, tx, ty)
 	}))
@@ -254,7 +256,7 @@ func (d *CUDA) GaussianBlur(dst, src Image, sigma float32) error {
 	if s.c != o.c {
 		return d.shapeErr(op, "src %s, dst %s", cdims(s), cdims(o))
 	}
-	if sigma > 0 && 3*float64(sigma) > maxGaussRadius {
+	if sigma > 0 && 3*float64(sigma) > rows.MaxGaussRadius {
 		return fmt.Errorf("kernels: %s: %s: sigma %g is too large", d.name, op, sigma)
 	}
 	return d.wrap(op, d.do(func() error {
@@ -264,7 +266,7 @@ func (d *CUDA) GaussianBlur(dst, src Image, sigma float32) error {
 		span := max(o.w, o.h)
 		var r int
 		kp, err := d.table(fmt.Sprintf("gauss:%x:%d", math.Float32bits(sigma), span), func() []byte {
-			return asBytes(gaussKernel(sigma, span))
+			return asBytes(rows.GaussKernel(sigma, span))
 		})
 		if err != nil {
 			return err
@@ -304,7 +306,7 @@ func (d *CUDA) boxPlane(dst, src cu.DevicePtr, w, h, r int) error {
 	if err := d.launch2("vfx_box_diff", w, h, new(kargs).p(tmp).p(pre).i(w).i(h).i(r)); err != nil {
 		return err
 	}
-	band := max(bandRows(w), 4*(2*r+1))
+	band := max(cpuref.BandRows(w), 4*(2*r+1))
 	f, err := d.fn("vfx_box_vert")
 	if err != nil {
 		return err
@@ -776,7 +778,7 @@ func (d *CUDA) LabStats(src, mask Image) (LabStats, error) {
 	if err := d.same(op, s, []string{"mask"}, m); err != nil {
 		return st, err
 	}
-	mats := labMatsArg{M: labM, A: labA}
+	mats := labMatsArg{M: rows.LabM, A: rows.LabA}
 	var sums []float64
 	err = d.do(func() error {
 		var err error
@@ -842,8 +844,8 @@ func (d *CUDA) LabTransfer(dst, src, mask Image, from, to LabStats, strength flo
 		D[c*4] = sc - 1
 		off[c] = to.Mean[c] - sc*from.Mean[c]
 	}
-	Ainv := inv3(labA)
-	x := labXferArg{P: mul3(Ainv, mul3(D, labA)), Mi: inv3(labM), M: labM, S: float64(strength)}
+	Ainv := rows.Inv3(rows.LabA)
+	x := labXferArg{P: rows.Mul3(Ainv, rows.Mul3(D, rows.LabA)), Mi: rows.Inv3(rows.LabM), M: rows.LabM, S: float64(strength)}
 	for r := range 3 {
 		x.Q[r] = Ainv[r*3]*off[0] + Ainv[r*3+1]*off[1] + Ainv[r*3+2]*off[2]
 	}
@@ -890,11 +892,11 @@ func (d *CUDA) HueBound(dst, gain, ref, mask Image, p HueParams) error {
 	if r == o || m == o {
 		return d.shapeErr(op, "ref or mask aliases dst")
 	}
-	h, ok := newHueArgs(p)
+	h, ok := cpuref.NewHueArgs(p)
 	if !ok {
-		return d.shapeErr(op, "params %+v: %s", p, hueParamsRule)
+		return d.shapeErr(op, "params %+v: %s", p, rows.HueParamsRule)
 	}
-	x := hueBoundArg{X: hueXYZ, Xi: hueXYZInv, MaxHue: h.maxHue, CosMax: h.cosMax, SinMax: h.sinMax, C0: h.c0, C1: h.c1, MaxGain: h.maxGain}
+	x := hueBoundArg{X: rows.HueXYZ, Xi: rows.HueXYZInv, MaxHue: h.MaxHue, CosMax: h.CosMax, SinMax: h.SinMax, C0: h.C0, C1: h.C1, MaxGain: h.MaxGain}
 	return d.wrap(op, d.do(func() error {
 		return d.launchGS("vfx_hue_bound", o.n(), structArg(new(kargs).p(o.ptr).p(s.ptr).p(r.ptr).p(ptrOf(m)).l(o.n()), &x))
 	}))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/rows"
 	"gorgonia.org/cu"
 )
 
@@ -17,8 +18,8 @@ import (
 // in inputs) as [a (out) | b (out) | start (out) | off (out+1) | w]: the
 // CPU's nearPairs and lanczosTaps.
 func edgeTabBytes(out, in int) []byte {
-	a, b := nearPairs(out, in)
-	t := lanczosTaps(out, in, float64(in)/float64(out), 0)
+	a, b := rows.NearPairs(out, in)
+	t := rows.LanczosTaps(out, in, float64(in)/float64(out), 0)
 	buf := append([]byte(nil), asBytes(a)...)
 	buf = append(buf, asBytes(b)...)
 	return append(buf, tapsBytes(t)...)

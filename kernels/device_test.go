@@ -292,39 +292,3 @@ func TestAbsurdParametersDoNotPanic(t *testing.T) {
 	}
 	closeAll(t, "gauss sigma 40", pixels(t, d, O), refGauss(src, w, h, 3, 40), 1e-5, 1e-5)
 }
-
-// TestCPUTrimPool: freed buffers stay pooled until TrimPool drops them;
-// an image allocated after it is zeroed and works.
-func TestCPUTrimPool(t *testing.T) {
-	d := NewCPU(1)
-	defer d.Close()
-	im, err := d.NewImage(64, 32, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Fill(im, []float32{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	d.Free(im)
-	if d.pool.bytes != 64*32*3*4 {
-		t.Fatalf("pool holds %d bytes after Free, want %d", d.pool.bytes, 64*32*3*4)
-	}
-	var _ PoolTrimmer = d
-	d.TrimPool()
-	if d.pool.bytes != 0 || len(d.pool.free) != 0 {
-		t.Fatalf("pool holds %d bytes in %d sizes after TrimPool", d.pool.bytes, len(d.pool.free))
-	}
-	im, err = d.NewImage(64, 32, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := d.ReadPixels(im)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, x := range v {
-		if x != 0 {
-			t.Fatalf("pixel value %d is %v after TrimPool, want 0", i, x)
-		}
-	}
-}

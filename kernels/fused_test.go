@@ -3,26 +3,10 @@ package kernels
 import (
 	"bytes"
 	"errors"
-	"math"
 	"testing"
 
 	"github.com/vfxrender/vfx/frame"
 )
-
-// TestOETFUnclamped checks that the unclamped YUV download table agrees
-// with the clamped one for every bucket (negatives, values above 1, Inf
-// and NaN included).
-func TestOETFUnclamped(t *testing.T) {
-	l := NewCPU(1).lut
-	rng := newRNG(5)
-	for k := range obuSize {
-		bits := uint32(k)<<obShift | uint32(rng.IntN(1<<obShift))
-		v := math.Float32frombits(bits)
-		if got, want := l.oetfU[obu(v)], l.oetfB[obIdx(v)]; math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("bits %#08x: oetfU %v, oetfB %v", bits, got, want)
-		}
-	}
-}
 
 // blockAlpha is a matte of long runs: rows of 0, of 1 and of fractional
 // values, blocks of each within rows, and a few random pixels.
@@ -195,35 +179,5 @@ func TestGainCompositeDownloadErrors(t *testing.T) {
 	}
 	if err := d.GainCompositeDownload(f, src, nil, src, nil, nil, nil, 0, 1); err != nil {
 		t.Errorf("valid call: %v", err)
-	}
-}
-
-// TestHtapsFixed checks the four-tap path of htaps against the general
-// one, and that tables with varying tap counts are not taken for fixed.
-func TestHtapsFixed(t *testing.T) {
-	rng := newRNG(21)
-	for _, c := range [][2]int{{480, 1920}, {5, 20}, {7, 20}, {3, 13}} {
-		tx := areaTaps(c[0], c[1])
-		src := randVals(rng, c[1], -1, 2)
-		got := make([]float32, c[0])
-		htaps(got, src, &tx)
-		gen := tx
-		gen.fixed = -1
-		want := make([]float32, c[0])
-		htaps(want, src, &gen)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%v: out %d = %v, want %v", c, i, got[i], want[i])
-			}
-		}
-		uniform := true
-		for i := range c[0] {
-			if tx.off[i+1]-tx.off[i] != tx.off[1]-tx.off[0] {
-				uniform = false
-			}
-		}
-		if uniform != (tx.fixed >= 0) {
-			t.Errorf("%v: fixed = %d, uniform %v", c, tx.fixed, uniform)
-		}
 	}
 }

@@ -1,5 +1,7 @@
 package kernels
 
+import "github.com/vfxrender/vfx/kernels/rows"
+
 // GrainOps is the plate-matching grain op (issue 15). It is a separate
 // interface from Ops so that adding it touches no existing op; both
 // backends implement it.
@@ -18,34 +20,7 @@ type GrainOps interface {
 
 var _ GrainOps = (*CPU)(nil)
 
-// grainNorm is 1/sqrt(4*(256*256-1)/12): the standard deviation of a sum
-// of four uniform bytes is 1/grainNorm.
-const grainNorm = float32(0.006765875) // bits 0x3bddb446
-
-// lowbias32 is Chris Wellons' 32-bit integer hash.
-func lowbias32(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x7feb352d
-	h ^= h >> 15
-	h *= 0x846ca68b
-	h ^= h >> 16
-	return h
-}
-
-// grainRowKey is the per-row part of GrainNoise's hash.
-func grainRowKey(y int, seed uint32) uint32 {
-	return lowbias32(uint32(y) ^ lowbias32(seed^0x67726169)) // "grai"
-}
-
 // GrainNoise is the zero-mean, unit-variance noise of AddGrain at pixel
 // (x, y) for seed: the sum of the four bytes of an integer hash of
 // (x, y, seed), centred and scaled (close to Gaussian; within ±3.45).
-func GrainNoise(x, y int, seed uint32) float32 {
-	return grainFromKey(x, grainRowKey(y, seed))
-}
-
-func grainFromKey(x int, key uint32) float32 {
-	h := lowbias32(uint32(x) ^ key)
-	s := int32(h&0xff) + int32(h>>8&0xff) + int32(h>>16&0xff) + int32(h>>24)
-	return float32(s-510) * grainNorm
-}
+func GrainNoise(x, y int, seed uint32) float32 { return rows.GrainNoise(x, y, seed) }

@@ -166,11 +166,3 @@ func TestGainCompositeLookGrain(t *testing.T) {
 		t.Fatal("GrainAmount without a tile accepted")
 	}
 }
-
-func TestGrainInvSqrt(t *testing.T) {
-	for v := float32(1e-8); v < 4; v *= 1.01 {
-		if e := math.Abs(float64(grainInvSqrt(v))*math.Sqrt(float64(v)) - 1); e > 0.002 {
-			t.Fatalf("grainInvSqrt(%g): relative error %.5f", v, e)
-		}
-	}
-}

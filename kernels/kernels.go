@@ -18,13 +18,18 @@
 package kernels
 
 import (
-	"errors"
-
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/cpuref"
 )
 
 // ErrShape reports images whose sizes or channel counts do not fit an op.
-var ErrShape = errors.New("kernels: image shape mismatch")
+var ErrShape = cpuref.ErrShape
+
+// ErrForeignImage reports an Image that the device cannot use: one made by
+// another backend (a CUDA image handed to the CPU device, say) or one that
+// has already been freed. CPU images live in host memory, so any CPU
+// device accepts the images of any other CPU device.
+var ErrForeignImage = cpuref.ErrForeignImage
 
 // Image is a planar float32 image resident on a Device. It is only
 // meaningful to the Device that created it.
@@ -38,29 +43,22 @@ type Image interface {
 // the order Y00, Y1-1, Y10, Y11, Y2-2, Y2-1, Y20, Y21, Y22 (the
 // Ramamoorthi-Hanrahan ordering, directions (x right, y up, z toward the
 // camera)).
-type SH9 [9]float32
+type SH9 = cpuref.SH9
 
 // LabStats are per-channel statistics of an image in Reinhard's lαβ space
 // (computed from linear RGB via LMS and the natural logarithm).
-type LabStats struct {
-	Mean   [3]float64
-	Std    [3]float64
-	Weight float64 // sum of the mask weights used
-}
+type LabStats = cpuref.LabStats
 
 // HueParams configure HueBound: the largest hue rotation (radians) of a
 // pixel whose reference has a relative chroma of at least C1 (see
 // HueBound), none bounded at C0 or below, and the largest gain written.
-type HueParams struct {
-	MaxHue, C0, C1, MaxGain float32
-}
+type HueParams = cpuref.HueParams
 
 // Stats are per-channel weighted statistics.
-type Stats struct {
-	Mean   []float64
-	Std    []float64
-	Weight float64 // sum of the weights
-}
+//
+//	Mean, Std []float64
+//	Weight    float64 // sum of the weights
+type Stats = cpuref.Stats
 
 // Device is a compute backend. A Device is safe for use by one goroutine
 // at a time per image; distinct images may be processed concurrently.
@@ -261,35 +259,12 @@ type Ops interface {
 	GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
 }
 
-// CompositeLook are GainCompositeLook's optional low-resolution inputs.
-type CompositeLook struct {
-	// FgLow and BgOldLow (3 channels) are smooth estimates of the
-	// subject's colour and of the source's old background colour near the
-	// matte's soft band; both or neither.
-	FgLow, BgOldLow Image
-	// ShadowLow (1 channel) is the darkness of a shadow on the new
-	// background, which is multiplied by 1 - d: 0 is no shadow (backends
-	// skip rows and spans of exact zeros, where the result is bg).
-	ShadowLow Image
-	// Grain (1 channel, any size, repeated over the output) is zero-mean
-	// noise added to the subject (plate matching, issue 15) when
-	// GrainAmount > 0: where a > 0, with n the sample of Grain at
-	// ((x+GrainX) mod its width, (y+GrainY) mod its height), t =
-	// a*GrainAmount*n, the composite's pixel q (3 channels, luminance
-	// Y = 0.2126 q0 + 0.7152 q1 + 0.0722 q2) becomes
-	//   q*max(1 + t*r, 0)^2, r = 1/sqrt(max(Y, 1e-8)) within 0.2%,
-	// then capped at maxValue: sqrt(Y) becomes max(sqrt(Y) + t, 0), grain
-	// of standard deviation GrainAmount*a in the square root of linear
-	// luminance, shared by the channels (the hue is kept; black stays
-	// black). r is the
-	// exponent-halving guess 0x5f3759df - bits(Y)/2 refined by one Newton
-	// step, y*(1.5 - 0.5*Y*y*y) (Y floored), the same on every backend (no square
-	// root or division per pixel). Unlike the other inputs Grain is not
-	// gain-sized; GrainX, GrainY >= 0. Ignored without alpha.
-	Grain          Image
-	GrainAmount    float32
-	GrainX, GrainY int
-}
+// CompositeLook are GainCompositeLook's optional low-resolution inputs:
+// FgLow and BgOldLow (the subject's and the old background's colour near
+// the soft band), ShadowLow (a shadow on the new background) and Grain,
+// GrainAmount, GrainX, GrainY (plate-matching grain); each field is
+// documented at its definition, cpuref.CompositeLook.
+type CompositeLook = cpuref.CompositeLook
 
 // PoolTrimmer is implemented by a Device that keeps freed host memory for
 // reuse (the CPU backend): TrimPool lets the Go heap reclaim it after a

@@ -1,29 +1,15 @@
 package kernels
 
-// FuseParams weigh the evidence terms of MatteFuse.
-type FuseParams struct {
-	// Prior, Global, Local and Plate weigh the four log-odds terms.
-	Prior, Global, Local, Plate float32
-	// LocalSigma is the colour distance scale (same units as src) of the
-	// local classifier; it must be > 0 when Local != 0.
-	LocalSigma float32
-	// PlateThreshold and PlateSoftness map the colour distance to the
-	// clean plate to log-odds; PlateSoftness must be > 0 when Plate != 0.
-	PlateThreshold, PlateSoftness float32
-	// Bins is the per-channel bin count of the colour table (2..64).
-	Bins int
-}
+import "github.com/vfxrender/vfx/kernels/rows"
+import "github.com/vfxrender/vfx/kernels/cpuref"
 
-// ChromaParams configure ChromaKey.
-type ChromaParams struct {
-	// Screen is the screen colour (the same units as src).
-	Screen [3]float32
-	// Channel is the screen's dominant channel: 1 green, 2 blue.
-	Channel int
-	// Low and High bound the ramp of the normalised key signal t (see
-	// ChromaKey); 0 <= Low < High.
-	Low, High float32
-}
+// FuseParams weigh the evidence terms of MatteFuse. Their fields are documented at
+// their definition, cpuref.FuseParams.
+type FuseParams = cpuref.FuseParams
+
+// ChromaParams configure ChromaKey. Their fields are documented at
+// their definition, cpuref.ChromaParams.
+type ChromaParams = cpuref.ChromaParams
 
 // MatteOps are the operations of optical flow, matte propagation and auto
 // mattes (package matte). Flow fields are 2-channel images (u, v) in
@@ -99,3 +85,8 @@ type MatteOps interface {
 	// src with spill removed: dst[c] = min(src[c], max(src[o1], src[o2])).
 	ChromaKey(alpha, dst, src Image, p ChromaParams) error
 }
+
+// ColourCell is the histogram cell of an RGB value (see
+// MatteOps.ColourHistogram): each channel, clamped to [0,1], in bins
+// equal steps.
+func ColourCell(r, g, b float32, bins int) int { return rows.ColourCell(r, g, b, bins) }

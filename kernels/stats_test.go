@@ -305,7 +305,7 @@ func refLab(r, g, b float64) [3]float64 {
 func refLabInv(v [3]float64) [3]float64 {
 	a, b, c := v[0]/math.Sqrt(3), v[1]/math.Sqrt(6), v[2]/math.Sqrt(2)
 	L, M, S := math.Exp(a+b+c), math.Exp(a+b-c), math.Exp(a-2*b)
-	inv := inv3([9]float64{0.3811, 0.5783, 0.0402, 0.1967, 0.7244, 0.0782, 0.0241, 0.1288, 0.8444})
+	inv := refInv3([9]float64{0.3811, 0.5783, 0.0402, 0.1967, 0.7244, 0.0782, 0.0241, 0.1288, 0.8444})
 	return [3]float64{
 		inv[0]*L + inv[1]*M + inv[2]*S,
 		inv[3]*L + inv[4]*M + inv[5]*S,
@@ -468,4 +468,20 @@ func TestLabTransfer(t *testing.T) {
 		}
 		labNear(t, got, LabStats{Mean: to.Mean, Std: to.Std, Weight: float64(n)}, 1e-4)
 	})
+}
+
+// refInv3 inverts a row-major 3x3 matrix by cofactors.
+func refInv3(m [9]float64) [9]float64 {
+	a, b, c := m[0], m[1], m[2]
+	d, e, f := m[3], m[4], m[5]
+	g, h, i := m[6], m[7], m[8]
+	A := e*i - f*h
+	B := -(d*i - f*g)
+	C := d*h - e*g
+	det := a*A + b*B + c*C
+	return [9]float64{
+		A / det, -(b*i - c*h) / det, (b*f - c*e) / det,
+		B / det, (a*i - c*g) / det, -(a*f - c*d) / det,
+		C / det, -(a*h - b*g) / det, (a*e - b*d) / det,
+	}
 }

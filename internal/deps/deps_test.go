@@ -19,11 +19,11 @@ const module = "github.com/vfxrender/vfx/"
 
 // pixel packages: the ones that hold or move pixels, or link FFmpeg or a
 // compute device.
-var pixel = []string{"render", "matte", "kernels", "codec", "frame", "infer"}
+var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/rows", "codec", "frame", "infer"}
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -43,6 +43,10 @@ var rules = []struct {
 		"no ONNX Runtime in the pixel packages: the network reaches matte as an interface (matte.Objectness), wired by the worker"},
 	{[]string{"kernels"}, []string{"render", "matte"},
 		"kernels is the compute device, the leaf the look and the matte are built on"},
+	{[]string{"kernels/cpuref"}, others("kernels/cpuref", "kernels/rows", "frame", "internal/srgb"),
+		"kernels/cpuref is the CPU backend's implementation that kernels.CPU wraps: images, their pool and the ops over row bands, on the loops of kernels/rows; it knows no other product package"},
+	{[]string{"kernels/rows"}, others("kernels/rows", "frame", "internal/srgb"),
+		"kernels/rows is the CPU backend's inner loops and the tables both backends compute from: rows of pixels, no images, devices or jobs"},
 	{[]string{"render"}, []string{"matte"},
 		"the look takes a matte as frames; it does not make one"},
 	{[]string{"codec", "frame", "infer"}, others("codec", "frame", "infer", "internal/srgb", "internal/trunc"),

@@ -1,10 +1,10 @@
-package kernels
+package cpuref
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // The ops on host frames: the full-resolution work of a frame straight
@@ -28,7 +28,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 	if err := src.Validate(); err != nil {
 		return fmt.Errorf("kernels: cpu: %s: %w", op, err)
 	}
-	rows, err := d.frameRows(op, src, o.c)
+	convRows, err := d.frameRows(op, src, o.c)
 	if err != nil {
 		return err
 	}
@@ -40,30 +40,30 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		return d.Upload(dst, src)
 	}
 	tx, ty := d.areaTable(o.w, sw), d.areaTable(o.h, sh)
-	if src.Format == frame.YUV420P && sw == 4*o.w && sh == 4*o.h && exact4(tx, o.w) && exact4(ty, o.h) {
-		csi, fri := fullRangeIdx(src)
-		t, lut := &d.lut.yuvIn[csi][fri], &d.lut.eotfExt
+	if src.Format == frame.YUV420P && sw == 4*o.w && sh == 4*o.h && rows.Exact4(tx, o.w) && rows.Exact4(ty, o.h) {
+		csi, fri := rows.FullRangeIdx(src)
+		t, lut := &d.lut.YUVIn[csi][fri], &d.lut.EOTFExt
 		n := o.w * o.h
 		R, G, B := o.pix[:n], o.pix[n:2*n], o.pix[2*n:3*n]
-		d.parallel(o.h, bandRows(o.w), func(_, y0, y1 int) {
+		d.parallel(o.h, BandRows(o.w), func(_, y0, y1 int) {
 			for y := y0; y < y1; y++ {
-				areaYUV4Row(R[y*o.w:][:o.w], G[y*o.w:][:o.w], B[y*o.w:][:o.w], src, y, t, lut)
+				rows.AreaYUV4Row(R[y*o.w:][:o.w], G[y*o.w:][:o.w], B[y*o.w:][:o.w], src, y, t, lut)
 			}
 		})
 		return nil
 	}
-	if src.Format == frame.Gray8 && sw == 4*o.w && sh == 4*o.h && exact4(tx, o.w) && exact4(ty, o.h) {
-		lut := &d.lut.gray8
-		d.parallel(o.h, bandRows(o.w), func(_, y0, y1 int) {
+	if src.Format == frame.Gray8 && sw == 4*o.w && sh == 4*o.h && rows.Exact4(tx, o.w) && rows.Exact4(ty, o.h) {
+		lut := &d.lut.Gray8
+		d.parallel(o.h, BandRows(o.w), func(_, y0, y1 int) {
 			for y := y0; y < y1; y++ {
-				areaGray4Row(o.pix[y*o.w:][:o.w], src, y, lut)
+				rows.AreaGray4Row(o.pix[y*o.w:][:o.w], src, y, lut)
 			}
 		})
 		return nil
 	}
 	maxK := 0
 	for y := range o.h {
-		maxK = max(maxK, int(ty.off[y+1]-ty.off[y]))
+		maxK = max(maxK, int(ty.Off[y+1]-ty.Off[y]))
 	}
 	type scratch struct {
 		in [3][]float32 // maxK converted input rows per channel
@@ -81,7 +81,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		}
 	}()
 	dw := o.w
-	d.parallel(o.h, bandRows(dw), func(wk, y0, y1 int) {
+	d.parallel(o.h, BandRows(dw), func(wk, y0, y1 int) {
 		sc := scr[wk]
 		if sc == nil {
 			sc = &scratch{t: d.scratch(sw)}
@@ -91,12 +91,12 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 			scr[wk] = sc
 		}
 		for y := y0; y < y1; y++ {
-			st := int(ty.start[y])
-			ws := ty.w[ty.off[y]:ty.off[y+1]]
+			st := int(ty.Start[y])
+			ws := ty.W[ty.Off[y]:ty.Off[y+1]]
 			if src.Format == frame.Gray8 && len(ws) <= 4 {
 				// The conversion (a table) inside vtaps' sums.
-				grayVtaps(sc.t, src, st, ws, &d.lut.gray8)
-				htaps(o.plane(0)[y*dw:][:dw], sc.t, tx)
+				rows.GrayVtaps(sc.t, src, st, ws, &d.lut.Gray8)
+				rows.Htaps(o.plane(0)[y*dw:][:dw], sc.t, tx)
 				continue
 			}
 			for k := range ws {
@@ -104,11 +104,11 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 				for c := range o.c {
 					q[c] = sc.in[c][k*sw:][:sw]
 				}
-				rows(q, st+k, 0, sw)
+				convRows(q, st+k, 0, sw)
 			}
 			for c := range o.c {
-				vtaps(sc.t, sc.in[c], sw, 0, ws)
-				htaps(o.plane(c)[y*dw:][:dw], sc.t, tx)
+				rows.Vtaps(sc.t, sc.in[c], sw, 0, ws)
+				rows.Htaps(o.plane(c)[y*dw:][:dw], sc.t, tx)
 			}
 		}
 	})
@@ -126,13 +126,13 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 		if channels != 3 {
 			return nil, shapeErr(op, "yuv420p into %d channels", channels)
 		}
-		csi, fri := fullRangeIdx(f)
-		t := &d.lut.yuvIn[csi][fri]
-		lut := &d.lut.eotfExt
+		csi, fri := rows.FullRangeIdx(f)
+		t := &d.lut.YUVIn[csi][fri]
+		lut := &d.lut.EOTFExt
 		cw := (w + 1) / 2
 		return func(q [3][]float32, y, x0, x1 int) {
 			cy := y >> 1
-			yuvRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1],
+			rows.YUVRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1],
 				f.Planes[0][y*f.Strides[0]:][x0:x1],
 				f.Planes[1][cy*f.Strides[1]:][x0/2:cw],
 				f.Planes[2][cy*f.Strides[2]:][x0/2:cw], t, lut)
@@ -141,17 +141,17 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 		if channels != 3 {
 			return nil, shapeErr(op, "rgb24 into %d channels", channels)
 		}
-		lut := &d.lut.eotf8
+		lut := &d.lut.EOTF8
 		return func(q [3][]float32, y, x0, x1 int) {
-			rgbRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1], f.Planes[0][y*f.Strides[0]:][3*x0:3*x1], lut)
+			rows.RGBRow(q[0][x0:x1], q[1][x0:x1], q[2][x0:x1], f.Planes[0][y*f.Strides[0]:][3*x0:3*x1], lut)
 		}, nil
 	case frame.Gray8:
 		if channels != 1 {
 			return nil, shapeErr(op, "gray8 into %d channels", channels)
 		}
-		lut := &d.lut.gray8
+		lut := &d.lut.Gray8
 		return func(q [3][]float32, y, x0, x1 int) {
-			grayRow(q[0][x0:x1], f.Planes[0][y*f.Strides[0]:][x0:x1], lut)
+			rows.GrayRow(q[0][x0:x1], f.Planes[0][y*f.Strides[0]:][x0:x1], lut)
 		}, nil
 	}
 	return nil, fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, f.Format)
@@ -193,7 +193,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			return err
 		}
 	}
-	j, err := newCompositeJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTable)
+	j, err := newCompositeJobLow(op, w, h, alpha != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, d.bilinTab)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		bgCodes.ColorSpace != dst.ColorSpace || bgCodes.FullRange != dst.FullRange || bgCodes.Validate() != nil) {
 		bgCodes = nil // not usable: convert everything
 	}
-	band := bandRows(w)
+	band := BandRows(w)
 	band += band & 1
 	strips := make([]*frameStrip, d.workers)
 	defer func() {
@@ -215,9 +215,9 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			}
 		}
 	}()
-	csi, fri := fullRangeIdx(dst)
-	k := &d.lut.yuvOut[csi][fri]
-	ob := &d.lut.oetfU
+	csi, fri := rows.FullRangeIdx(dst)
+	k := &d.lut.YUVOut[csi][fri]
+	ob := &d.lut.OETFU
 	cw := (w + 1) / 2
 	d.parallel(h, band, func(wk, y0, y1 int) {
 		st := strips[wk]
@@ -232,7 +232,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		// The matte's nonzero span of each row, from its codes (a code
 		// is 0 exactly where its value is); only the span is converted.
 		j.begin(st.sc, y0, y1, func(y int) (int, int) {
-			l, r := nonzeroSpanBytes(alpha.Planes[0][y*alpha.Strides[0]:][:w])
+			l, r := rows.NonzeroSpanBytes(alpha.Planes[0][y*alpha.Strides[0]:][:w])
 			if l < r {
 				alphaRows([3][]float32{alphaRow(y)}, y, l, r)
 			}
@@ -279,7 +279,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			for y := y0; y < y1; y++ {
 				q, s := rowOf(st.pix, 0), convert(y, 0)
 				j.row(st.sc, y, y0, s, alphaRow(y), 0, w, q)
-				d.lut.rgbOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
+				d.lut.RGBOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
 			}
 			return
 		}
@@ -327,63 +327,11 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 			} else {
 				qb = qa
 			}
-			yuvOutRows(k, ob, ya[l:r], yb[l:r], uo[l/2:(r+1)/2], vo[l/2:(r+1)/2],
+			rows.YUVOutRows(k, ob, ya[l:r], yb[l:r], uo[l/2:(r+1)/2], vo[l/2:(r+1)/2],
 				qa[0][l:r], qa[1][l:r], qa[2][l:r], qb[0][l:r], qb[1][l:r], qb[2][l:r])
 		}
 	})
 	return nil
-}
-
-// grayVtaps is vtaps over up to four rows of a Gray8 frame (from row st)
-// converted by lut, with vtaps' sums in its order: the same values
-// without the converted rows.
-func grayVtaps(t []float32, f *frame.HostFrame, st int, ws []float32, lut *[256]float32) {
-	n := len(t)
-	row := func(k int) []byte { return f.Planes[0][(st+k)*f.Strides[0]:][:n] }
-	switch len(ws) {
-	case 4:
-		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
-		w0, w1, w2, w3 := ws[0], ws[1], ws[2], ws[3]
-		for x := range t {
-			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]] + w3*lut[r3[x]]
-		}
-	case 3:
-		r0, r1, r2 := row(0), row(1), row(2)
-		w0, w1, w2 := ws[0], ws[1], ws[2]
-		for x := range t {
-			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]] + w2*lut[r2[x]]
-		}
-	case 2:
-		r0, r1 := row(0), row(1)
-		w0, w1 := ws[0], ws[1]
-		for x := range t {
-			t[x] = w0*lut[r0[x]] + w1*lut[r1[x]]
-		}
-	default:
-		r0, w0 := row(0), ws[0]
-		for x := range t {
-			t[x] = w0 * lut[r0[x]]
-		}
-	}
-}
-
-// nonzeroSpanBytes returns [l, r): from the first to one past the last
-// nonzero byte of b (l == r when there is none), eight bytes at a time.
-func nonzeroSpanBytes(b []byte) (l, r int) {
-	r = len(b)
-	for l+8 <= r && binary.LittleEndian.Uint64(b[l:]) == 0 {
-		l += 8
-	}
-	for l < r && b[l] == 0 {
-		l++
-	}
-	for r-8 >= l && binary.LittleEndian.Uint64(b[r-8:]) == 0 {
-		r -= 8
-	}
-	for r > l && b[r-1] == 0 {
-		r--
-	}
-	return l, r
 }
 
 // frameStrip is one worker's scratch of GainCompositeLookFrame for a
@@ -413,123 +361,23 @@ type tabKey struct {
 }
 
 // areaTable is areaTaps(out, in), made once per device.
-func (d *CPU) areaTable(out, in int) *taps {
+func (d *CPU) areaTable(out, in int) *rows.Taps {
 	k := tabKey{'a', out, in}
 	if t, ok := d.tabs.Load(k); ok {
-		return t.(*taps)
+		return t.(*rows.Taps)
 	}
-	t := areaTaps(out, in)
+	t := rows.AreaTaps(out, in)
 	v, _ := d.tabs.LoadOrStore(k, &t)
-	return v.(*taps)
+	return v.(*rows.Taps)
 }
 
-// bilinTable is bilinTable(out, in), made once per device.
-func (d *CPU) bilinTable(out, in int) bilin {
+// bilinTab is BilinTable(out, in), made once per device.
+func (d *CPU) bilinTab(out, in int) rows.Bilin {
 	k := tabKey{'b', out, in}
 	if t, ok := d.tabs.Load(k); ok {
-		return *t.(*bilin)
+		return *t.(*rows.Bilin)
 	}
-	t := bilinTable(out, in)
+	t := rows.BilinTable(out, in)
 	v, _ := d.tabs.LoadOrStore(k, &t)
-	return *v.(*bilin)
-}
-
-// exact4 reports whether t is an exact 4x box downsampling to n outputs:
-// output i reads inputs 4i..4i+3, each with weight 1/4.
-func exact4(t *taps, n int) bool {
-	if t.fixed != 4 || len(t.start) < n || len(t.w) < 4*n {
-		return false
-	}
-	for i := range n {
-		if t.start[i] != int32(4*i) {
-			return false
-		}
-	}
-	for _, w := range t.w[:4*n] {
-		if w != 0.25 {
-			return false
-		}
-	}
-	return true
-}
-
-// areaYUV4Row writes output row y of an exact 4x area downsampling of a
-// YUV420P frame (width and height 4 times the output's) into ro, gr and
-// br: input rows 4y..4y+3, whose chroma rows are 2y and 2y+1. It equals
-// Upload then ResizeArea bit for bit: every weight is 1/4, and scaling
-// by a power of two is exact, so vtaps' ((r0/4+r1/4)+r2/4)+r3/4 is
-// (((r0+r1)+r2)+r3)/4, and htaps' (s0/4+s2/4)+(s1/4+s3/4) is
-// ((s0+s2)+(s1+s3))/4. The row sums stay in registers: no converted
-// row is stored.
-func areaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut *[eotfExtSize]float32) {
-	n := len(ro)
-	gr, br = gr[:n], br[:n]
-	var yr [4][]byte
-	for k := range yr {
-		yr[k] = f.Planes[0][(4*y+k)*f.Strides[0]:][:4*n]
-	}
-	ur0 := f.Planes[1][(2*y)*f.Strides[1]:][:2*n]
-	vr0 := f.Planes[2][(2*y)*f.Strides[2]:][:2*n]
-	ur1 := f.Planes[1][(2*y+1)*f.Strides[1]:][:2*n]
-	vr1 := f.Planes[2][(2*y+1)*f.Strides[2]:][:2*n]
-	y0, y1, y2, y3 := yr[0], yr[1], yr[2], yr[3]
-	for x := range ro {
-		// Chroma of the left and right pixel pairs, upper and lower
-		// chroma rows.
-		cx := 2 * x
-		rA, gA, bA := t.rv[vr0[cx]], t.gu[ur0[cx]]+t.gv[vr0[cx]], t.bu[ur0[cx]]
-		rB, gB, bB := t.rv[vr0[cx+1]], t.gu[ur0[cx+1]]+t.gv[vr0[cx+1]], t.bu[ur0[cx+1]]
-		rC, gC, bC := t.rv[vr1[cx]], t.gu[ur1[cx]]+t.gv[vr1[cx]], t.bu[ur1[cx]]
-		rD, gD, bD := t.rv[vr1[cx+1]], t.gu[ur1[cx+1]]+t.gv[vr1[cx+1]], t.bu[ur1[cx+1]]
-		lx := 4 * x
-		var sr, sg, sb [4]float32
-		for j := range 4 {
-			cr, cg, cb := rA, gA, bA
-			cr2, cg2, cb2 := rC, gC, bC
-			if j >= 2 {
-				cr, cg, cb = rB, gB, bB
-				cr2, cg2, cb2 = rD, gD, bD
-			}
-			a, b := t.y[y0[lx+j]], t.y[y1[lx+j]]
-			c, d := t.y[y2[lx+j]], t.y[y3[lx+j]]
-			sr[j] = ((lut[extIdx(a+cr)] + lut[extIdx(b+cr)]) + lut[extIdx(c+cr2)]) + lut[extIdx(d+cr2)]
-			sg[j] = ((lut[extIdx(a+cg)] + lut[extIdx(b+cg)]) + lut[extIdx(c+cg2)]) + lut[extIdx(d+cg2)]
-			sb[j] = ((lut[extIdx(a+cb)] + lut[extIdx(b+cb)]) + lut[extIdx(c+cb2)]) + lut[extIdx(d+cb2)]
-		}
-		ro[x] = 0.0625 * ((sr[0] + sr[2]) + (sr[1] + sr[3]))
-		gr[x] = 0.0625 * ((sg[0] + sg[2]) + (sg[1] + sg[3]))
-		br[x] = 0.0625 * ((sb[0] + sb[2]) + (sb[1] + sb[3]))
-	}
-}
-
-// areaGray4Row is areaYUV4Row for a Gray8 frame: output row y of an
-// exact 4x area downsampling, bit for bit grayVtaps then htaps.
-func areaGray4Row(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
-	n := len(o)
-	r0 := f.Planes[0][(4*y)*f.Strides[0]:][:4*n]
-	r1 := f.Planes[0][(4*y+1)*f.Strides[0]:][:4*n]
-	r2 := f.Planes[0][(4*y+2)*f.Strides[0]:][:4*n]
-	r3 := f.Planes[0][(4*y+3)*f.Strides[0]:][:4*n]
-	l0, l1 := lut[0], lut[255]
-	z, s := ((l0+l0)+l0)+l0, ((l1+l1)+l1)+l1
-	zero := 0.0625 * ((z + z) + (z + z)) // a block of code 0 (background)
-	full := 0.0625 * ((s + s) + (s + s)) // a block of code 255 (subject)
-	for x := range o {
-		a, b, c, d := r0[4*x:][:4], r1[4*x:][:4], r2[4*x:][:4], r3[4*x:][:4]
-		wa, wb := binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b)
-		wc, wd := binary.LittleEndian.Uint32(c), binary.LittleEndian.Uint32(d)
-		if wa|wb|wc|wd == 0 {
-			o[x] = zero
-			continue
-		}
-		if wa&wb&wc&wd == 0xFFFFFFFF {
-			o[x] = full
-			continue
-		}
-		s0 := ((lut[a[0]] + lut[b[0]]) + lut[c[0]]) + lut[d[0]]
-		s1 := ((lut[a[1]] + lut[b[1]]) + lut[c[1]]) + lut[d[1]]
-		s2 := ((lut[a[2]] + lut[b[2]]) + lut[c[2]]) + lut[d[2]]
-		s3 := ((lut[a[3]] + lut[b[3]]) + lut[c[3]]) + lut[d[3]]
-		o[x] = 0.0625 * ((s0 + s2) + (s1 + s3))
-	}
+	return *v.(*rows.Bilin)
 }

@@ -1,6 +1,6 @@
 //go:build goexperiment.simd && amd64
 
-package kernels
+package rows
 
 import (
 	mbits "math/bits"
@@ -49,7 +49,7 @@ func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int {
 }
 
 // shEvalSIMD is shEvalRows' vector loop (see ratioRowSIMD).
-func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf []SH9) int {
+func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) int {
 	if !simdOn {
 		return 0
 	}
@@ -309,12 +309,12 @@ func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
 	return x
 }
 
-// eqPrefixSIMD returns how many values at the start of s have (s[i] ==
+// EqPrefixSIMD returns how many values at the start of s have (s[i] ==
 // v) == want, eight at a time: the index of the first that does not, or
 // the end of the last whole block of eight (0 without AVX2); the caller's
 // scalar loop goes on from there. == is the scalar comparison (NaN equals
 // nothing, -0 equals 0).
-func eqPrefixSIMD(s []float32, v float32, want bool) int {
+func EqPrefixSIMD(s []float32, v float32, want bool) int {
 	if !simdOn {
 		return 0
 	}
@@ -372,11 +372,11 @@ func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int {
 	return n
 }
 
-// heightRowSIMD is NormalsFromMatte's first loop: H = radius*sqrt(max(1 -
+// HeightRowSIMD is NormalsFromMatte's first loop: H = radius*sqrt(max(1 -
 // u*u, 0)), u = 1 - min(D/radius, 1) (0 when radius <= 0), plus
 // detailStrength*DT when DT is given. A float32 square root equals the
 // float64 one rounded to float32 (binary64 has more than 2*24+2 bits).
-func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int {
+func HeightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int {
 	if !simdOn {
 		return 0
 	}
@@ -405,10 +405,10 @@ func heightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int {
 	return n
 }
 
-// normalRowSIMD is NormalsFromMatte's second loop for columns 1 ..
+// NormalRowSIMD is NormalsFromMatte's second loop for columns 1 ..
 // len(hr)-2 in blocks of 8 (the clamped edge columns stay scalar); it
 // returns one past the last column done (1 when none).
-func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int {
+func NormalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int {
 	w := len(hr)
 	if !simdOn || w < 2+lanes {
 		return 1
@@ -431,12 +431,12 @@ func normalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int {
 	return x
 }
 
-// shNormalSIMD is shNormalRows with each pixel's 54 products and sums
+// SHNormalSIMD is shNormalRows with each pixel's 54 products and sums
 // done four accumulators at a time (Float64x4 across the entries of ata
 // and atb, not across pixels): every accumulator still adds its pixels'
 // products one by one in pixel order, so the sums are the scalar ones bit
 // for bit. acc must be zero; it reports false (nothing done) without AVX2.
-func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
+func SHNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
 	if !simdOn {
 		return false
 	}
@@ -461,7 +461,7 @@ func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
 				continue
 			}
 		}
-		shBasis(b, float64(nx[i]), float64(ny[i]), float64(nz[i]))
+		SHBasis(b, float64(nx[i]), float64(ny[i]), float64(nz[i]))
 		ws := wt * float64(s[i])
 		b0, b1, b2, b3, b4 := ld(bp[0:]), ld(bp[1:]), ld(bp[2:]), ld(bp[3:]), ld(bp[4:])
 		b5, b6, b7, b8 := ld(bp[5:]), ld(bp[6:]), ld(bp[7:]), ld(bp[8:])
@@ -499,12 +499,12 @@ func shNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
 	return true
 }
 
-// shiftRowSIMD is Shift's row loop (see ratioRowSIMD) over the whole
+// ShiftRowSIMD is Shift's row loop (see ratioRowSIMD) over the whole
 // blocks of 8 of row: a block whose taps are 8 consecutive source columns
 // (blocks[k] >= 0, see shiftBlocks) loads them and their right
 // neighbours from r0 and r1; the others (clamped at a border) take
 // shiftPix. It returns the columns done; the scalar loop does the rest.
-func shiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
+func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
 	if !simdOn {
 		return 0
 	}
@@ -515,7 +515,7 @@ func shiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty fl
 		x := k * lanes
 		if base < 0 {
 			for j := x; j < x+lanes; j++ {
-				row[j] = shiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
+				row[j] = ShiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
 			}
 			continue
 		}

@@ -1,4 +1,4 @@
-package kernels
+package rows
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 
 func TestFastLogExp(t *testing.T) {
 	fastLog := func(x float64) float64 { v := []float64{x}; fastLogs(v); return v[0] }
-	fastExp := func(x float64) float64 { v := []float64{x}; fastExps(v); return v[0] }
+	fastExp := func(x float64) float64 { v := []float64{x}; FastExps(v); return v[0] }
 	rng := newRNG(60)
 	worstLog, worstExp := 0.0, 0.0
 	for i := range 200000 {
@@ -42,17 +42,17 @@ func TestFastLogExp(t *testing.T) {
 // TestConversionTableInvariants checks the facts the conversion code
 // relies on instead of clamping at run time.
 func TestConversionTableInvariants(t *testing.T) {
-	lt := newLUTs()
+	lt := NewLUTs()
 	// Every Y'CbCr sum indexes inside the extended EOTF table, with R'
 	// outside [0,1] clamped.
 	for cs := range 2 {
 		for full := range 2 {
-			tb := &lt.yuvIn[cs][full]
+			tb := &lt.YUVIn[cs][full]
 			lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
-			for _, c := range [][256]int32{tb.rv, tb.bu} {
+			for _, c := range [][256]int32{tb.RV, tb.BU} {
 				for y := range 256 {
 					for v := range 256 {
-						s := (tb.y[y] + c[v]) >> yuvFrac
+						s := (tb.Y[y] + c[v]) >> yuvFrac
 						lo, hi = min(lo, s), max(hi, s)
 					}
 				}
@@ -60,7 +60,7 @@ func TestConversionTableInvariants(t *testing.T) {
 			for y := range 256 {
 				for u := range 256 {
 					for v := range 256 {
-						s := (tb.y[y] + tb.gu[u] + tb.gv[v]) >> yuvFrac
+						s := (tb.Y[y] + tb.GU[u] + tb.GV[v]) >> yuvFrac
 						lo, hi = min(lo, s), max(hi, s)
 					}
 				}
@@ -70,15 +70,15 @@ func TestConversionTableInvariants(t *testing.T) {
 			}
 		}
 	}
-	if lt.eotfExt[0] != 0 || lt.eotfExt[eotfExtOff] != 0 || lt.eotfExt[eotfExtOff+eotfFixN] != 1 || lt.eotfExt[eotfExtSize-1] != 1 {
+	if lt.EOTFExt[0] != 0 || lt.EOTFExt[eotfExtOff] != 0 || lt.EOTFExt[eotfExtOff+eotfFixN] != 1 || lt.EOTFExt[eotfExtSize-1] != 1 {
 		t.Error("extended EOTF table ends are not clamped")
 	}
 	// An OETF bucket never holds two code thresholds.
 	for k := range obN - 1 {
 		top := math.Float32frombits(uint32((k+1)<<obShift - 1))
-		c := lt.codeB[k]
+		c := lt.CodeB[k]
 		n := 0
-		for c+uint8(n) < 255 && top >= lt.codeThr[c+uint8(n)] {
+		for c+uint8(n) < 255 && top >= lt.CodeThr[c+uint8(n)] {
 			n++
 		}
 		if n > 1 {
@@ -90,7 +90,7 @@ func TestConversionTableInvariants(t *testing.T) {
 	for k := 1; k < obN-1; k++ {
 		for _, off := range []int{0, 1 << (obShift - 1), 1<<obShift - 1} {
 			v := math.Float32frombits(uint32(k<<obShift + off))
-			worst = max(worst, math.Abs(float64(lt.oetfB[k])-refOETF(float64(v))))
+			worst = max(worst, math.Abs(float64(lt.OETFB[k])-refOETF(float64(v))))
 		}
 	}
 	if worst > 2.5e-4 {

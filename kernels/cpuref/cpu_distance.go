@@ -1,8 +1,10 @@
-package kernels
+package cpuref
 
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // DistanceTransform writes the exact Euclidean distance from each pixel
@@ -87,7 +89,7 @@ func (d *CPU) DistanceTransform(dst, mask Image, threshold float32) error {
 		v    []int32
 	}
 	scr := make([]*scratch, d.workers)
-	d.parallel(h, bandRows(w), func(wk, y0, y1 int) {
+	d.parallel(h, BandRows(w), func(wk, y0, y1 int) {
 		sc := scr[wk]
 		if sc == nil {
 			sc = &scratch{f: make([]float64, w), z: make([]float64, w+1), v: make([]int32, w)}
@@ -95,75 +97,13 @@ func (d *CPU) DistanceTransform(dst, mask Image, threshold float32) error {
 		}
 		for y := y0; y < y1; y++ {
 			row := D[y*w:][:w]
-			if allZero(row) {
+			if rows.AllZero(row) {
 				continue // background only: every distance is 0 already
 			}
-			edtRow(row, sc.f, sc.z, sc.v)
+			rows.EDTRow(row, sc.f, sc.z, sc.v)
 		}
 	})
 	return nil
-}
-
-// allZero reports whether every value of row is +0 (a row of background
-// in the column pass: edtRow would leave it as it is).
-func allZero(row []float32) bool {
-	for _, v := range row {
-		if math.Float32bits(v) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// edtRow replaces the squared column distances in row (+Inf where a
-// column has no background) with the exact Euclidean distance: the lower
-// envelope of parabolas (q - p)^2 + f(p) over the finite f(p).
-func edtRow(row []float32, f, z []float64, v []int32) {
-	n := len(row)
-	f = f[:n]
-	for i, x := range row {
-		f[i] = float64(x)
-	}
-	k := -1
-	for q := range n {
-		fq := f[q]
-		if math.IsInf(fq, 1) {
-			continue
-		}
-		if k < 0 {
-			k = 0
-			v[0] = int32(q)
-			z[0] = math.Inf(-1)
-			z[1] = math.Inf(1)
-			continue
-		}
-		qq := float64(q)
-		var sx float64
-		for {
-			p := float64(v[k])
-			sx = ((fq + qq*qq) - (f[v[k]] + p*p)) / (2*qq - 2*p)
-			if sx > z[k] {
-				break
-			}
-			k--
-		}
-		k++
-		v[k] = int32(q)
-		z[k] = sx
-		z[k+1] = math.Inf(1)
-	}
-	if k < 0 {
-		return // no finite value in this row: cannot happen when any background exists
-	}
-	k = 0
-	for q := range n {
-		qq := float64(q)
-		for z[k+1] < qq {
-			k++
-		}
-		p := float64(v[k])
-		row[q] = float32(math.Sqrt((qq-p)*(qq-p) + f[v[k]]))
-	}
 }
 
 // NormalsFromMatte writes unit normals of the inflated surface
@@ -203,13 +143,13 @@ func (d *CPU) NormalsFromMatte(dst, dist, detail Image, radius, detailStrength f
 	if dt != nil {
 		DT = dt.plane(0)
 	}
-	band := bandRows(w)
+	band := BandRows(w)
 	d.parallel(h, band, func(_, y0, y1 int) {
 		var dtb []float32
 		if DT != nil {
 			dtb = DT[y0*w : y1*w]
 		}
-		v := y0*w + heightRowSIMD(H[y0*w:y1*w], DS[y0*w:y1*w], dtb, radius, detailStrength)
+		v := y0*w + rows.HeightRowSIMD(H[y0*w:y1*w], DS[y0*w:y1*w], dtb, radius, detailStrength)
 		for i := v; i < y1*w; i++ {
 			var hv float32
 			if radius > 0 {
@@ -233,7 +173,7 @@ func (d *CPU) NormalsFromMatte(dst, dist, detail Image, radius, detailStrength f
 			nx, ny, nz := NX[y*w:][:w], NY[y*w:][:w], NZ[y*w:][:w]
 			// The interior in vectors, then the rest (every column without
 			// AVX2).
-			xe := normalRowSIMD(nx, ny, nz, hr, up, dn, dr)
+			xe := rows.NormalRowSIMD(nx, ny, nz, hr, up, dn, dr)
 			for x := range hr {
 				if x >= 1 && x < xe {
 					continue

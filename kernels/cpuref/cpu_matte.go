@@ -1,8 +1,10 @@
-package kernels
+package cpuref
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // Gradient writes central differences (see MatteOps.Gradient).
@@ -21,7 +23,7 @@ func (d *CPU) Gradient(dst, src Image) error {
 	w, h := o.w, o.h
 	p := s.plane(0)
 	gx, gy := o.plane(0), o.plane(1)
-	d.parallel(h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(h, BandRows(w), func(_, y0, y1 int) {
 		for y := y0; y < y1; y++ {
 			up, dn := max(y-1, 0)*w, min(y+1, h-1)*w
 			row := p[y*w : y*w+w]
@@ -33,18 +35,6 @@ func (d *CPU) Gradient(dst, src Image) error {
 		}
 	})
 	return nil
-}
-
-// bilinear samples plane p (w x h) at (px, py), clamped to the image.
-func bilinear(p []float32, w, h int, px, py float32) float32 {
-	px = min(max(px, 0), float32(w-1))
-	py = min(max(py, 0), float32(h-1))
-	x0, y0 := int(px), int(py)
-	fx, fy := px-float32(x0), py-float32(y0)
-	x1, y1 := min(x0+1, w-1), min(y0+1, h-1)
-	a, b := p[y0*w+x0], p[y0*w+x1]
-	c, e := p[y1*w+x0], p[y1*w+x1]
-	return (1-fy)*((1-fx)*a+fx*b) + fy*((1-fx)*c+fx*e)
 }
 
 // Warp samples src along a flow field (see MatteOps.Warp).
@@ -72,13 +62,13 @@ func (d *CPU) Warp(dst, src, flow Image, scale float32) error {
 	}
 	w, h := o.w, o.h
 	fu, fv := f.plane(0), f.plane(1)
-	d.parallel(h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(h, BandRows(w), func(_, y0, y1 int) {
 		for c := 0; c < o.c; c++ {
 			sp, op := s.plane(c), o.plane(c)
 			for y := y0; y < y1; y++ {
 				for x := 0; x < w; x++ {
 					i := y*w + x
-					op[i] = bilinear(sp, w, h, float32(x)+scale*fu[i], float32(y)+scale*fv[i])
+					op[i] = rows.Bilinear(sp, w, h, float32(x)+scale*fu[i], float32(y)+scale*fv[i])
 				}
 			}
 		}
@@ -102,63 +92,22 @@ func (d *CPU) Shift(dst, src Image, dx, dy float32) error {
 		return shapeErr(op, "dst aliases src")
 	}
 	w, h := o.w, o.h
-	x0, x1, fx := shiftTaps(w, dx)
-	y0, y1, fy := shiftTaps(h, dy)
-	blocks := shiftBlocks(x0, x1)
-	d.parallel(h, bandRows(w), func(_, ya, yb int) {
+	x0, x1, fx := rows.ShiftTaps(w, dx)
+	y0, y1, fy := rows.ShiftTaps(h, dy)
+	blocks := rows.ShiftBlocks(x0, x1)
+	d.parallel(h, BandRows(w), func(_, ya, yb int) {
 		for c := 0; c < o.c; c++ {
 			sp, op := s.plane(c), o.plane(c)
 			for y := ya; y < yb; y++ {
 				r0, r1, ty := sp[y0[y]*w:][:w], sp[y1[y]*w:][:w], fy[y]
 				row := op[y*w:][:w]
-				for x := shiftRowSIMD(row, r0, r1, fx, blocks, x0, x1, ty); x < w; x++ {
-					row[x] = shiftPix(r0, r1, x0[x], x1[x], fx[x], ty)
+				for x := rows.ShiftRowSIMD(row, r0, r1, fx, blocks, x0, x1, ty); x < w; x++ {
+					row[x] = rows.ShiftPix(r0, r1, x0[x], x1[x], fx[x], ty)
 				}
 			}
 		}
 	})
 	return nil
-}
-
-// shiftPix is Shift's (and Warp's) bilinear formula for one pixel: the
-// taps i0, i1 (weight tx on i1) of the rows r0 and r1 (weight ty on r1).
-func shiftPix(r0, r1 []float32, i0, i1 int, tx, ty float32) float32 {
-	a, b := r0[i0], r0[i1]
-	c, e := r1[i0], r1[i1]
-	return (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*c+tx*e)
-}
-
-// shiftBlocks returns, for each whole block of 8 columns, the first
-// source column of its taps when they are 8 consecutive columns each
-// with its right neighbour (x0[x+j] = x0[x]+j, x1 = x0+1: no clamp at a
-// border and no step of 0 or 2 where float32 rounds the positions), else
-// -1: the blocks that Shift's vector loop can load whole.
-func shiftBlocks(x0, x1 []int) []int32 {
-	const n = 8
-	b := make([]int32, len(x0)/n)
-	for k := range b {
-		x := k * n
-		b[k] = int32(x0[x])
-		for j := range n {
-			if x0[x+j] != x0[x]+j || x1[x+j] != x0[x+j]+1 {
-				b[k] = -1
-				break
-			}
-		}
-	}
-	return b
-}
-
-// shiftTaps are bilinear's taps along one axis of n samples for the
-// positions i + off (float32, clamped to [0, n-1]).
-func shiftTaps(n int, off float32) (i0, i1 []int, f []float32) {
-	i0, i1, f = make([]int, n), make([]int, n), make([]float32, n)
-	for i := range n {
-		p := min(max(float32(i)+off, 0), float32(n-1))
-		k := int(p)
-		i0[i], i1[i], f[i] = k, min(k+1, n-1), p-float32(k)
-	}
-	return i0, i1, f
 }
 
 // FlowTensor writes the structure products (see MatteOps.FlowTensor).
@@ -177,7 +126,7 @@ func (d *CPU) FlowTensor(dst, grad Image) error {
 	w := o.w
 	gx, gy := g.plane(0), g.plane(1)
 	a, b, c := o.plane(0), o.plane(1), o.plane(2)
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			a[i] = gx[i] * gx[i]
 			b[i] = gx[i] * gy[i]
@@ -218,7 +167,7 @@ func (d *CPU) FlowMismatch(dst, grad, ref, warped Image) error {
 	gx, gy := g.plane(0), g.plane(1)
 	rp, ww := r.plane(0), wp.plane(0)
 	p, q := o.plane(0), o.plane(1)
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			e := ww[i] - rp[i]
 			p[i] = gx[i] * e
@@ -264,7 +213,7 @@ func (d *CPU) FlowSolve(flow, tensor, mismatch Image, lambda, maxStep, scale flo
 	ta, tb, tc := t.plane(0), t.plane(1), t.plane(2)
 	mp, mq := m.plane(0), m.plane(1)
 	lam, ms, sc := float64(lambda), float64(maxStep), float64(scale)
-	d.parallel(f.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(f.h, BandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			a, b, c := float64(ta[i])+lam, float64(tb[i]), float64(tc[i])+lam
 			det := a*c - b*b
@@ -317,7 +266,7 @@ func (d *CPU) FlowConfidence(dst, fwd, bwd Image, sigma float32) error {
 	fu, fv, bu, bv := f.plane(0), f.plane(1), b.plane(0), b.plane(1)
 	q := o.plane(0)
 	s2 := float64(sigma) * float64(sigma)
-	d.parallel(h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(h, BandRows(w), func(_, y0, y1 int) {
 		for y := y0; y < y1; y++ {
 			for x := 0; x < w; x++ {
 				i := y*w + x
@@ -326,25 +275,13 @@ func (d *CPU) FlowConfidence(dst, fwd, bwd Image, sigma float32) error {
 					q[i] = 0
 					continue
 				}
-				eu := float64(fu[i] + bilinear(bu, w, h, px, py))
-				ev := float64(fv[i] + bilinear(bv, w, h, px, py))
+				eu := float64(fu[i] + rows.Bilinear(bu, w, h, px, py))
+				ev := float64(fv[i] + rows.Bilinear(bv, w, h, px, py))
 				q[i] = float32(math.Exp(-(eu*eu + ev*ev) / s2))
 			}
 		}
 	})
 	return nil
-}
-
-// ColourCell is the histogram cell of an RGB value (see
-// MatteOps.ColourHistogram): each channel, clamped to [0,1], in bins
-// equal steps.
-func ColourCell(r, g, b float32, bins int) int {
-	fb := float32(bins)
-	q := func(v float32) int {
-		v = min(max(v, 0), 1)
-		return min(bins-1, int(v*fb))
-	}
-	return (q(r)*bins+q(g))*bins + q(b)
 }
 
 // ColourHistogram returns a weighted colour histogram (see
@@ -372,7 +309,7 @@ func (d *CPU) ColourHistogram(src, weight Image, bins int) ([]float64, error) {
 		return nil, fmt.Errorf("kernels: cpu: %s: bins %d: want 2..64", op, bins)
 	}
 	w, h := s.w, s.h
-	band := bandRows(w)
+	band := BandRows(w)
 	nb := (h + band - 1) / band
 	cells := bins * bins * bins
 	parts := make([][]float64, nb)
@@ -388,7 +325,7 @@ func (d *CPU) ColourHistogram(src, weight Image, bins int) ([]float64, error) {
 			if wp != nil {
 				v = float64(wp[i])
 			}
-			hist[ColourCell(r[i], g[i], b[i], bins)] += v
+			hist[rows.ColourCell(r[i], g[i], b[i], bins)] += v
 		}
 		parts[y0/band] = hist
 	})
@@ -399,11 +336,6 @@ func (d *CPU) ColourHistogram(src, weight Image, bins int) ([]float64, error) {
 		}
 	}
 	return out, nil
-}
-
-func logit(p float64) float64 {
-	p = min(max(p, 1e-3), 1-1e-3)
-	return math.Log(p / (1 - p))
 }
 
 // MatteFuse combines the evidence into a matte (see MatteOps.MatteFuse).
@@ -458,7 +390,7 @@ func (d *CPU) MatteFuse(dst, src, prior, conf, localFg, localBg, localM, plate I
 	wPrior, wGlobal, wLocal, wPlate := float64(p.Prior), float64(p.Global), float64(p.Local), float64(p.Plate)
 	inv2s2 := 1 / (2 * float64(p.LocalSigma) * float64(p.LocalSigma))
 	pt, ps := float64(p.PlateThreshold), float64(p.PlateSoftness)
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			L := 0.0
 			if usePrior {
@@ -466,10 +398,10 @@ func (d *CPU) MatteFuse(dst, src, prior, conf, localFg, localBg, localM, plate I
 				if cf != nil {
 					c = float64(cf.pix[i])
 				}
-				L += wPrior * c * logit(float64(pr.pix[i]))
+				L += wPrior * c * rows.Logit(float64(pr.pix[i]))
 			}
 			if useTable {
-				L += wGlobal * logit(float64(table[ColourCell(sr[i], sg[i], sb[i], p.Bins)]))
+				L += wGlobal * rows.Logit(float64(table[rows.ColourCell(sr[i], sg[i], sb[i], p.Bins)]))
 			}
 			if useLocal {
 				m := float64(lm.pix[i])
@@ -541,7 +473,7 @@ func (d *CPU) ChromaKey(alpha, dst, src Image, p ChromaParams) error {
 	dc, d1, d2 := o.plane(c), o.plane(o1), o.plane(o2)
 	ap := a.plane(0)
 	span := p.High - p.Low
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		for i := y0 * w; i < y1*w; i++ {
 			m := max(s1[i], s2[i])
 			t := (sc[i] - m) / ks

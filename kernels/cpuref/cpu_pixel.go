@@ -1,10 +1,10 @@
-package kernels
+package cpuref
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // Per-pixel operations of the CPU device. They are pointwise, so they also
@@ -23,7 +23,7 @@ func (d *CPU) Fill(dst Image, v []float32) error {
 		return shapeErr(op, "%d values for %d channels", len(v), m.c)
 	}
 	w := m.w
-	d.parallel(m.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(m.h, BandRows(w), func(_, y0, y1 int) {
 		for c := range m.c {
 			s := m.plane(c)[y0*w : y1*w]
 			val := v[c]
@@ -92,7 +92,7 @@ func (d *CPU) Luma(dst, src Image) error {
 	w := o.w
 	R, G, B := s.plane(0), s.plane(1), s.plane(2)
 	out := o.plane(0)
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		lo, hi := y0*w, y1*w
 		r, g, b, q := R[lo:hi], G[lo:hi], B[lo:hi], out[lo:hi]
 		g, b = g[:len(r)], b[:len(r)]
@@ -146,7 +146,7 @@ func (d *CPU) Composite(dst, fg, bg, alpha Image) error {
 	}
 	w := o.w
 	A := a.plane(0)
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		lo, hi := y0*w, y1*w
 		al := A[lo:hi]
 		for c := range o.c {
@@ -196,7 +196,7 @@ func (d *CPU) LightWrap(dst, comp, bgBlur, alpha, alphaBlur Image, strength floa
 	}
 	w := o.w
 	A, AB := a.plane(0), ab.plane(0)
-	d.parallel(o.h, bandRows(w), func(wk, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(wk, y0, y1 int) {
 		lo, hi := y0*w, y1*w
 		al := A[lo:hi]
 		abl := AB[lo:hi][:len(al)]
@@ -249,7 +249,7 @@ func (d *CPU) RatioRelight(dst, src, eNew, eOld, alpha Image, eps, maxGain float
 		return err
 	}
 	w := o.w
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		lo, hi := y0*w, y1*w
 		n := hi - lo
 		var al []float32
@@ -257,152 +257,11 @@ func (d *CPU) RatioRelight(dst, src, eNew, eOld, alpha Image, eps, maxGain float
 			al = a.plane(0)[lo:hi][:n]
 		}
 		for c := range o.c {
-			ratioRow(o.plane(c)[lo:hi][:n], s.plane(c)[lo:hi][:n],
+			rows.RatioRow(o.plane(c)[lo:hi][:n], s.plane(c)[lo:hi][:n],
 				en.plane(min(c, en.c-1))[lo:hi][:n], eo.plane(min(c, eo.c-1))[lo:hi][:n], al, eps, maxGain)
 		}
 	})
 	return nil
-}
-
-// ratioRow writes q = s*(1 + a*(g-1)), g = clamp(en/max(eo, eps), 0, maxG)
-// (a = 1 when al is nil; a NaN ratio counts as 0).
-func ratioRow(q, s, en, eo, al []float32, eps, maxG float32) {
-	if v := ratioRowSIMD(q, s, en, eo, al, eps, maxG); v > 0 {
-		q, s, en, eo = q[v:], s[v:], en[v:], eo[v:]
-		if al != nil {
-			al = al[v:]
-		}
-	}
-	n := len(q)
-	s, en, eo = s[:n], en[:n], eo[:n]
-	if al == nil {
-		for i := range q {
-			g := en[i] / max(eo[i], eps)
-			if !(g > 0) {
-				g = 0
-			} else if g > maxG {
-				g = maxG
-			}
-			q[i] = s[i] * (1 + 1*(g-1))
-		}
-		return
-	}
-	al = al[:n]
-	for i := range q {
-		g := en[i] / max(eo[i], eps)
-		if !(g > 0) {
-			g = 0
-		} else if g > maxG {
-			g = maxG
-		}
-		q[i] = s[i] * (1 + al[i]*(g-1))
-	}
-}
-
-// bilin holds, per output index, the two source indices and weights of a
-// pixel-centre-aligned linear interpolation (clamped at the edges).
-type bilin struct {
-	i0, i1 []int32
-	w0, w1 []float32
-}
-
-func bilinTable(out, in int) bilin {
-	t := bilin{make([]int32, out), make([]int32, out), make([]float32, out), make([]float32, out)}
-	scale := float64(in) / float64(out)
-	for i := range out {
-		s := (float64(i)+0.5)*scale - 0.5
-		s = max(s, 0)
-		i0 := int(s)
-		f := s - float64(i0)
-		i1 := i0 + 1
-		if i0 >= in-1 {
-			i0, i1, f = in-1, in-1, 0
-		}
-		t.i0[i], t.i1[i] = int32(i0), int32(i1)
-		t.w0[i], t.w1[i] = float32(1-f), float32(f)
-	}
-	return t
-}
-
-// hlerp writes o[x] = w0[x]*r[i0[x]] + w1[x]*r[i1[x]]: one source row
-// resampled horizontally.
-func hlerp(o, r []float32, xt *bilin) {
-	n := len(o)
-	i0, i1 := xt.i0[:n], xt.i1[:n]
-	w0, w1 := xt.w0[:n], xt.w1[:n]
-	for x := hlerpSIMD(o, r, i0, i1, w0, w1); x < n; x++ {
-		o[x] = w0[x]*r[i0[x]] + w1[x]*r[i1[x]]
-	}
-}
-
-// vlerp writes o = w0*a + w1*b.
-func vlerp(o, a, b []float32, w0, w1 float32) {
-	if v := lerpRowSIMD(o, a, b, w0, w1); v > 0 {
-		o, a, b = o[v:], a[v:], b[v:]
-	}
-	n := len(o)
-	a, b = a[:n], b[:n]
-	for x := range o {
-		o[x] = w0*a[x] + w1*b[x]
-	}
-}
-
-// hrows caches horizontally resampled source rows of one plane. Bilinear
-// sampling is horizontal first, then vertical: consecutive output rows
-// share source rows, so each source row is resampled once per band.
-// Every user of bilinear sampling (ResizeBilinear, GainComposite) goes
-// through it, so they agree bit for bit. Only the output columns
-// [xl, xr) set by reset are computed (the rest of a row is stale).
-type hrows struct {
-	tag    [2]int
-	buf    [2][]float32
-	xl, xr int
-}
-
-func newHrows(w int) *hrows {
-	return &hrows{tag: [2]int{-1, -1}, buf: [2][]float32{make([]float32, w), make([]float32, w)}, xr: w}
-}
-
-// reset drops the cached rows and computes the full width from now on.
-func (c *hrows) reset() { c.resetRange(0, len(c.buf[0])) }
-
-// resetRange drops the cached rows and computes only columns [xl, xr).
-func (c *hrows) resetRange(xl, xr int) {
-	c.tag = [2]int{-1, -1}
-	c.xl, c.xr = xl, xr
-}
-
-// pair returns the resampled source rows j0 and j1 of plane p (width sw).
-func (c *hrows) pair(p []float32, sw int, j0, j1 int, xt *bilin) (r0, r1 []float32) {
-	return c.get(p, sw, j0, j1, xt), c.get(p, sw, j1, j0, xt)
-}
-
-func (c *hrows) get(p []float32, sw int, j, keep int, xt *bilin) []float32 {
-	for k := range 2 {
-		if c.tag[k] == j {
-			return c.buf[k]
-		}
-	}
-	k := 0
-	if c.tag[0] == keep {
-		k = 1
-	}
-	hlerpRange(c.buf[k], p[j*sw:][:sw], xt, c.xl, c.xr)
-	c.tag[k] = j
-	return c.buf[k]
-}
-
-// hlerpRange is hlerp on output columns [xl, xr) only.
-func hlerpRange(o, r []float32, xt *bilin, xl, xr int) {
-	if xl >= xr {
-		return
-	}
-	if xl == 0 && xr == len(o) {
-		hlerp(o, r, xt)
-		return
-	}
-	sub := bilin{xt.i0[xl:xr], xt.i1[xl:xr], xt.w0[xl:xr], xt.w1[xl:xr]}
-	hlerp(o[xl:xr], r, &sub)
 }
 
 // ResizeBilinear resamples src to dst's size with bilinear interpolation,
@@ -428,21 +287,21 @@ func (d *CPU) ResizeBilinear(dst, src Image) error {
 		d.copyPix(o.pix, s.pix)
 		return nil
 	}
-	xt, yt := bilinTable(o.w, s.w), bilinTable(o.h, s.h)
+	xt, yt := rows.BilinTable(o.w, s.w), rows.BilinTable(o.h, s.h)
 	sw, dw := s.w, o.w
-	caches := make([]*hrows, d.workers)
-	d.parallel(o.h, bandRows(dw), func(wk, y0, y1 int) {
+	caches := make([]*rows.Hrows, d.workers)
+	d.parallel(o.h, BandRows(dw), func(wk, y0, y1 int) {
 		if caches[wk] == nil {
-			caches[wk] = newHrows(dw)
+			caches[wk] = rows.NewHrows(dw)
 		}
 		rc := caches[wk]
 		for c := range o.c {
-			rc.reset()
+			rc.Reset()
 			sp := s.plane(c)
 			dp := o.plane(c)
 			for y := y0; y < y1; y++ {
-				r0, r1 := rc.pair(sp, sw, int(yt.i0[y]), int(yt.i1[y]), &xt)
-				vlerp(dp[y*dw:][:dw], r0, r1, yt.w0[y], yt.w1[y])
+				r0, r1 := rc.Pair(sp, sw, int(yt.I0[y]), int(yt.I1[y]), &xt)
+				rows.Vlerp(dp[y*dw:][:dw], r0, r1, yt.W0[y], yt.W1[y])
 			}
 		}
 	})
@@ -488,7 +347,7 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 	}
 	w := o.w
 	scr := make([]*compositeScratch, d.workers)
-	band := bandRows(w)
+	band := BandRows(w)
 	d.parallel(o.h, band, func(wk, y0, y1 int) {
 		if scr[wk] == nil {
 			scr[wk] = j.newScratch(band)
@@ -549,13 +408,13 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 		sc  *compositeScratch
 		pix []float32 // two rows of 3 channels: [c*2*w + r*w : ...]
 	}
-	band := bandRows(w)
+	band := BandRows(w)
 	band += band & 1
 	strips := make([]*strip, d.workers)
 	yuv := dst.Format == frame.YUV420P
-	csi, fri := fullRangeIdx(dst)
-	k := &d.lut.yuvOut[csi][fri]
-	ob := &d.lut.oetfU
+	csi, fri := rows.FullRangeIdx(dst)
+	k := &d.lut.YUVOut[csi][fri]
+	ob := &d.lut.OETFU
 	cw := (w + 1) / 2
 	d.parallel(h, band, func(wk, y0, y1 int) {
 		st := strips[wk]
@@ -571,7 +430,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 			q := rowOf(0)
 			for y := y0; y < y1; y++ {
 				j.row(st.sc, y, y0, j.srcRows(y), j.alphaRow(y), 0, w, q)
-				d.lut.rgbOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
+				d.lut.RGBOutRow(dst.Planes[0][y*dst.Strides[0]:][:3*w], q[0], q[1], q[2])
 			}
 			return
 		}
@@ -585,7 +444,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 			} else {
 				qb = qa
 			}
-			yuvOutRows(k, ob,
+			rows.YUVOutRows(k, ob,
 				dst.Planes[0][y*dst.Strides[0]:][:w], dst.Planes[0][y2*dst.Strides[0]:][:w],
 				dst.Planes[1][cy*dst.Strides[1]:][:cw], dst.Planes[2][cy*dst.Strides[2]:][:cw],
 				qa[0], qa[1], qa[2], qb[0], qb[1], qb[2])
@@ -601,7 +460,7 @@ type compositeJob struct {
 	hasAlpha       bool
 	s, a, b, bb    *cpuImage // s and a are nil when the rows come from host frames
 	gl, abl        *cpuImage
-	gx, gy, ax, ay bilin
+	gx, gy, ax, ay rows.Bilin
 	doWrap         bool
 	wrap, maxV     float32
 	fm, bm, sh     *cpuImage // CompositeLook's inputs (nil = none)
@@ -616,18 +475,18 @@ type compositeJob struct {
 
 // compositeScratch is the per-worker state of a compositeJob.
 type compositeScratch struct {
-	g       [3]*hrows
-	ab      *hrows
+	g       [3]*rows.Hrows
+	ab      *rows.Hrows
 	abx, wf []float32
 	span    [][2]int
 	// CompositeLook: the shadow's resampled rows (over the band's hull
 	// of the shadow spans) and its row (zero outside [shL, shR)).
-	sh       *hrows
+	sh       *rows.Hrows
 	shx      []float32
 	shL, shR int
 	// CompositeLook's FgLow and BgOldLow: their resampled rows per
 	// channel (nil without them), over the same hull as the gain's.
-	fm, bm [3]*hrows
+	fm, bm [3]*rows.Hrows
 }
 
 // setLook checks and records GainCompositeLook's optional inputs: each
@@ -687,7 +546,7 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 		// The nonzero columns of each row of the darkness.
 		j.shSpan = make([][2]int, sh.h)
 		for y := range sh.h {
-			l, r := nonzeroSpan(sh.plane(0)[y*sh.w:][:sh.w])
+			l, r := rows.NonzeroSpan(sh.plane(0)[y*sh.w:][:sh.w])
 			j.shSpan[y] = [2]int{l, r}
 		}
 		// A sample reads columns i0 <= i1 (both nondecreasing in x): it
@@ -695,14 +554,14 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 		j.shFirst, j.shLast = make([]int, sh.w+1), make([]int, sh.w+1)
 		x := 0
 		for c := 0; c <= sh.w; c++ {
-			for x < j.w && int(j.gx.i1[x]) < c {
+			for x < j.w && int(j.gx.I1[x]) < c {
 				x++
 			}
 			j.shFirst[c] = x
 		}
 		x = 0
 		for c := 0; c <= sh.w; c++ {
-			for x < j.w && int(j.gx.i0[x]) < c {
+			for x < j.w && int(j.gx.I0[x]) < c {
 				x++
 			}
 			j.shLast[c] = x
@@ -733,7 +592,7 @@ func newCompositeJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alpha
 	if err := sameSize(op, s, []string{"alpha"}, a); err != nil {
 		return nil, err
 	}
-	j, err := newCompositeJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, bilinTable)
+	j, err := newCompositeJobLow(op, w, h, a != nil, gainLow, bg, bgBlur, alphaBlurLow, wrap, maxValue, rows.BilinTable)
 	if err != nil {
 		return nil, err
 	}
@@ -745,7 +604,7 @@ func newCompositeJob(op string, w, h int, src, alpha, gainLow, bg, bgBlur, alpha
 // against a w x h output (hasAlpha: a matte is given) and builds the
 // sampling tables.
 func newCompositeJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur, alphaBlurLow Image, wrap, maxValue float32,
-	table func(out, in int) bilin) (*compositeJob, error) {
+	table func(out, in int) rows.Bilin) (*compositeJob, error) {
 	gl, err := cpuImg(op, "gainLow", gainLow)
 	if err != nil {
 		return nil, err
@@ -800,7 +659,7 @@ func (j *compositeJob) srcRows(y int) [3][]float32 {
 }
 
 // alphaSpan is the nonzero span of row y of the alpha image.
-func (j *compositeJob) alphaSpan(y int) (int, int) { return nonzeroSpan(j.alphaRow(y)) }
+func (j *compositeJob) alphaSpan(y int) (int, int) { return rows.NonzeroSpan(j.alphaRow(y)) }
 
 // alphaRow returns row y of the alpha image (nil without one).
 func (j *compositeJob) alphaRow(y int) []float32 {
@@ -813,26 +672,26 @@ func (j *compositeJob) alphaRow(y int) []float32 {
 // newFullScratch is a compositeScratch for any compositeJob of width w (wrap and
 // shadow rows included) and bands of up to band rows.
 func newFullScratch(w, band int) *compositeScratch {
-	return &compositeScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band),
-		ab: newHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: newHrows(w), shx: make([]float32, w),
-		fm: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, bm: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}}
+	return &compositeScratch{g: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, span: make([][2]int, band),
+		ab: rows.NewHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: rows.NewHrows(w), shx: make([]float32, w),
+		fm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, bm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}}
 }
 
 func (j *compositeJob) newScratch(band int) *compositeScratch {
 	w := j.w
-	sc := &compositeScratch{g: [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}, span: make([][2]int, band)}
+	sc := &compositeScratch{g: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, span: make([][2]int, band)}
 	if j.doWrap {
-		sc.ab = newHrows(w)
+		sc.ab = rows.NewHrows(w)
 		sc.abx = make([]float32, w)
 		sc.wf = make([]float32, w)
 	}
 	if j.sh != nil {
-		sc.sh = newHrows(w)
+		sc.sh = rows.NewHrows(w)
 		sc.shx = make([]float32, w)
 	}
 	if j.fm != nil {
-		sc.fm = [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}
-		sc.bm = [3]*hrows{newHrows(w), newHrows(w), newHrows(w)}
+		sc.fm = [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}
+		sc.bm = [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}
 	}
 	return sc
 }
@@ -855,25 +714,25 @@ func (j *compositeJob) begin(sc *compositeScratch, y0, y1 int, spanOf func(y int
 		}
 	}
 	for c := range 3 {
-		sc.g[c].resetRange(hl, hr)
+		sc.g[c].ResetRange(hl, hr)
 		if j.fm != nil {
-			sc.fm[c].resetRange(hl, hr)
-			sc.bm[c].resetRange(hl, hr)
+			sc.fm[c].ResetRange(hl, hr)
+			sc.bm[c].ResetRange(hl, hr)
 		}
 	}
 	if j.sh != nil {
 		sl, sr := w, 0
 		for y := y0; y < y1; y++ {
-			for _, jj := range [2]int32{j.gy.i0[y], j.gy.i1[y]} {
+			for _, jj := range [2]int32{j.gy.I0[y], j.gy.I1[y]} {
 				if sp := j.shSpan[jj]; sp[0] < sp[1] {
 					sl, sr = min(sl, j.shFirst[sp[0]]), max(sr, j.shLast[sp[1]])
 				}
 			}
 		}
-		sc.sh.resetRange(min(sl, sr), sr)
+		sc.sh.ResetRange(min(sl, sr), sr)
 	}
 	if j.doWrap {
-		sc.ab.resetRange(hl, hr)
+		sc.ab.ResetRange(hl, hr)
 	}
 }
 
@@ -883,7 +742,7 @@ func (j *compositeJob) shadowCols(y int) (sl, sr int) {
 	if j.sh == nil {
 		return 0, 0
 	}
-	c0, c1 := j.shSpan[j.gy.i0[y]], j.shSpan[j.gy.i1[y]]
+	c0, c1 := j.shSpan[j.gy.I0[y]], j.shSpan[j.gy.I1[y]]
 	cl, cr := min(c0[0], c1[0]), max(c0[1], c1[1])
 	if c0[0] >= c0[1] {
 		cl, cr = c1[0], c1[1]
@@ -907,24 +766,24 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 	gl, abl, doWrap, wrap, maxValue := j.gl, j.abl, j.doWrap, j.wrap, j.maxV
 	gx, gy, ax, ay := &j.gx, &j.gy, &j.ax, &j.ay
 	lo := y * w
-	gj0, gj1 := int(gy.i0[y]), int(gy.i1[y])
-	gw0, gw1 := gy.w0[y], gy.w1[y]
+	gj0, gj1 := int(gy.I0[y]), int(gy.I1[y])
+	gw0, gw1 := gy.W0[y], gy.W1[y]
 	if !j.hasAlpha {
 		var wf []float32
 		if doWrap {
-			r0, r1 := sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), ax)
-			vlerp(sc.abx, r0, r1, ay.w0[y], ay.w1[y])
+			r0, r1 := sc.ab.Pair(abl.plane(0), abl.w, int(ay.I0[y]), int(ay.I1[y]), ax)
+			rows.Vlerp(sc.abx, r0, r1, ay.W0[y], ay.W1[y])
 			wf = sc.wf
-			wrapFactor(wf, nil, sc.abx, wrap)
+			rows.WrapFactor(wf, nil, sc.abx, wrap)
 		}
 		for c := range 3 {
-			g0, g1 := sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
+			g0, g1 := sc.g[c].Pair(gl.plane(c), gl.w, gj0, gj1, gx)
 			sv := ss[c][:w]
 			q := qs[c][:w]
 			if doWrap {
-				gainWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
+				rows.GainWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, wf, bb.plane(c)[lo:][:w])
 			} else {
-				gainRow(q, sv, g0, g1, gw0, gw1, maxValue)
+				rows.GainRow(q, sv, g0, g1, gw0, gw1, maxValue)
 			}
 		}
 		return
@@ -946,8 +805,8 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		clear(shx[sc.shL:sc.shR]) // zero outside the span, always
 		sc.shL, sc.shR = 0, 0
 		if sl, sr = j.shadowCols(y); sl < sr {
-			s0, s1 := sc.sh.pair(j.sh.plane(0), j.sh.w, gj0, gj1, gx)
-			vlerp(shx[sl:sr], s0[sl:sr], s1[sl:sr], gw0, gw1)
+			s0, s1 := sc.sh.Pair(j.sh.plane(0), j.sh.w, gj0, gj1, gx)
+			rows.Vlerp(shx[sl:sr], s0[sl:sr], s1[sl:sr], gw0, gw1)
 			sc.shL, sc.shR = sl, sr
 		}
 	}
@@ -958,7 +817,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		}
 		u0, u1 := max(x0, sl), min(x1, sr)
 		copy(q[x0:u0], b[x0:u0])
-		shadeRow(q[u0:u1], b[u0:u1], shx[u0:u1])
+		rows.ShadeRow(q[u0:u1], b[u0:u1], shx[u0:u1])
 		copy(q[u1:x1], b[u1:x1])
 	}
 	l, r := sc.span[y-y0][0], sc.span[y-y0][1]
@@ -972,10 +831,10 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		bgCopy(qs[c], bs[c], xl, l)
 		bgCopy(qs[c], bs[c], r, xr)
 		ss[c] = ss[c][:w]
-		g0s[c], g1s[c] = sc.g[c].pair(gl.plane(c), gl.w, gj0, gj1, gx)
+		g0s[c], g1s[c] = sc.g[c].Pair(gl.plane(c), gl.w, gj0, gj1, gx)
 		if j.fm != nil {
-			fm0s[c], fm1s[c] = sc.fm[c].pair(j.fm.plane(c), j.fm.w, gj0, gj1, gx)
-			bm0s[c], bm1s[c] = sc.bm[c].pair(j.bm.plane(c), j.bm.w, gj0, gj1, gx)
+			fm0s[c], fm1s[c] = sc.fm[c].Pair(j.fm.plane(c), j.fm.w, gj0, gj1, gx)
+			bm0s[c], bm1s[c] = sc.bm[c].Pair(j.bm.plane(c), j.bm.w, gj0, gj1, gx)
 		}
 		if doWrap {
 			bbs[c] = bb.plane(c)[lo:][:w]
@@ -983,25 +842,25 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 	}
 	var ab0, ab1 []float32
 	if doWrap {
-		ab0, ab1 = sc.ab.pair(abl.plane(0), abl.w, int(ay.i0[y]), int(ay.i1[y]), ax)
+		ab0, ab1 = sc.ab.Pair(abl.plane(0), abl.w, int(ay.I0[y]), int(ay.I1[y]), ax)
 	}
 	for x := l; x < r; {
 		// A run of nonzero alpha [x, xe), then zeros [xe, xz).
 		xe := x + 1
-		xe += eqPrefixSIMD(al[xe:r], 0, false)
+		xe += rows.EqPrefixSIMD(al[xe:r], 0, false)
 		for xe < r && al[xe] != 0 {
 			xe++
 		}
 		if doWrap {
-			vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.w0[y], ay.w1[y])
-			wrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)
+			rows.Vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.W0[y], ay.W1[y])
+			rows.WrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)
 		}
 		// Split into runs of a == 1 (bg is not read) and of
 		// fractional alpha.
 		for u := x; u < xe; {
 			one := al[u] == 1
 			v := u + 1
-			v += eqPrefixSIMD(al[v:xe], 1, one)
+			v += rows.EqPrefixSIMD(al[v:xe], 1, one)
 			for v < xe && (al[v] == 1) == one {
 				v++
 			}
@@ -1009,25 +868,25 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 				q, sv, g0, g1 := qs[c][u:v], ss[c][u:v], g0s[c][u:v], g1s[c][u:v]
 				switch {
 				case one && doWrap:
-					gainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
+					rows.GainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
 				case one:
-					gainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
+					rows.GainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
 				case j.fm != nil || shx != nil:
-					lr := lookRun{al: al[u:v], b: bs[c][u:v]}
+					lr := rows.LookRun{Al: al[u:v], B: bs[c][u:v]}
 					if doWrap {
-						lr.wf, lr.bb = sc.wf[u:v], bbs[c][u:v]
+						lr.Wf, lr.Bb = sc.wf[u:v], bbs[c][u:v]
 					}
 					if shx != nil {
-						lr.sh = shx[u:v]
+						lr.Sh = shx[u:v]
 					}
 					if j.fm != nil {
-						lr.fm0, lr.fm1, lr.bm0, lr.bm1 = fm0s[c][u:v], fm1s[c][u:v], bm0s[c][u:v], bm1s[c][u:v]
+						lr.Fm0, lr.Fm1, lr.Bm0, lr.Bm1 = fm0s[c][u:v], fm1s[c][u:v], bm0s[c][u:v], bm1s[c][u:v]
 					}
-					gainLookRow(q, sv, g0, g1, gw0, gw1, maxValue, &lr)
+					rows.GainLookRow(q, sv, g0, g1, gw0, gw1, maxValue, &lr)
 				case doWrap:
-					gainCompWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v], sc.wf[u:v], bbs[c][u:v])
+					rows.GainCompWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v], sc.wf[u:v], bbs[c][u:v])
 				default:
-					gainCompRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v])
+					rows.GainCompRow(q, sv, g0, g1, gw0, gw1, maxValue, al[u:v], bs[c][u:v])
 				}
 			}
 			u = v
@@ -1049,285 +908,17 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 // grainRow adds CompositeLook's grain to the composited pixels [x0, x1)
 // of row y (alpha al nonzero there; see CompositeLook.Grain).
 func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
-	gr, amt, maxV := j.gr, j.grAmt, j.maxV
+	gr := j.gr
 	gw := gr.w
 	gy := (y + j.grY) % gr.h
-	nrow := gr.plane(0)[gy*gw:][:gw]
-	gx := (x0 + j.grX) % gw
-	for x := x0; x < x1; {
-		// A segment that does not wrap round the tile.
-		n := min(x1-x, gw-gx)
-		ns := nrow[gx:][:n]
-		as := al[x:][:n]
-		q0, q1, q2 := qs[0][x:][:n], qs[1][x:][:n], qs[2][x:][:n]
-		for i := grainRowSIMD(q0, q1, q2, as, ns, amt, maxV); i < n; i++ {
-			nv := ns[i]
-			t := float32(as[i]*amt) * nv
-			a, b, c := q0[i], q1[i], q2[i]
-			lum := float32(float32(float32(0.2126*a)+float32(0.7152*b)) + float32(0.0722*c))
-			if !(lum > 1e-8) {
-				lum = 1e-8
-			}
-			v := 1 + float32(t*grainInvSqrt(lum))
-			if !(v > 0) {
-				v = 0
-			}
-			f := v * v
-			a, b, c = a*f, b*f, c*f
-			if a > maxV {
-				a = maxV
-			}
-			if b > maxV {
-				b = maxV
-			}
-			if c > maxV {
-				c = maxV
-			}
-			q0[i], q1[i], q2[i] = a, b, c
-		}
-		x += n
-		gx = 0
-	}
-}
-
-// grainInvSqrt is 1/sqrt(v) for v > 0 within 0.2% (relative): the
-// exponent-halving first guess 0x5f3759df - bits/2 and one Newton step,
-// as CompositeLook.Grain states (no square root or division per pixel).
-func grainInvSqrt(v float32) float32 {
-	y := math.Float32frombits(0x5f3759df - math.Float32bits(v)>>1)
-	return y * (1.5 - float32(float32(0.5*v)*y)*y)
-}
-
-// nonzeroSpan returns [l, r): from the first to one past the last nonzero
-// value of al (l == r when there is none).
-func nonzeroSpan(al []float32) (l, r int) {
-	r = len(al)
-	// Eight values at a time: their bits ORed, less the sign bits, are 0
-	// only when all eight are ±0.
-	for l+8 <= r {
-		p := al[l : l+8 : l+8]
-		if (bits(p[0])|bits(p[1])|bits(p[2])|bits(p[3])|bits(p[4])|bits(p[5])|bits(p[6])|bits(p[7]))<<1 != 0 {
-			break
-		}
-		l += 8
-	}
-	for l < r && al[l] == 0 {
-		l++
-	}
-	for r-8 >= l {
-		p := al[r-8 : r : r]
-		if (bits(p[0])|bits(p[1])|bits(p[2])|bits(p[3])|bits(p[4])|bits(p[5])|bits(p[6])|bits(p[7]))<<1 != 0 {
-			break
-		}
-		r -= 8
-	}
-	for r > l && al[r-1] == 0 {
-		r--
-	}
-	return l, r
-}
-
-func bits(v float32) uint32 { return math.Float32bits(v) }
-
-// wrapFactor writes wf = wrap * a * (1 - ab) (a = 1 when al is nil).
-func wrapFactor(wf, al, ab []float32, wrap float32) {
-	ab = ab[:len(wf)]
-	v := wrapFactorSIMD(wf, al, ab, wrap)
-	if al == nil {
-		for x := v; x < len(wf); x++ {
-			wf[x] = wrap * 1 * (1 - ab[x])
-		}
-		return
-	}
-	al = al[:len(wf)]
-	for x := v; x < len(wf); x++ {
-		wf[x] = wrap * al[x] * (1 - ab[x])
-	}
+	rows.GrainRow(qs, al, gr.plane(0)[gy*gw:][:gw], (x0+j.grX)%gw, j.grAmt, j.maxV, x0, x1)
 }
 
 // The row kernels below compute f = clamp(s * (w0*g0 + w1*g1), 0, maxV)
 // (the gain sample as ResizeBilinear computes it) and then the
 // Composite / LightWrap arithmetic, in the same order as those ops.
 
-// The kinds of row kernel of gainRowsSIMD: gainRow, gainCompRow,
-// gainCompWrapRow, gainWrapRow, gainOneRow and gainOneWrapRow.
-const (
-	gkPlain = iota
-	gkComp
-	gkCompWrap
-	gkWrap
-	gkOne
-	gkOneWrap
-)
-
-func gainRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	v := gainRowsSIMD(gkPlain, q, s, g0, g1, w0, w1, maxV, nil, nil, nil, nil)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		q[x] = f
-	}
-}
-
-func gainCompWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	al, b, wf, bb = al[:n], b[:n], wf[:n], bb[:n]
-	v := gainRowsSIMD(gkCompWrap, q, s, g0, g1, w0, w1, maxV, al, b, wf, bb)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		a := al[x]
-		q[x] = a*f + (1-a)*b[x] + wf[x]*bb[x]
-	}
-}
-
-func gainCompRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b []float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	al, b = al[:n], b[:n]
-	v := gainRowsSIMD(gkComp, q, s, g0, g1, w0, w1, maxV, al, b, nil, nil)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		a := al[x]
-		q[x] = a*f + (1-a)*b[x]
-	}
-}
-
-func gainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	wf, bb = wf[:n], bb[:n]
-	v := gainRowsSIMD(gkWrap, q, s, g0, g1, w0, w1, maxV, nil, nil, wf, bb)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		q[x] = f + wf[x]*bb[x]
-	}
-}
-
 // gainOneRow and gainOneWrapRow are gainCompRow and gainCompWrapRow where
 // every a is 1: a*f + (1-a)*b is f + 0 for finite b (the + 0 keeps the
 // sign of a zero f exactly as the general formula does), so bg is not
 // read.
-
-func gainOneRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	v := gainRowsSIMD(gkOne, q, s, g0, g1, w0, w1, maxV, nil, nil, nil, nil)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		q[x] = f + 0
-	}
-}
-
-func gainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	wf, bb = wf[:n], bb[:n]
-	v := gainRowsSIMD(gkOneWrap, q, s, g0, g1, w0, w1, maxV, nil, nil, wf, bb)
-	for x := v; x < n; x++ {
-		f := s[x] * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		q[x] = (f + 0) + wf[x]*bb[x]
-	}
-}
-
-// shadeRow writes q = b * (1 - d).
-func shadeRow(q, b, d []float32) {
-	n := len(q)
-	b, d = b[:n], d[:n]
-	for x := shadeRowSIMD(q, b, d); x < n; x++ {
-		q[x] = b[x] * (1 - d[x])
-	}
-}
-
-// lookRun is a run of fractional alpha of GainCompositeLook: the matte,
-// bg, the optional wrap factor and bgBlur, shadow row and the
-// horizontally resampled source rows of the foreground and
-// old-background estimates (FgLow and BgOldLow, blended with the gain's
-// vertical weights; nil = none), all from the run's first column.
-type lookRun struct {
-	al, b, wf, bb, sh  []float32
-	fm0, fm1, bm0, bm1 []float32
-}
-
-// gainLookRow is gainCompRow / gainCompWrapRow with, where given, the
-// source replaced by the estimated foreground and bg multiplied by the
-// shadow, in the order of the CUDA kernel. Its estimates' samples are
-// vlerp of hlerp'd rows: bit for bit the bilinear sample of the CUDA
-// kernels' bilin_sample (hlerp then vlerp).
-func gainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *lookRun) {
-	n := len(q)
-	s, g0, g1 = s[:n], g0[:n], g1[:n]
-	al, b := r.al[:n], r.b[:n]
-	fm0, fm1, bm0, bm1, sh, wf, bb := r.fm0, r.fm1, r.bm0, r.bm1, r.sh, r.wf, r.bb
-	if fm0 != nil {
-		fm0, fm1, bm0, bm1 = fm0[:n], fm1[:n], bm0[:n], bm1[:n]
-	}
-	if sh != nil {
-		sh = sh[:n]
-	}
-	if wf != nil {
-		wf, bb = wf[:n], bb[:n]
-	}
-	for x := lookRowSIMD(q, s, g0, g1, w0, w1, maxV, al, b, fm0, fm1, bm0, bm1, sh, wf, bb); x < n; x++ {
-		iv := s[x]
-		a := al[x]
-		if fm0 != nil {
-			fm := w0*fm0[x] + w1*fm1[x]
-			bm := w0*bm0[x] + w1*bm1[x]
-			den := a*a + (1-a)*(1-a)
-			fv := fm + a*(iv-a*fm-(1-a)*bm)/den
-			if fv < 0 {
-				fv = 0
-			} else if fv > maxV {
-				fv = maxV
-			}
-			iv = fv
-		}
-		f := iv * (w0*g0[x] + w1*g1[x])
-		if f < 0 {
-			f = 0
-		} else if f > maxV {
-			f = maxV
-		}
-		bv := b[x]
-		if sh != nil {
-			bv *= 1 - sh[x]
-		}
-		if wf != nil {
-			q[x] = a*f + (1-a)*bv + wf[x]*bb[x]
-		} else {
-			q[x] = a*f + (1-a)*bv
-		}
-	}
-}

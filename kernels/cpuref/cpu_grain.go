@@ -1,5 +1,6 @@
-package kernels
+package cpuref
 
+import "github.com/vfxrender/vfx/kernels/rows"
 import "math"
 
 // AddGrain adds the subject's grain (see GrainOps.AddGrain).
@@ -23,9 +24,9 @@ func (d *CPU) AddGrain(dst, src, alpha Image, seed uint32, amount float32) error
 		return err
 	}
 	w := o.w
-	d.parallel(o.h, bandRows(w), func(_, y0, y1 int) {
+	d.parallel(o.h, BandRows(w), func(_, y0, y1 int) {
 		for y := y0; y < y1; y++ {
-			key := grainRowKey(y, seed)
+			key := rows.GrainRowKey(y, seed)
 			lo := y * w
 			var al []float32
 			if a != nil {
@@ -39,7 +40,7 @@ func (d *CPU) AddGrain(dst, src, alpha Image, seed uint32, amount float32) error
 				if !(av > 0) {
 					continue
 				}
-				t := float32(float32(av*amount) * grainFromKey(x, key))
+				t := float32(float32(av*amount) * rows.GrainFromKey(x, key))
 				for c := range o.c {
 					sv := s.plane(c)[lo+x]
 					sq := float32(0)

@@ -1,6 +1,6 @@
 //go:build goexperiment.simd && amd64
 
-package kernels
+package rows
 
 import (
 	"fmt"
@@ -72,39 +72,38 @@ func TestSIMDMatchesScalar(t *testing.T) {
 				v, s := run(f)
 				sameBits(t, what, v, s)
 			}
-			check("ratioRow", func(q []float32) { ratioRow(q, s, en, eo, nil, 0.05, 4) })
-			check("ratioRow alpha", func(q []float32) { ratioRow(q, s, en, eo, al, 0.05, 4) })
-			check("vlerp", func(q []float32) { vlerp(q, s, en, 0.3, 0.7) })
-			check("shadeRow", func(q []float32) { shadeRow(q, b, al) })
-			check("wrapFactor", func(q []float32) { wrapFactor(q, al, b, 0.4) })
-			check("wrapFactor nil", func(q []float32) { wrapFactor(q, nil, b, 0.4) })
-			check("gainRow", func(q []float32) { gainRow(q, s, en, g1, 0.25, 0.75, 1) })
-			check("gainCompRow", func(q []float32) { gainCompRow(q, s, en, g1, 0.25, 0.75, 1, al, b) })
-			check("gainCompWrapRow", func(q []float32) { gainCompWrapRow(q, s, en, g1, 0.25, 0.75, 1, al, b, wf, bb) })
-			check("gainWrapRow", func(q []float32) { gainWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
-			check("gainOneRow", func(q []float32) { gainOneRow(q, s, en, g1, 0.25, 0.75, 1) })
-			check("gainOneWrapRow", func(q []float32) { gainOneWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
+			check("ratioRow", func(q []float32) { RatioRow(q, s, en, eo, nil, 0.05, 4) })
+			check("ratioRow alpha", func(q []float32) { RatioRow(q, s, en, eo, al, 0.05, 4) })
+			check("vlerp", func(q []float32) { Vlerp(q, s, en, 0.3, 0.7) })
+			check("shadeRow", func(q []float32) { ShadeRow(q, b, al) })
+			check("wrapFactor", func(q []float32) { WrapFactor(q, al, b, 0.4) })
+			check("wrapFactor nil", func(q []float32) { WrapFactor(q, nil, b, 0.4) })
+			check("gainRow", func(q []float32) { GainRow(q, s, en, g1, 0.25, 0.75, 1) })
+			check("gainCompRow", func(q []float32) { GainCompRow(q, s, en, g1, 0.25, 0.75, 1, al, b) })
+			check("gainCompWrapRow", func(q []float32) { GainCompWrapRow(q, s, en, g1, 0.25, 0.75, 1, al, b, wf, bb) })
+			check("gainWrapRow", func(q []float32) { GainWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
+			check("gainOneRow", func(q []float32) { GainOneRow(q, s, en, g1, 0.25, 0.75, 1) })
+			check("gainOneWrapRow", func(q []float32) { GainOneWrapRow(q, s, en, g1, 0.25, 0.75, 1, wf, bb) })
 			fm0, fm1, bm0, bm1 := edgy(seed+12, n, -0.1, 1.2), edgy(seed+13, n, -0.1, 1.2), edgy(seed+14, n, 0, 1), edgy(seed+15, n, 0, 1)
 			for _, lr := range []struct {
 				name string
-				r    lookRun
+				r    LookRun
 			}{
-				{"all", lookRun{al: al, b: b, wf: wf, bb: bb, sh: g1, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
-				{"est", lookRun{al: al, b: b, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
-				{"est wrap", lookRun{al: al, b: b, wf: wf, bb: bb, fm0: fm0, fm1: fm1, bm0: bm0, bm1: bm1}},
-				{"shadow", lookRun{al: al, b: b, sh: wf}},
-				{"shadow wrap", lookRun{al: al, b: b, sh: wf, wf: wf, bb: bb}},
+				{"all", LookRun{Al: al, B: b, Wf: wf, Bb: bb, Sh: g1, Fm0: fm0, Fm1: fm1, Bm0: bm0, Bm1: bm1}},
+				{"est", LookRun{Al: al, B: b, Fm0: fm0, Fm1: fm1, Bm0: bm0, Bm1: bm1}},
+				{"est wrap", LookRun{Al: al, B: b, Wf: wf, Bb: bb, Fm0: fm0, Fm1: fm1, Bm0: bm0, Bm1: bm1}},
+				{"shadow", LookRun{Al: al, B: b, Sh: wf}},
+				{"shadow wrap", LookRun{Al: al, B: b, Sh: wf, Wf: wf, Bb: bb}},
 			} {
-				check("gainLookRow "+lr.name, func(q []float32) { r := lr.r; gainLookRow(q, s, en, g1, 0.25, 0.75, 1, &r) })
+				check("gainLookRow "+lr.name, func(q []float32) { r := lr.r; GainLookRow(q, s, en, g1, 0.25, 0.75, 1, &r) })
 			}
 			// grainRow: three channels, a grain tile narrower than the row
 			// (segments that wrap round it), amounts with NaN and infinities.
 			for _, tw := range []int{5, 13, 64} {
-				gr := &cpuImage{w: tw, h: 3, c: 1, pix: edgy(seed+16, 3*tw, -3, 3)}
-				j := &compositeJob{gr: gr, grAmt: 0.05, maxV: 1.5, grX: 2 % tw, grY: 1}
+				gr := edgy(seed+16, 3*tw, -3, 3) // a tw x 3 tile, read at row 1+1 from column 2
 				run3 := func() [3][]float32 {
 					q := [3][]float32{append([]float32(nil), s...), append([]float32(nil), b...), append([]float32(nil), en...)}
-					j.grainRow(q, al, 1, 0, n)
+					GrainRow(q, al, gr[2*tw:][:tw], 2%tw, 0.05, 1.5, 0, n)
 					return q
 				}
 				v := run3()
@@ -118,7 +117,7 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			// within 8 source columns), downsampling (none), all clamped at
 			// both edges; the source row ends where the table does.
 			for _, in := range []int{(n + 3) / 4, (2*n + 2) / 3, (7*n + 7) / 8, n/2 + 1, n + 5} {
-				xt := bilinTable(n, in)
+				xt := BilinTable(n, in)
 				r := edgy(seed+17, in, -0.5, 2)
 				check(fmt.Sprintf("hlerp %d from %d", n, in), func(q []float32) { hlerp(q, r, &xt) })
 			}
@@ -140,7 +139,7 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			for _, v := range []float32{0, 1} {
 				for _, want := range []bool{true, false} {
 					for st := 0; st < n; st += 3 {
-						k := st + eqPrefixSIMD(runs[st:], v, want)
+						k := st + EqPrefixSIMD(runs[st:], v, want)
 						for i := st; i < k; i++ {
 							if (runs[i] == v) != want {
 								t.Fatalf("eqPrefixSIMD(%v, %v) from %d: %d is in the run (%v)", v, want, st, i, runs[i])
@@ -152,20 +151,20 @@ func TestSIMDMatchesScalar(t *testing.T) {
 					}
 				}
 			}
-			check("gaussRow", func(q []float32) { copy(q, s); gaussRow(q, s, gaussKernel(1.5, n)) })
+			check("gaussRow", func(q []float32) { copy(q, s); GaussRow(q, s, GaussKernel(1.5, n)) })
 			for _, k := range [][]float32{{0.5}, {0.2, 0.3, 0.5}, {0.4, 0.1, 0.2, 0.3}, {0.1, 0.2, 0.3, 0.15, 0.25}, {0.3, 0.7}, {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4}} {
 				rows := edgy(seed+11, 8*n, -0.5, 2) // eight rows of n
-				check(fmt.Sprintf("vtaps %d", len(k)), func(q []float32) { vtaps(q, rows, n, 0, k) })
+				check(fmt.Sprintf("vtaps %d", len(k)), func(q []float32) { Vtaps(q, rows, n, 0, k) })
 			}
 			nx, ny, nz := edgy(seed+8, n, -1, 1), edgy(seed+9, n, -1, 1), edgy(seed+10, n, -1, 1)
-			cf := []SH9{{1, 0.1, -0.2, 0.3, 0.05, -0.1, 0.2, 0.03, -0.07}, {0.9, 0.2}, {1.1, 0, 0, 0.4, 0, 0, -0.3}}
+			cf := [][9]float32{{1, 0.1, -0.2, 0.3, 0.05, -0.1, 0.2, 0.03, -0.07}, {0.9, 0.2}, {1.1, 0, 0, 0.4, 0, 0, -0.3}}
 			for _, c := range []int{1, 3} {
 				v, sc := make([][]float32, c), make([][]float32, c)
 				for i := range c {
 					v[i], sc[i] = make([]float32, n), make([]float32, n)
 				}
-				shEvalRows(v, nx, ny, nz, cf[:c])
-				withScalar(func() { shEvalRows(sc, nx, ny, nz, cf[:c]) })
+				SHEvalRows(v, nx, ny, nz, cf[:c])
+				withScalar(func() { SHEvalRows(sc, nx, ny, nz, cf[:c]) })
 				for i := range c {
 					sameBits(t, fmt.Sprintf("shEvalRows %d/%d", i, c), v[i], sc[i])
 				}
@@ -180,10 +179,10 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			}
 			for _, m := range [][]float32{nil, wts} {
 				var v, sc [54]float64
-				if !shNormalSIMD(&v, s, nx, ny, nz, m) {
+				if !SHNormalSIMD(&v, s, nx, ny, nz, m) {
 					t.Fatal("shNormalSIMD did nothing with AVX2")
 				}
-				shNormalRows(&sc, s, nx, ny, nz, m)
+				SHNormalRows(&sc, s, nx, ny, nz, m)
 				for k := range v {
 					if a, b := v[k], sc[k]; math.Float64bits(a) != math.Float64bits(b) && !(a != a && b != b) {
 						t.Fatalf("shNormalSIMD (weights %v): entry %d: vector %v, scalar %v", m != nil, k, a, b)
@@ -191,67 +190,5 @@ func TestSIMDMatchesScalar(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestSIMDOpsMatchScalar runs whole ops (row bands, edges, both passes of
-// the blur) with the vector loops on and off: bit for bit the same.
-func TestSIMDOpsMatchScalar(t *testing.T) {
-	if !simdOn {
-		t.Skip("this CPU has no AVX2: the vector loops never run")
-	}
-	d := NewCPU(2)
-	defer d.Close()
-	rng := newRNG(5)
-	for _, sz := range [][2]int{{37, 23}, {480, 270}, {61, 9}, {1920, 12}} {
-		w, h := sz[0], sz[1]
-		src := img(t, d, w, h, 3, randVals(rng, w*h*3, 0, 1.5))
-		half := img(t, d, w/2+1, h/2+1, 3, randVals(rng, (w/2+1)*(h/2+1)*3, 0, 1))
-		e1 := img(t, d, w, h, 1, randVals(rng, w*h, -0.1, 2))
-		e3 := img(t, d, w, h, 3, randVals(rng, w*h*3, 0, 2))
-		ops := map[string]func(dst Image) error{
-			"GaussianBlur 2":   func(dst Image) error { return d.GaussianBlur(dst, src, 2) },
-			"GaussianBlur 0.8": func(dst Image) error { return d.GaussianBlur(dst, src, 0.8) },
-			"ResizeBilinear":   func(dst Image) error { return d.ResizeBilinear(dst, half) },
-			"RatioRelight":     func(dst Image) error { return d.RatioRelight(dst, src, e3, e1, nil, 0.05, 4) },
-		}
-		// Shift: inside, across and beyond the borders, and offsets whose
-		// positions float32 rounds onto whole columns at some widths.
-		for _, off := range [][2]float32{{2.37, -1.61}, {-0.5, 0.75}, {-1e-5, 3e-5}, {-7.125, 3}, {float32(w) + 2.5, -float32(h) - 1}, {-39.9999, 0.4}} {
-			ops[fmt.Sprintf("Shift %v", off)] = func(dst Image) error { return d.Shift(dst, src, off[0], off[1]) }
-		}
-		for name, op := range ops {
-			a, b := img(t, d, w, h, 3, nil), img(t, d, w, h, 3, nil)
-			if err := op(a); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			withScalar(func() { err = op(b) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameBits(t, fmt.Sprintf("%s %dx%d", name, w, h), pixels(t, d, a), pixels(t, d, b))
-		}
-		dist := img(t, d, w, h, 1, edgy(uint64(w), w*h, -2, 20))
-		det := img(t, d, w, h, 1, randVals(rng, w*h, -0.3, 0.3))
-		for _, c := range []struct {
-			detail    Image
-			radius, k float32
-		}{{det, 8, 1.5}, {nil, 8, 0}, {det, 0, 1.5}, {nil, 3, 0}} {
-			a, b := img(t, d, w, h, 3, nil), img(t, d, w, h, 3, nil)
-			if err := d.NormalsFromMatte(a, dist, c.detail, c.radius, c.k); err != nil {
-				t.Fatal(err)
-			}
-			withScalar(func() { _ = d.NormalsFromMatte(b, dist, c.detail, c.radius, c.k) })
-			sameBits(t, fmt.Sprintf("NormalsFromMatte r%g %dx%d", c.radius, w, h), pixels(t, d, a), pixels(t, d, b))
-		}
-		for _, f := range []int{2, 3, 4} {
-			a, b := img(t, d, w/f, h/f, 3, nil), img(t, d, w/f, h/f, 3, nil)
-			if err := d.ResizeArea(a, src); err != nil {
-				t.Fatal(err)
-			}
-			withScalar(func() { _ = d.ResizeArea(b, src) })
-			sameBits(t, fmt.Sprintf("ResizeArea 1/%d %dx%d", f, w, h), pixels(t, d, a), pixels(t, d, b))
-		}
 	}
 }

@@ -1,0 +1,333 @@
+package rows
+
+import (
+	"math"
+
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/srgb"
+)
+
+// Conversion tables of a CPU device.
+//
+// Upload YUV420P: R'G'B' is computed in fixed point from per-code tables
+// (one table per term of the matrix, with 6 fractional bits below a step
+// of 2^-14), and mapped through an EOTF table whose index range covers
+// every sum the tables can produce (entries outside [0,1] hold the clamped
+// value), so the inner loop has no clamps and no branches. The error
+// against the exact float formula is below 1e-4 in linear light. Chroma is
+// upsampled by replication (nearest: pixel (x, y) takes sample
+// (x/2, y/2)), which is what the CUDA backend must do too.
+//
+// Download: a linear value is mapped to R' by a table indexed by its
+// float32 bit pattern (clamped to [0, 1]) shifted right by 13, i.e.
+// buckets of relative width 2^-10; the bucket value is the OETF of the
+// bucket midpoint (0 for bucket 0, so black stays 0): error below 2.5e-4
+// in R' (0.06 code). Only the buckets of values above about 2^-16 are ever
+// hot (16K entries); the rest of the table is there so that the index
+// needs no lower clamp. RGB24 codes are exact (round to nearest of the
+// exact OETF): the table gives the code at the bottom of the bucket and one
+// comparison against the next code's decision threshold finishes it (a
+// bucket never holds two thresholds). YUV420P chroma is the matrix applied
+// to the average R'G'B' of each 2x2 block (of the pixels that exist at odd
+// edges). NaN downloads as 0 in RGB24 and Gray8; in YUV420P it is
+// unspecified (but deterministic).
+const (
+	eotfFixBits = 14
+	eotfFixN    = 1 << eotfFixBits // EOTF table steps over R' in [0,1]
+	yuvFrac     = 6                // extra fixed-point bits in the YUV tables
+	// eotfExtOff is the table index of R' = 0; the table spans R' in
+	// [-1.25, 2.75), wider than any Y'CbCr sum.
+	eotfExtOff  = eotfFixN * 5 / 4
+	eotfExtSize = 1 << 16
+
+	obShift = 13                // keep 10 mantissa bits
+	obHi    = 0x3F800000        // float32 bits of 1.0
+	obN     = obHi>>obShift + 1 // buckets for every float in [0, 1]
+	obSize  = 1 << 17           // table size (power of two >= obN)
+	// obuSize covers every float32 bit pattern shifted right by obShift:
+	// the YUV420P download indexes oetfU with no clamp at all.
+	obuSize = 1 << (32 - obShift)
+)
+
+type yuvTab struct {
+	Y, RV, GU, GV, BU [256]int32
+}
+
+// YUVOut holds the float RGB->YUV coefficients of one matrix and range,
+// with the rounding offset (+0.5) folded into the constants.
+type YUVOut struct {
+	Y0, YR, YG, YB float32
+	C0             float32
+	UR, UG, UB     float32
+	VR, VG, VB     float32
+}
+
+// LUTs are the conversion tables of Upload and Download (sRGB curves,
+// YUV matrices per colour space and range), built once per device; the
+// CUDA backend uploads the same tables.
+type LUTs struct {
+	EOTF8   [256]float32
+	Gray8   [256]float32
+	EOTFExt [eotfExtSize]float32
+	OETFB   [obSize]float32
+	OETFU   [obuSize]float32 // OETFB[obIdx(v)] at index bits(v)>>obShift
+	CodeB   [obSize]uint8
+	CodeThr [256]float32
+	YUVIn   [2][2]yuvTab // [bt709][fullRange]
+	YUVOut  [2][2]YUVOut
+}
+
+// matrixK returns Kr and Kb of a colour space.
+func matrixK(cs frame.ColorSpace) (kr, kb float64) {
+	if cs == frame.BT709 {
+		return 0.2126, 0.0722
+	}
+	return 0.299, 0.114
+}
+
+// NewLUTs builds the conversion tables.
+func NewLUTs() *LUTs {
+	t := new(LUTs)
+	for i := range 256 {
+		t.EOTF8[i] = float32(srgb.ToLinear(float64(i) / 255))
+		t.Gray8[i] = float32(float64(i) / 255)
+	}
+	for i := range t.EOTFExt {
+		r := float64(i-eotfExtOff) / eotfFixN
+		t.EOTFExt[i] = float32(srgb.ToLinear(max(0, min(r, 1))))
+	}
+	// The code threshold is stored as the smallest float32 >= the exact
+	// value, so that v >= codeThr[k] decides exactly for every float32 v.
+	for k := range 255 {
+		th := srgb.ToLinear((float64(k) + 0.5) / 255)
+		t32 := float32(th)
+		if float64(t32) < th {
+			t32 = math.Nextafter32(t32, 2)
+		}
+		t.CodeThr[k] = t32
+	}
+	t.CodeThr[255] = float32(math.Inf(1))
+	code := uint8(0)
+	for k := range obN {
+		lo := math.Float32frombits(uint32(k << obShift))
+		mid := math.Float32frombits(uint32(k<<obShift + 1<<(obShift-1)))
+		switch {
+		case k == 0:
+			t.OETFB[k] = 0
+		case k == obN-1:
+			t.OETFB[k] = 1
+		default:
+			t.OETFB[k] = float32(srgb.FromLinear(float64(mid)))
+		}
+		for code < 255 && lo >= t.CodeThr[code] {
+			code++
+		}
+		t.CodeB[k] = code
+	}
+	// oetfU: patterns of positive floats above 1 (+Inf and positive NaN
+	// included) take the value of 1.0's bucket, every negative pattern
+	// that of 0: exactly what obIdx's clamp does.
+	for k := range obuSize {
+		switch {
+		case k < obN:
+			t.OETFU[k] = t.OETFB[k]
+		case k < obuSize/2:
+			t.OETFU[k] = t.OETFB[obN-1]
+		default:
+			t.OETFU[k] = t.OETFB[0]
+		}
+	}
+	for cs := range 2 {
+		kr, kb := matrixK(frame.ColorSpace(cs))
+		kg := 1 - kr - kb
+		for full := range 2 {
+			ys, cs0, yoff := 219.0, 224.0, 16.0
+			if full == 1 {
+				ys, cs0, yoff = 255, 255, 0
+			}
+			in := &t.YUVIn[cs][full]
+			scale := float64(eotfFixN << yuvFrac)
+			for i := range 256 {
+				yn := (float64(i) - yoff) / ys
+				c := (float64(i) - 128) / cs0
+				in.Y[i] = int32(math.Round(yn*scale)) + eotfExtOff<<yuvFrac + 1<<(yuvFrac-1)
+				in.RV[i] = int32(math.Round(2 * (1 - kr) * c * scale))
+				in.GU[i] = int32(math.Round(-2 * kb * (1 - kb) / kg * c * scale))
+				in.GV[i] = int32(math.Round(-2 * kr * (1 - kr) / kg * c * scale))
+				in.BU[i] = int32(math.Round(2 * (1 - kb) * c * scale))
+			}
+			out := &t.YUVOut[cs][full]
+			out.Y0 = float32(yoff + 0.5)
+			out.YR, out.YG, out.YB = float32(ys*kr), float32(ys*kg), float32(ys*kb)
+			out.C0 = 128.5
+			du, dv := 2*(1-kb), 2*(1-kr)
+			out.UR, out.UG, out.UB = float32(-cs0*kr/du), float32(-cs0*kg/du), float32(cs0*(1-kb)/du)
+			out.VR, out.VG, out.VB = float32(cs0*(1-kr)/dv), float32(-cs0*kg/dv), float32(-cs0*kb/dv)
+		}
+	}
+	return t
+}
+
+// obu is obIdx without the clamp, for the oetfU table.
+func obu(v float32) uint32 { return math.Float32bits(v) >> obShift }
+
+// obIdx is the OETF bucket of linear v: its float32 bits clamped to
+// [0, obHi] (negative values to 0), without branches.
+func obIdx(v float32) int32 {
+	b := int32(math.Float32bits(v))
+	b &^= b >> 31 // negative -> 0
+	t := obHi - b
+	b += (t >> 31) & t // min(b, obHi)
+	return (b >> obShift) & (obSize - 1)
+}
+
+// code8 maps linear v to the exactly rounded sRGB code (clamped; NaN
+// gives 0).
+func (t *LUTs) code8(v float32) uint8 {
+	if v != v {
+		return 0
+	}
+	c := t.CodeB[obIdx(v)]
+	// +1 when v >= threshold: the sign bit of v - thr is 0.
+	return c + uint8(1-math.Float32bits(v-t.CodeThr[c])>>31)
+}
+
+// extIdx maps a fixed-point Y'CbCr sum to its eotfExt index.
+func extIdx(s int32) int32 { return (s >> yuvFrac) & (eotfExtSize - 1) }
+
+// FullRangeIdx returns the indices of f's matrix (1 for BT.709) and range
+// (1 for full) into LUTs.YUVIn and LUTs.YUVOut.
+func FullRangeIdx(f *frame.HostFrame) (int, int) {
+	cs, fr := 0, 0
+	if f.ColorSpace == frame.BT709 {
+		cs = 1
+	}
+	if f.FullRange {
+		fr = 1
+	}
+	return cs, fr
+}
+
+// YUVRow converts one row of Y'CbCr codes (chroma at half width) to linear
+// RGB.
+func YUVRow(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab, lut *[eotfExtSize]float32) {
+	w := len(ro)
+	gr, br, yr = gr[:w], br[:w], yr[:w]
+	cw := len(ur)
+	vr = vr[:cw]
+	for cx := 0; cx < w>>1 && cx < cw; cx++ {
+		u, v := ur[cx], vr[cx]
+		cr := t.RV[v]
+		cg := t.GU[u] + t.GV[v]
+		cb := t.BU[u]
+		x := 2 * cx
+		yy := t.Y[yr[x]]
+		ro[x] = lut[extIdx(yy+cr)]
+		gr[x] = lut[extIdx(yy+cg)]
+		br[x] = lut[extIdx(yy+cb)]
+		yy = t.Y[yr[x+1]]
+		ro[x+1] = lut[extIdx(yy+cr)]
+		gr[x+1] = lut[extIdx(yy+cg)]
+		br[x+1] = lut[extIdx(yy+cb)]
+	}
+	if w&1 == 1 && cw > 0 {
+		x := w - 1
+		u, v := ur[cw-1], vr[cw-1]
+		yy := t.Y[yr[x]]
+		ro[x] = lut[extIdx(yy+t.RV[v])]
+		gr[x] = lut[extIdx(yy+t.GU[u]+t.GV[v])]
+		br[x] = lut[extIdx(yy+t.BU[u])]
+	}
+}
+
+func RGBRow(ro, gr, br []float32, s []byte, lut *[256]float32) {
+	w := len(ro)
+	gr, br, s = gr[:w], br[:w], s[:3*w]
+	for x := range ro {
+		p := s[3*x:][:3]
+		ro[x] = lut[p[0]]
+		gr[x] = lut[p[1]]
+		br[x] = lut[p[2]]
+	}
+}
+
+func GrayRow(o []float32, s []byte, lut *[256]float32) {
+	s = s[:len(o)]
+	for x, v := range s {
+		o[x] = lut[v]
+	}
+}
+
+func (t *LUTs) RGBOutRow(o []byte, rr, gr, br []float32) {
+	w := len(rr)
+	gr, br, o = gr[:w], br[:w], o[:3*w]
+	for x := range rr {
+		p := o[3*x:][:3]
+		p[0] = t.code8(rr[x])
+		p[1] = t.code8(gr[x])
+		p[2] = t.code8(br[x])
+	}
+}
+
+// GrayOutRow writes round(clamp(v, 0, 1) * 255); NaN gives 0. The clamp
+// works on the float bits, without branches (mattes are full of exact 0s
+// and 1s next to fractional edges).
+func GrayOutRow(o []byte, s []float32) {
+	o = o[:len(s)]
+	for x, v := range s {
+		b := int32(math.Float32bits(v))
+		b &^= b >> 31 // negative -> +0
+		t := obHi - b
+		b += (t >> 31) & t // min(b, 1.0)
+		c := uint8(math.Float32frombits(uint32(b))*255 + 0.5)
+		if v != v {
+			c = 0
+		}
+		o[x] = c
+	}
+}
+
+// yCode is the rounded luma code of R'G'B' in [0,1] (at most 255.5 before
+// truncation, so no clamp is needed).
+func (k *YUVOut) yCode(r, g, b float32) uint8 {
+	return uint8(k.Y0 + k.YR*r + k.YG*g + k.YB*b)
+}
+
+// cCodes are the rounded, clamped chroma codes of an R'G'B' average.
+func (k *YUVOut) cCodes(r, g, b float32) (uint8, uint8) {
+	u := min(int32(k.C0+k.UR*r+k.UG*g+k.UB*b), 255)
+	v := min(int32(k.C0+k.VR*r+k.VG*g+k.VB*b), 255)
+	return uint8(u), uint8(v)
+}
+
+// YUVOutRows converts two rows (a, b; equal when the height is odd) to
+// luma codes and their shared chroma row. When a and b are the same row,
+// writing it twice is harmless and the chroma average is over the 2x1
+// block (each pixel counted twice).
+func YUVOutRows(k *YUVOut, ob *[obuSize]float32, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []float32) {
+	w := len(ra)
+	ya, yb = ya[:w], yb[:w]
+	ga, ba, rb, gb, bb = ga[:w], ba[:w], rb[:w], gb[:w], bb[:w]
+	cw := len(uo)
+	vo = vo[:cw]
+	for cx := 0; cx < w>>1 && cx < cw; cx++ {
+		x := 2 * cx
+		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
+		r1, g1, b1 := ob[obu(ra[x+1])], ob[obu(ga[x+1])], ob[obu(ba[x+1])]
+		r2, g2, b2 := ob[obu(rb[x])], ob[obu(gb[x])], ob[obu(bb[x])]
+		r3, g3, b3 := ob[obu(rb[x+1])], ob[obu(gb[x+1])], ob[obu(bb[x+1])]
+		ya[x] = k.yCode(r0, g0, b0)
+		ya[x+1] = k.yCode(r1, g1, b1)
+		yb[x] = k.yCode(r2, g2, b2)
+		yb[x+1] = k.yCode(r3, g3, b3)
+		uo[cx], vo[cx] = k.cCodes((r0+r1+r2+r3)*0.25, (g0+g1+g2+g3)*0.25, (b0+b1+b2+b3)*0.25)
+	}
+	if w&1 == 1 && cw > 0 {
+		x := w - 1
+		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
+		r2, g2, b2 := ob[obu(rb[x])], ob[obu(gb[x])], ob[obu(bb[x])]
+		ya[x] = k.yCode(r0, g0, b0)
+		yb[x] = k.yCode(r2, g2, b2)
+		uo[cw-1], vo[cw-1] = k.cCodes((r0+r2)*0.5, (g0+g2)*0.5, (b0+b2)*0.5)
+	}
+}

@@ -1,0 +1,73 @@
+package rows
+
+import "math"
+
+// Bilinear samples plane p (w x h) at (px, py), clamped to the image.
+func Bilinear(p []float32, w, h int, px, py float32) float32 {
+	px = min(max(px, 0), float32(w-1))
+	py = min(max(py, 0), float32(h-1))
+	x0, y0 := int(px), int(py)
+	fx, fy := px-float32(x0), py-float32(y0)
+	x1, y1 := min(x0+1, w-1), min(y0+1, h-1)
+	a, b := p[y0*w+x0], p[y0*w+x1]
+	c, e := p[y1*w+x0], p[y1*w+x1]
+	return (1-fy)*((1-fx)*a+fx*b) + fy*((1-fx)*c+fx*e)
+}
+
+// ShiftPix is Shift's (and Warp's) bilinear formula for one pixel: the
+// Taps i0, i1 (weight tx on i1) of the rows r0 and r1 (weight ty on r1).
+func ShiftPix(r0, r1 []float32, i0, i1 int, tx, ty float32) float32 {
+	a, b := r0[i0], r0[i1]
+	c, e := r1[i0], r1[i1]
+	return (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*c+tx*e)
+}
+
+// ShiftBlocks returns, for each whole block of 8 columns, the first
+// source column of its taps when they are 8 consecutive columns each
+// with its right neighbour (x0[x+j] = x0[x]+j, x1 = x0+1: no clamp at a
+// border and no step of 0 or 2 where float32 rounds the positions), else
+// -1: the blocks that Shift's vector loop can load whole.
+func ShiftBlocks(x0, x1 []int) []int32 {
+	const n = 8
+	b := make([]int32, len(x0)/n)
+	for k := range b {
+		x := k * n
+		b[k] = int32(x0[x])
+		for j := range n {
+			if x0[x+j] != x0[x]+j || x1[x+j] != x0[x+j]+1 {
+				b[k] = -1
+				break
+			}
+		}
+	}
+	return b
+}
+
+// ShiftTaps are bilinear's taps along one axis of n samples for the
+// positions i + off (float32, clamped to [0, n-1]).
+func ShiftTaps(n int, off float32) (i0, i1 []int, f []float32) {
+	i0, i1, f = make([]int, n), make([]int, n), make([]float32, n)
+	for i := range n {
+		p := min(max(float32(i)+off, 0), float32(n-1))
+		k := int(p)
+		i0[i], i1[i], f[i] = k, min(k+1, n-1), p-float32(k)
+	}
+	return i0, i1, f
+}
+
+// ColourCell is the histogram cell of an RGB value (see
+// MatteOps.ColourHistogram): each channel, clamped to [0,1], in bins
+// equal steps.
+func ColourCell(r, g, b float32, bins int) int {
+	fb := float32(bins)
+	q := func(v float32) int {
+		v = min(max(v, 0), 1)
+		return min(bins-1, int(v*fb))
+	}
+	return (q(r)*bins+q(g))*bins + q(b)
+}
+
+func Logit(p float64) float64 {
+	p = min(max(p, 1e-3), 1-1e-3)
+	return math.Log(p / (1 - p))
+}

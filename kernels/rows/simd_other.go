@@ -1,0 +1,32 @@
+//go:build !(goexperiment.simd && amd64)
+
+package rows
+
+// Without GOEXPERIMENT=simd (or off amd64) the vector loops of
+// simd_amd64.go do nothing and the scalar loops do all the work.
+
+func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int         { return 0 }
+func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) int { return 0 }
+func scaleRowSIMD(o, c []float32, k float32) int                             { return 0 }
+func pairRowSIMD(o, a, b []float32, ki float32) int                          { return 0 }
+func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int               { return 0 }
+func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int                      { return 0 }
+func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int   { return 0 }
+
+func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
+	return 0
+}
+func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
+	return 0
+}
+func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int     { return 0 }
+func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int       { return 0 }
+func EqPrefixSIMD(s []float32, v float32, want bool) int                   { return 0 }
+func shadeRowSIMD(q, b, d []float32) int                                   { return 0 }
+func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int                { return 0 }
+func HeightRowSIMD(H, D, DT []float32, radius, detailStrength float32) int { return 0 }
+func NormalRowSIMD(nx, ny, nz, hr, up, dn, dr []float32) int               { return 1 }
+func SHNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool       { return false }
+func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
+	return 0
+}
