@@ -145,7 +145,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return err
 	}
-	status, _, raw, err := c.call(ctx, method, path, body, callOptions{admin: true, retry: method == http.MethodGet})
+	status, raw, err := c.Admin(ctx, method, path, body)
 	if err != nil {
 		return err
 	}

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/client"
 )
 
 // cmdJobs is `vfx jobs list|get|download`: a table of jobs (list), the
@@ -33,8 +28,6 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	fs := flag.NewFlagSet("jobs "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addConnFlags(fs, getenv, true, false)
-	var path string
-	asJSON := true
 	switch args[0] {
 	case "list":
 		limit := fs.Int("limit", 0, "jobs per page, 1-100 (server default 20)")
@@ -47,18 +40,18 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if len(pos) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
 		}
-		q := make([]string, 0, 2)
-		if *limit != 0 {
-			q = append(q, "limit="+strconv.Itoa(*limit))
+		c, err := cf.client(true, false)
+		if err != nil {
+			return err
 		}
-		if *token != "" {
-			q = append(q, "page_token="+url.QueryEscape(*token))
+		body, err := c.ListJSON(ctx, *limit, *token)
+		if err != nil {
+			return err
 		}
-		path = "/v1/vfx/generations"
-		if len(q) > 0 {
-			path += "?" + strings.Join(q, "&")
+		if *rawJSON {
+			return printJSON(stdout, body)
 		}
-		asJSON = *rawJSON
+		return printJobTable(stdout, body, time.Now())
 	case "get":
 		pos, err := parseInterspersed(fs, args[1:])
 		if err != nil {
@@ -67,7 +60,15 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if len(pos) != 1 {
 			return usageError{"want one job id: vfx jobs get ID"}
 		}
-		path = "/v1/vfx/generations/" + url.PathEscape(pos[0])
+		c, err := cf.client(true, false)
+		if err != nil {
+			return err
+		}
+		body, err := c.JobJSON(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, body)
 	case "download":
 		out := fs.String("out", "", "download folder (default ./out/<job id>)")
 		pos, err := parseInterspersed(fs, args[1:])
@@ -85,43 +86,29 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	default:
 		return usageError{fmt.Sprintf("unknown jobs subcommand %q: want list, get or download", args[0])}
 	}
-	c, err := cf.client(true, false)
-	if err != nil {
-		return err
-	}
-	_, _, body, err := c.call(ctx, http.MethodGet, path, nil, callOptions{retry: true})
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(stdout, body)
-	}
-	return printJobTable(stdout, body, time.Now())
 }
 
 // downloadJob saves the outputs of a completed job (after `vfx submit
 // --no-wait`) into dir (default out/<id>) and prints their paths. A job
 // that has not completed is an error that says its state.
-func downloadJob(ctx context.Context, c *apiClient, id, dir string, stdout io.Writer) error {
-	_, _, raw, err := c.call(ctx, http.MethodGet, "/v1/vfx/generations/"+url.PathEscape(id), nil, callOptions{retry: true})
-	if err != nil {
+func downloadJob(ctx context.Context, c *client.Client, id, dir string, stdout io.Writer) error {
+	job, err := c.Job(ctx, id)
+	if errors.Is(err, client.ErrUnexpectedAnswer) {
+		return fmt.Errorf("jobs download: %w", err)
+	} else if err != nil {
 		return err
-	}
-	var job api.Job
-	if err := json.Unmarshal(raw, &job); err != nil || job.ID == "" {
-		return fmt.Errorf("jobs download: unexpected answer: %.200s", raw)
 	}
 	if job.Status != "completed" {
 		msg := fmt.Sprintf("job %s is %s, not completed", job.ID, job.Status)
 		if job.Error != "" {
-			msg += ": " + oneLine(job.Error)
+			msg += ": " + client.OneLine(job.Error)
 		}
 		return errors.New(msg + "; nothing to download")
 	}
 	if dir == "" {
 		dir = filepath.Join("out", job.ID)
 	}
-	files, err := c.downloadOutputs(ctx, job.Output, dir)
+	files, err := c.DownloadOutputs(ctx, job.Output, dir)
 	if err != nil {
 		return fmt.Errorf("jobs download: %w", err)
 	}

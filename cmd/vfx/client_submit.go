@@ -2,41 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/client"
 	"github.com/vfxrender/vfx/codec"
-	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/localfile"
 )
-
-// Polling of `vfx submit`: the first read after pollMin, then each pause
-// 1.5 times longer up to pollMax; a 429 waits its Retry-After.
-const (
-	pollMin = 500 * time.Millisecond
-	pollMax = 2 * time.Second
-	// maxTransient is how many transient failures in a row (5xx, network)
-	// polling or a transfer survives.
-	maxTransient = 5
-)
-
-// terminal reports whether a generation job has finished.
-func terminal(j api.Job) bool { return j.Status == "completed" || j.Status == "failed" }
 
 // submitConfig is the parsed command line of `vfx submit`.
 type submitConfig struct {
@@ -180,7 +159,7 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 				local[what] = p
 			}
 		}
-		got, err := fitInputs(ctx, local, tmp, stderr)
+		got, err := localfile.Fit(ctx, local, tmp, stderr)
 		if err != nil {
 			return err
 		}
@@ -191,25 +170,17 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 		}
 	}
 	for _, field := range cfg.fieldSeq {
-		uri, err := c.upload(ctx, cfg.files[field])
+		uri, err := upload(ctx, c, cfg.files[field])
 		if err != nil {
 			return err
 		}
 		cfg.request[field] = uri
 	}
-	if !cfg.hasIdem {
-		// A key of our own makes resending after a 5xx or a lost answer safe.
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		cfg.request["idempotency_key"] = "vfx-cli-" + hex.EncodeToString(b[:])
-	}
-	_, _, raw, err := c.call(ctx, http.MethodPost, "/v1/vfx/generations", cfg.request, callOptions{retry: true})
+	// Without --idempotency-key, Submit adds a key of its own: resending
+	// after a 5xx or a lost answer is safe.
+	job, err := c.Submit(ctx, cfg.request)
 	if err != nil {
 		return err
-	}
-	var job api.Job
-	if err := json.Unmarshal(raw, &job); err != nil || job.ID == "" {
-		return fmt.Errorf("submit: unexpected answer: %s", oneLine(string(raw)))
 	}
 	fmt.Fprintln(stdout, job.ID)
 	if cfg.noWait {
@@ -218,7 +189,7 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 	wctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	bar := &jobBar{w: stderr, tty: isTerminal(stderr), start: start}
-	job, err = c.wait(wctx, job, bar)
+	job, err = c.Wait(wctx, job, bar)
 	bar.finish()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -227,13 +198,13 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 		return fmt.Errorf("job %s: %w", job.ID, err)
 	}
 	if job.Status == "failed" {
-		return fmt.Errorf("job %s failed: %s", job.ID, oneLine(job.Error))
+		return fmt.Errorf("job %s failed: %s", job.ID, client.OneLine(job.Error))
 	}
 	dir := cfg.out
 	if dir == "" {
 		dir = filepath.Join("out", job.ID)
 	}
-	files, err := c.downloadOutputs(wctx, job.Output, dir)
+	files, err := c.DownloadOutputs(wctx, job.Output, dir)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", job.ID, err)
 	}
@@ -241,251 +212,21 @@ func runSubmit(ctx context.Context, cfg submitConfig, stdout, stderr io.Writer) 
 	return nil
 }
 
-// contentType maps the upload extensions (docs/api.md, Uploads) to MIME types.
-func contentType(file string) string {
-	switch strings.ToLower(filepath.Ext(file)) {
-	case ".mp4":
-		return "video/mp4"
-	case ".mov":
-		return "video/quicktime"
-	case ".png":
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".webp":
-		return "image/webp"
-	case ".mp3":
-		return "audio/mpeg"
-	case ".wav":
-		return "audio/wav"
-	case ".zip":
-		return "application/zip"
-	case ".tar":
-		return "application/x-tar"
-	}
-	return "application/octet-stream"
-}
-
-// upload sends a local file through POST /v1/uploads and a PUT to the
-// returned URL, streaming it from disk, and returns its vfx:// URI.
-func (c *apiClient) upload(ctx context.Context, file string) (string, error) {
-	if err := checkLocalFile("upload", file); err != nil {
+// upload checks a local file (readable; a name the API accepts) and
+// uploads it, returning its vfx:// URI.
+func upload(ctx context.Context, c *client.Client, file string) (string, error) {
+	if err := localfile.Check("upload", file); err != nil {
 		return "", err
 	}
-	if contentType(file) == "application/octet-stream" {
+	if client.ContentType(file) == "application/octet-stream" {
 		return "", fmt.Errorf("INVALID_FILE_FORMAT: upload: %s: the name must end in .png, .jpg, .jpeg or .webp (images), .mp4 or .mov (videos), or .zip or .tar (an archive of PNG or EXR frames, a video); accepted: %s",
 			file, codec.AcceptedFormats)
 	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return "", fmt.Errorf("upload: %w", err)
-	}
-	_, _, raw, err := c.call(ctx, http.MethodPost, "/v1/uploads", map[string]string{"filename": filepath.Base(file)}, callOptions{retry: true})
-	if err != nil {
-		return "", fmt.Errorf("upload %s: %w", file, err)
-	}
-	var rec struct {
-		UploadURL string `json:"upload_url"`
-		VfxURI    string `json:"vfx_uri"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil || rec.UploadURL == "" || rec.VfxURI == "" {
-		return "", fmt.Errorf("upload %s: unexpected answer: %s", file, oneLine(string(raw)))
-	}
-	ctype := contentType(file)
-	err = c.transient(ctx, func(ctx context.Context) (bool, error) {
-		return c.putFile(ctx, rec.UploadURL, file, st.Size(), ctype)
-	})
-	if err != nil {
-		return "", fmt.Errorf("upload %s: %w", file, err)
-	}
-	return rec.VfxURI, nil
+	return c.Upload(ctx, file)
 }
 
-// transient calls f, which says whether its failure is worth another
-// attempt, up to maxTransient times, pausing 1 s, 2 s, then 4 s before
-// each new attempt.
-func (c *apiClient) transient(ctx context.Context, f func(context.Context) (bool, error)) error {
-	again := false
-	return retry.Do(ctx, retry.Options{
-		Backoff:   retry.Backoff{Initial: time.Second, Max: 4 * time.Second},
-		Attempts:  maxTransient,
-		Sleep:     c.sleep,
-		Retryable: func(error) (bool, time.Duration) { return again, 0 },
-	}, func(ctx context.Context) (err error) {
-		again, err = f(ctx)
-		return err
-	})
-}
-
-// putFile PUTs one file to a presigned URL and says whether a failure is
-// worth another attempt.
-func (c *apiClient) putFile(ctx context.Context, u, file string, size int64, ctype string) (bool, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, f)
-	if err != nil {
-		return false, err
-	}
-	req.ContentLength = size // a plain body, not chunked: presigned S3 PUTs need the length
-	if size == 0 {
-		req.Body = http.NoBody
-	}
-	req.Header.Set("Content-Type", ctype)
-	res, err := c.hc.Do(req)
-	if err != nil {
-		return true, err
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return res.StatusCode >= 500, parseAPIError(res.StatusCode, res.Header, raw)
-	}
-	return false, nil
-}
-
-// wait polls the job until it ends, with a growing pause between reads;
-// a 429 waits its Retry-After, and an exhausted read budget
-// (X-RateLimit-Remaining 0) waits for X-RateLimit-Reset.
-func (c *apiClient) wait(ctx context.Context, job api.Job, bar *jobBar) (api.Job, error) {
-	bar.update(job)
-	if terminal(job) {
-		return job, nil
-	}
-	path := "/v1/vfx/generations/" + url.PathEscape(job.ID)
-	delay := pollMin
-	transient := 0
-	// Each round sleeps at least pollMin, so the context's deadline
-	// bounds the loop; maxRounds is a backstop for a context without one.
-	const maxRounds = 1_000_000
-	for range maxRounds {
-		if err := c.sleep(ctx, delay); err != nil {
-			return job, err
-		}
-		_, h, raw, err := c.once(ctx, http.MethodGet, path, nil, false)
-		var ae *apiError
-		switch {
-		case err == nil:
-			transient = 0
-		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
-			delay = max(ae.RetryAfter, pollMin)
-			bar.waiting(job, delay)
-			continue
-		case ctx.Err() != nil:
-			return job, ctx.Err()
-		case (!errors.As(err, &ae) || ae.Status >= 500) && transient < maxTransient:
-			transient++
-			delay = min(delay*2, 8*time.Second)
-			continue
-		default:
-			return job, err
-		}
-		var next api.Job
-		if err := json.Unmarshal(raw, &next); err != nil || next.ID == "" {
-			return job, fmt.Errorf("unexpected answer: %s", oneLine(string(raw)))
-		}
-		job = next
-		bar.update(job)
-		if terminal(job) {
-			return job, nil
-		}
-		delay = min(delay*3/2, pollMax)
-		if h.Get("X-RateLimit-Remaining") == "0" {
-			if reset, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-				if d := time.Until(time.Unix(reset, 0)); d > delay {
-					delay = min(d, maxRetryWait)
-					bar.waiting(job, delay)
-				}
-			}
-		}
-	}
-	return job, fmt.Errorf("gave up after %d reads", maxRounds)
-}
-
-// downloadOutputs saves each output URL (render, source, alpha, then any
-// others) into dir as <name><extension of the URL> and returns the paths.
-func (c *apiClient) downloadOutputs(ctx context.Context, output map[string]string, dir string) ([]string, error) {
-	if len(output) == 0 {
-		return nil, errors.New("completed without output URLs")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(output))
-	for k := range output {
-		names = append(names, k)
-	}
-	rank := func(k string) int {
-		if i := slices.Index([]string{"render", "source", "alpha"}, k); i >= 0 {
-			return i
-		}
-		return 3
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra - rb
-		}
-		return strings.Compare(a, b)
-	})
-	paths := make([]string, 0, len(names))
-	for _, name := range names {
-		u, err := url.Parse(output[name])
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return paths, fmt.Errorf("output %s: bad URL %q", name, output[name])
-		}
-		base := filepath.Base(filepath.Clean("/" + name)) // keep the name a plain file name
-		dst := filepath.Join(dir, base+strings.ToLower(path.Ext(u.Path)))
-		err = c.transient(ctx, func(ctx context.Context) (bool, error) { return c.download(ctx, u.String(), dst) })
-		if err != nil {
-			return paths, fmt.Errorf("download %s: %w", name, err)
-		}
-		paths = append(paths, dst)
-	}
-	return paths, nil
-}
-
-// download GETs a signed URL (no API key: the signature is the
-// credential) into dst through a temporary file, and says whether a
-// failure is worth another attempt.
-func (c *apiClient) download(ctx context.Context, u, dst string) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return false, err
-	}
-	res, err := c.hc.Do(req)
-	if err != nil {
-		return true, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		return res.StatusCode >= 500, parseAPIError(res.StatusCode, res.Header, raw)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".download-*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	n, err := io.Copy(tmp, res.Body)
-	if err == nil {
-		err = tmp.Chmod(0o644) // CreateTemp makes 0600; outputs are ordinary files
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return true, err
-	}
-	if res.ContentLength >= 0 && n != res.ContentLength {
-		return true, fmt.Errorf("got %d of %d bytes", n, res.ContentLength)
-	}
-	return false, os.Rename(tmp.Name(), dst)
-}
-
-// jobBar shows a job's progress: a redrawn bar on a terminal, otherwise
-// one line per status change.
+// jobBar shows a job's progress (a client.Progress): a redrawn bar on a
+// terminal, otherwise one line per status change.
 type jobBar struct {
 	w     io.Writer
 	tty   bool
@@ -498,8 +239,8 @@ type jobBar struct {
 	eta       etaEstimator
 }
 
-// update shows the job's status and progress.
-func (b *jobBar) update(j api.Job) {
+// Update shows the job's status and progress.
+func (b *jobBar) Update(j client.Job) {
 	pct := 0
 	if j.Progress != nil {
 		pct = min(max(*j.Progress, 0), 100)
@@ -518,7 +259,7 @@ func (b *jobBar) update(j api.Job) {
 		b.procStart = time.Now()
 	}
 	left := ""
-	if !b.procStart.IsZero() && !terminal(j) {
+	if !b.procStart.IsZero() && !j.Terminal() {
 		b.eta.observe(time.Since(b.procStart), float64(pct)/100)
 		left = b.eta.String()
 	}
@@ -530,8 +271,8 @@ func (b *jobBar) update(j api.Job) {
 	b.drawn = true
 }
 
-// waiting says that polling pauses for d (rate limited).
-func (b *jobBar) waiting(j api.Job, d time.Duration) {
+// Waiting says that polling pauses for d (rate limited).
+func (b *jobBar) Waiting(j client.Job, d time.Duration) {
 	if b.tty {
 		fmt.Fprintf(b.w, "\r\x1b[K%s: rate limited, next read in %.0f s", j.ID, d.Seconds())
 		b.drawn = true

@@ -1,47 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
+
+	"github.com/vfxrender/vfx/client"
+	"github.com/vfxrender/vfx/localfile"
 )
-
-// Error codes of the command line itself (the API's codes come from the
-// server or the worker).
-const (
-	// codeFileNotFound: a local file named on the command line does not
-	// exist or is not a plain file.
-	codeFileNotFound = "FILE_NOT_FOUND"
-)
-
-// checkLocalFile says, with a code and the fix, why path cannot be read
-// as an input file.
-func checkLocalFile(what, path string) error {
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s: %s: %s does not exist; check the path (relative paths start at %s)", codeFileNotFound, what, path, workDir())
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%s: %s: %s cannot be read (permission denied); check its permissions", codeFileNotFound, what, path)
-	case err != nil:
-		return fmt.Errorf("%s: %s: %w", codeFileNotFound, what, err)
-	case st.IsDir():
-		return fmt.Errorf("%s: %s: %s is a folder; name a file in it", codeFileNotFound, what, path)
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s: %s: %s is not a plain file", codeFileNotFound, what, path)
-	}
-	return nil
-}
-
-func workDir() string {
-	if d, err := os.Getwd(); err == nil {
-		return d
-	}
-	return "the current folder"
-}
 
 // requireFlags returns one usage line naming the required flags of fs
 // (commandHelp) that are missing or empty, with an example.
@@ -77,9 +43,9 @@ var fixes = map[string]string{
 // errorLine renders a command's error on one line, with its fix when the
 // code has one and the message does not already carry it.
 func errorLine(err error) string {
-	msg := oneLine(err.Error())
+	msg := client.OneLine(err.Error())
 	if strings.Contains(msg, "SOURCE_TOO_LARGE:") && !strings.Contains(msg, "--fit") {
-		if h := fitHint(msg); h != "" {
+		if h := localfile.FitHint(msg); h != "" {
 			return msg + "; " + h
 		}
 	}

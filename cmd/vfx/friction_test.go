@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/client"
+	"github.com/vfxrender/vfx/localfile"
 )
 
 // TestHelpExitsZero: -h prints the help on stdout and exits 0, with the
@@ -119,11 +120,11 @@ func writePhoto(t *testing.T, path string, w, h int) {
 // TestFit: a 4 MP photo and a 2560x1440 video are refused without --fit,
 // with the flag and the fitting size named, and render with it.
 func TestFit(t *testing.T) {
-	if w, h := fitSize(2560, 1600, 2_770_000); w != 2104 || h != 1314 {
-		t.Errorf("fitSize(2560x1600) = %dx%d", w, h)
+	if w, h := localfile.FitSize(2560, 1600, 2_770_000); w != 2104 || h != 1314 {
+		t.Errorf("localfile.FitSize(2560x1600) = %dx%d", w, h)
 	}
-	if w, h := fitSize(1920, 1080, 2_770_000); w != 1920 || h != 1080 {
-		t.Errorf("fitSize(1920x1080) = %dx%d", w, h)
+	if w, h := localfile.FitSize(1920, 1080, 2_770_000); w != 1920 || h != 1080 {
+		t.Errorf("localfile.FitSize(1920x1080) = %dx%d", w, h)
 	}
 	dir := t.TempDir()
 	photo := filepath.Join(dir, "photo.png")
@@ -198,9 +199,9 @@ func TestProgressBars(t *testing.T) {
 	b.Reset()
 	p := 25
 	jb := &jobBar{w: &b, tty: true, start: time.Now()}
-	jb.update(api.Job{ID: "vfx_x", Status: "processing", Progress: &p})
+	jb.Update(client.Job{ID: "vfx_x", Status: "processing", Progress: &p})
 	jb.procStart = time.Now().Add(-30 * time.Second)
-	jb.update(api.Job{ID: "vfx_x", Status: "processing", Progress: &p})
+	jb.Update(client.Job{ID: "vfx_x", Status: "processing", Progress: &p})
 	if s := b.String(); !strings.Contains(s, " 25% processing") || !strings.Contains(s, "ETA 1m30s") {
 		t.Errorf("job bar %q", s)
 	}

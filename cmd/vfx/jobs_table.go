@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/client"
 )
 
 // promptWidth is how many characters of a prompt the table shows.
@@ -20,9 +20,9 @@ const promptWidth = 32
 // people: id, status, type, alpha mode, frames, short prompt, created
 // (local time) and age at now; then how to get the next page.
 func printJobTable(w io.Writer, raw []byte, now time.Time) error {
-	var page api.JobPage
+	var page client.JobPage
 	if err := json.Unmarshal(raw, &page); err != nil {
-		return fmt.Errorf("unexpected answer: %s", oneLine(string(raw)))
+		return fmt.Errorf("unexpected answer: %s", client.OneLine(string(raw)))
 	}
 	if len(page.Jobs) == 0 {
 		_, err := fmt.Fprintln(w, "no jobs yet: vfx submit -h shows how to start one")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/localfile"
 	"github.com/vfxrender/vfx/media"
 	"github.com/vfxrender/vfx/render"
 	"github.com/vfxrender/vfx/worker"
@@ -103,10 +104,10 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	codec.Quiet()
 	var err error
-	_, srcSeq, _ := sequenceFiles(*source)
-	_, alphaSeq, _ := sequenceFiles(*alpha)
+	_, srcSeq, _ := localfile.SequenceFiles(*source)
+	_, alphaSeq, _ := localfile.SequenceFiles(*alpha)
 	if srcSeq || alphaSeq && *alpha != "" && *alphaMode == "custom" {
-		rate, err := parseFPS(*fps)
+		rate, err := localfile.ParseFPS(*fps)
 		if err != nil {
 			return usageError{err.Error()}
 		}
@@ -119,7 +120,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *alpha != "" && *alphaMode == "custom" {
 			files["alpha"] = *alpha
 		}
-		if files, err = sequenceInputs(ctx, files, rate, tmp, stdout); err != nil {
+		if files, err = localfile.Sequences(ctx, files, rate, tmp, stdout); err != nil {
 			return err
 		}
 		*source = files["source"]
@@ -127,11 +128,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*alpha = a
 		}
 	}
-	if *typ == "video" && checkLocalFile("source", *source) == nil {
+	if *typ == "video" && localfile.Check("source", *source) == nil {
 		// A ZIP or TAR of frames: checked from its index, then extracted
 		// and read as an image sequence.
 		if format, err := media.SniffArchive(codec.FileInput(*source)); err == nil && format != "" {
-			rate, err := parseFPS(*fps)
+			rate, err := localfile.ParseFPS(*fps)
 			if err != nil {
 				return usageError{err.Error()}
 			}
@@ -163,7 +164,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--frames: %w", err)
 		}
 		defer os.RemoveAll(tmp)
-		if err := checkLocalFile("source", *source); err != nil {
+		if err := localfile.Check("source", *source); err != nil {
 			return err
 		}
 		r := worker.RenderRequest{JobRequest: job.JobRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe}}
@@ -194,7 +195,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *alpha != "" {
 			files["alpha"] = *alpha
 		}
-		if files, err = fitInputs(ctx, files, tmp, stdout); err != nil {
+		if files, err = localfile.Fit(ctx, files, tmp, stdout); err != nil {
 			return err
 		}
 		*source, *alpha = files["source"], files["alpha"]
@@ -322,7 +323,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func fileInput(what, path string) (*codec.Input, error) {
-	if err := checkLocalFile(what, path); err != nil {
+	if err := localfile.Check(what, path); err != nil {
 		return nil, err
 	}
 	in := codec.FileInput(path)

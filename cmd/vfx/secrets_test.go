@@ -32,11 +32,11 @@ func TestHelpHidesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cfg.conn.client(true, false)
+	_, got, _, err := cfg.conn.settings(true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.key != key {
-		t.Errorf("client key %q, want VFX_API_KEY's", c.key)
+	if got != key {
+		t.Errorf("client key %q, want VFX_API_KEY's", got)
 	}
 }

@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/ro
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "client", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -63,6 +63,10 @@ var rules = []struct {
 		"the media checks probe with codec only; the API imports them"},
 	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"),
 		"kvcas, retry, srgb and trunc are leaves every package may use"},
+	{[]string{"client"}, others("client", "job", "internal/retry", "internal/trunc"),
+		"client is a small Go client of the HTTP API with its own wire types: it links no server, pipeline or FFmpeg code"},
+	{[]string{"localfile"}, others("localfile", "codec", "frame", "internal/srgb", "internal/trunc"),
+		"localfile readies a job's local input files with codec (FFmpeg) only: no API, no pipeline, no compute device"},
 	{[]string{"web"}, others("web"),
 		"the web page is static files served as they are: everything it shows comes from the API in the browser"},
 	{library, []string{"bench"},

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// TestClientRetryLoops drives apiClient's three retry loops (call, the
+// TestClientRetryLoops drives Client's three retry loops (call, the
 // upload PUT, the output download) against a scripted loopback server,
 // with a recording sleep: which failures are resent, after which pauses,
 // and how many attempts at most.
@@ -39,7 +39,7 @@ func TestClientRetryLoops(t *testing.T) {
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
 	defer srv.Close()
-	c := newAPIClient(srv.URL, "k", "")
+	c := New(srv.URL, "k", "")
 	var slept []time.Duration
 	c.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,7 +49,7 @@ func TestClientRetryLoops(t *testing.T) {
 		script, slept = s, nil
 		hits.Store(0)
 		err := f()
-		var ae *apiError
+		var ae *Error
 		switch {
 		case wantStatus == 0 && err != nil:
 			t.Errorf("%s: %v", name, err)
@@ -63,14 +63,14 @@ func TestClientRetryLoops(t *testing.T) {
 	s := time.Second
 	call := func(retry bool) func() error {
 		return func() error {
-			_, _, _, err := c.call(ctx, http.MethodGet, "/x", nil, callOptions{retry: retry})
+			_, _, _, err := c.Call(ctx, http.MethodGet, "/x", nil, CallOptions{Retry: retry})
 			return err
 		}
 	}
 	// A 429 waits its Retry-After (3 s), a 5xx the growing backoff.
 	run("call", []int{429, 503, 500}, call(true), 4, []time.Duration{3 * s, s, 2 * s}, 0)
-	// At most maxCallAttempts, then the last error.
-	run("call, always 503", []int{503, 503, 503, 503, 503, 503}, call(true), maxCallAttempts,
+	// At most MaxCallAttempts, then the last error.
+	run("call, always 503", []int{503, 503, 503, 503, 503, 503}, call(true), MaxCallAttempts,
 		[]time.Duration{s / 2, s, 2 * s, 4 * s}, 503)
 	// Without retry a 5xx is final; a 429 is still waited out; a 4xx is final.
 	run("call, no retry", []int{503}, call(false), 1, nil, 503)
@@ -87,7 +87,7 @@ func TestClientRetryLoops(t *testing.T) {
 		})
 	}
 	run("upload", []int{502, 503}, put, 3, []time.Duration{s, 2 * s}, 0)
-	run("upload, always 5xx", []int{500, 500, 500, 500, 500, 500}, put, maxTransient, []time.Duration{s, 2 * s, 4 * s, 4 * s}, 500)
+	run("upload, always 5xx", []int{500, 500, 500, 500, 500, 500}, put, MaxTransient, []time.Duration{s, 2 * s, 4 * s, 4 * s}, 500)
 	run("upload, 403", []int{403}, put, 1, nil, 403)
 	dst := filepath.Join(t.TempDir(), "render.mp4")
 	get := func() error {

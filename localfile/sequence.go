@@ -1,4 +1,4 @@
-package main
+package localfile
 
 import (
 	"context"
@@ -20,12 +20,12 @@ var seqExts = map[string]bool{".exr": true, ".png": true, ".jpg": true, ".jpeg":
 // printfFrame is a printf frame-number field: %d or %0Nd.
 var printfFrame = regexp.MustCompile(`%(0?\d*)d`)
 
-// sequenceFiles returns the frames of an image-sequence source, in order:
+// SequenceFiles returns the frames of an image-sequence source, in order:
 // for a printf pattern (shot.%04d.exr) the existing files it names, by
 // frame number; for a folder its .exr, .png, .jpg, .jpeg and .webp files,
 // by name. ok is false for a plain path (a file, or one that does not
 // exist and is no pattern).
-func sequenceFiles(path string) (files []string, ok bool, err error) {
+func SequenceFiles(path string) (files []string, ok bool, err error) {
 	if loc := printfFrame.FindStringIndex(filepath.Base(path)); loc != nil {
 		dir, base := filepath.Split(path)
 		if dir == "" {
@@ -34,7 +34,7 @@ func sequenceFiles(path string) (files []string, ok bool, err error) {
 		pre, post := base[:loc[0]], base[loc[1]:]
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, true, fmt.Errorf("%s: source: %s: %w; check the path", codeFileNotFound, dir, err)
+			return nil, true, fmt.Errorf("%s: source: %s: %w; check the path", CodeFileNotFound, dir, err)
 		}
 		type numbered struct {
 			n    int
@@ -58,7 +58,7 @@ func sequenceFiles(path string) (files []string, ok bool, err error) {
 			files = append(files, g.path)
 		}
 		if len(files) == 0 {
-			return nil, true, fmt.Errorf("%s: no file matches %s; check the pattern (printf style: shot.%%04d.exr)", codeFileNotFound, path)
+			return nil, true, fmt.Errorf("%s: no file matches %s; check the pattern (printf style: shot.%%04d.exr)", CodeFileNotFound, path)
 		}
 		return files, true, nil
 	}
@@ -68,7 +68,7 @@ func sequenceFiles(path string) (files []string, ok bool, err error) {
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return nil, true, fmt.Errorf("%s: %s: %w", codeFileNotFound, path, err)
+		return nil, true, fmt.Errorf("%s: %s: %w", CodeFileNotFound, path, err)
 	}
 	for _, e := range entries {
 		if !e.IsDir() && seqExts[strings.ToLower(filepath.Ext(e.Name()))] {
@@ -77,14 +77,14 @@ func sequenceFiles(path string) (files []string, ok bool, err error) {
 	}
 	sort.Strings(files)
 	if len(files) == 0 {
-		return nil, true, fmt.Errorf("%s: %s is a folder with no .exr, .png, .jpg or .webp frames; name a file or a folder of frames", codeFileNotFound, path)
+		return nil, true, fmt.Errorf("%s: %s is a folder with no .exr, .png, .jpg or .webp frames; name a file or a folder of frames", CodeFileNotFound, path)
 	}
 	return files, true, nil
 }
 
-// parseFPS reads a frame rate: "24", "25", "23.976" (24000/1001),
+// ParseFPS reads a frame rate: "24", "25", "23.976" (24000/1001),
 // "29.97", "59.94" or "30000/1001".
-func parseFPS(s string) (codec.Rational, error) {
+func ParseFPS(s string) (codec.Rational, error) {
 	if num, den, ok := strings.Cut(s, "/"); ok {
 		n, err1 := strconv.Atoi(num)
 		d, err2 := strconv.Atoi(den)
@@ -108,15 +108,15 @@ func parseFPS(s string) (codec.Rational, error) {
 	return codec.Rational{Num: int(f*1000 + 0.5), Den: 1000}, nil
 }
 
-// sequenceInputs turns image-sequence sources (a printf pattern or a
+// Sequences turns image-sequence sources (a printf pattern or a
 // folder of frames, for the source and a custom matte) into lossless
 // H.264 videos in dir, and returns the paths to render from. Other paths
 // are returned as they are.
-func sequenceInputs(ctx context.Context, files map[string]string, fps codec.Rational, dir string, w io.Writer) (map[string]string, error) {
+func Sequences(ctx context.Context, files map[string]string, fps codec.Rational, dir string, w io.Writer) (map[string]string, error) {
 	out := make(map[string]string, len(files))
 	for what, p := range files {
 		out[what] = p
-		frames, ok, err := sequenceFiles(p)
+		frames, ok, err := SequenceFiles(p)
 		if err != nil {
 			return nil, err
 		}

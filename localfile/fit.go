@@ -1,4 +1,4 @@
-package main
+package localfile
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 // downscale, anything larger is not a photo.
 const fitMaxPixels = 100_000_000
 
-// fitSize returns the largest size within maxPixels with the aspect ratio
+// FitSize returns the largest size within maxPixels with the aspect ratio
 // of w x h (each side at least 2 and even, as H.264 wants).
-func fitSize(w, h, maxPixels int) (int, int) {
+func FitSize(w, h, maxPixels int) (int, int) {
 	if w*h <= maxPixels {
 		return w, h
 	}
@@ -39,9 +39,9 @@ func fitSize(w, h, maxPixels int) (int, int) {
 // (codec.LimitError's words).
 var tooLargeRe = regexp.MustCompile(`(\d+)x(\d+) = \d+ pixels, limit (\d+)`)
 
-// fitHint is the fix of a SOURCE_TOO_LARGE message about pixels: the flag
+// FitHint is the fix of a SOURCE_TOO_LARGE message about pixels: the flag
 // and the size it would give; "" when msg is not one.
-func fitHint(msg string) string {
+func FitHint(msg string) string {
 	m := tooLargeRe.FindStringSubmatch(msg)
 	if m == nil {
 		return ""
@@ -49,7 +49,7 @@ func fitHint(msg string) string {
 	w, _ := strconv.Atoi(m[1])
 	h, _ := strconv.Atoi(m[2])
 	lim, _ := strconv.Atoi(m[3])
-	fw, fh := fitSize(w, h, lim)
+	fw, fh := FitSize(w, h, lim)
 	return fmt.Sprintf("add --fit to downscale it to %dx%d, the largest size within the limit", fw, fh)
 }
 
@@ -77,7 +77,7 @@ func fitFile(ctx context.Context, what, path, dir string, matte bool) (string, *
 	if info.Width*info.Height <= lim.MaxPixels {
 		return path, nil, nil
 	}
-	fw, fh := fitSize(w, h, lim.MaxPixels)
+	fw, fh := FitSize(w, h, lim.MaxPixels)
 	video := info.Kind == codec.KindVideo
 	format := frame.RGB24
 	switch {
@@ -131,18 +131,18 @@ func fitFile(ctx context.Context, what, path, dir string, matte bool) (string, *
 	return out, &fitted{path: out, fromW: w, fromH: h, toW: fw, toH: fh}, nil
 }
 
-// fitInputs applies --fit to the local files named in files (keyed by what
+// Fit applies --fit to the local files named in files (keyed by what
 // they are: "source", "alpha"; a reference image has its own, larger
 // limit), writing any downscaled copy into dir. It returns the paths to
 // use and says on w what it changed.
-func fitInputs(ctx context.Context, files map[string]string, dir string, w io.Writer) (map[string]string, error) {
+func Fit(ctx context.Context, files map[string]string, dir string, w io.Writer) (map[string]string, error) {
 	out := make(map[string]string, len(files))
 	for _, what := range []string{"source", "alpha"} {
 		p, ok := files[what]
 		if !ok {
 			continue
 		}
-		if err := checkLocalFile(what, p); err != nil {
+		if err := Check(what, p); err != nil {
 			return nil, err
 		}
 		np, f, err := fitFile(ctx, what, p, dir, what == "alpha")
