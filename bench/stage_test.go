@@ -203,7 +203,10 @@ func BenchmarkStageRenderPlateGrain1080p(b *testing.B) {
 	p, _, srcs, mattes := stageFixture(b)
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
-	ref := addPlateGrain(b, dev, decodeAll(b, p.Reference, frame.RGB24)[0], 0.02)
+	ref, err := AddPlateGrain(dev, decodeAll(b, p.Reference, frame.RGB24)[0], 0.02)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, off := range []bool{false, true} {
 		name := "on"
 		if off {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/bench/look"
 	"github.com/vfxrender/vfx/codec"
 )
 
@@ -18,21 +18,21 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("bench look", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataset := fs.String("dataset", "../shared/datasets/davis2016-train", "davis2016-train folder (source.mp4 and masks/ per sequence)")
-	subjects := fs.String("subjects", "", "comma-separated sequence names (default: "+strings.Join(bench.LookSubjects, ",")+")")
+	subjects := fs.String("subjects", "", "comma-separated sequence names (default: "+strings.Join(look.Subjects, ",")+")")
 	sheet := fs.String("sheet", "", "write a contact sheet PNG here (rows: subjects; columns: source, then each prompt)")
 	frames := fs.Int("frames", 12, "frames per subject of the flicker check (below 2 skips it)")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	seed := fs.Uint("seed", 1, "render seed")
 	perSubject := fs.Bool("per-subject", false, "also print every measure per subject")
 	noPlate := fs.Bool("no-plate-match", false, "render without plate matching (grain, defocus, black level), for before figures")
-	cameraClips := fs.String("camera-clips", strings.Join(bench.LookCameraClips, ","), "comma-separated clips of the camera-lock check (empty skips it)")
+	cameraClips := fs.String("camera-clips", strings.Join(look.CameraClips, ","), "comma-separated clips of the camera-lock check (empty skips it)")
 	cameraFrames := fs.Int("camera-frames", 16, "frames per clip of the camera-lock check")
 	noLock := fs.Bool("no-camera-lock", false, "render with a still plate, for before figures")
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
 	codec.Quiet()
-	opt := bench.LookOptions{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate,
+	opt := look.Options{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate,
 		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock}
 	if *cameraClips != "" {
 		opt.CameraClips = strings.Split(*cameraClips, ",")
@@ -43,7 +43,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *subjects != "" {
 		opt.Subjects = strings.Split(*subjects, ",")
 	}
-	rep, err := bench.RunLook(ctx, opt)
+	rep, err := look.Run(ctx, opt)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"fmt"
@@ -22,8 +22,8 @@ import (
 //   - black difference: sqrt of the subject's 2nd-percentile luminance
 //     minus the plate's (about code values / 255).
 
-// LookPlateRow is the plate measures on one prompt's renders.
-type LookPlateRow struct {
+// PlateRow is the plate measures on one prompt's renders.
+type PlateRow struct {
 	Name                string
 	Grain, Sharp, Black []float64 // per subject
 	// Medians over subjects (NaN values left out).
@@ -31,8 +31,8 @@ type LookPlateRow struct {
 }
 
 // lookPlateRows names the prompts whose renders are measured, by index in
-// LookPrompts: the reference image and the beach backdrop.
-func lookPlateIndex(lp LookPrompt) (int, string) {
+// Prompts: the reference image and the beach backdrop.
+func lookPlateIndex(lp Prompt) (int, string) {
 	switch {
 	case lp.Reference && lp.RefClip == "":
 		return 0, "reference (surf)"
@@ -66,11 +66,11 @@ func plateMeasure(s *lookSubject, out []float32) (grain, sharp, black float64) {
 	return grain, sharp, black
 }
 
-func (r *LookPlateRow) finish() {
+func (r *PlateRow) finish() {
 	r.MGrain, r.MSharp, r.MBlack = median(r.Grain), median(r.Sharp), median(r.Black)
 }
 
-func (r *LookReport) plateString() string {
+func (r *Report) plateString() string {
 	var b strings.Builder
 	for _, p := range r.Plates {
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "plate, "+p.Name, "grain ratio subject / plate", p.MGrain)
@@ -80,7 +80,7 @@ func (r *LookReport) plateString() string {
 	return b.String()
 }
 
-func (r *LookReport) platePerSubject(line func(string, []float64)) {
+func (r *Report) platePerSubject(line func(string, []float64)) {
 	for _, p := range r.Plates {
 		line("plate "+p.Name+": grain ratio", p.Grain)
 		line("  sharpness ratio", p.Sharp)

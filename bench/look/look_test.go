@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // lookDataset is the DAVIS-2016 train folder, read from ../shared/datasets
 // beside the repository (never copied into it).
-const lookDataset = "../../shared/datasets/davis2016-train"
+const lookDataset = "../../../shared/datasets/davis2016-train"
 
 // TestLookBenchDAVIS runs `vfx bench look` on the real subjects and checks
 // issue 15's "Done means" measures (medians over subjects) against the
@@ -19,11 +19,11 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders 10 real subjects; skipped with -short")
 	}
-	if _, err := os.Stat(filepath.Join(lookDataset, LookReference, "source.mp4")); err != nil {
+	if _, err := os.Stat(filepath.Join(lookDataset, ReferenceClip, "source.mp4")); err != nil {
 		t.Skipf("dataset not found at %s (it lives beside the repository, in CI too): %v", lookDataset, err)
 	}
-	rep, err := RunLook(context.Background(), LookOptions{Dataset: lookDataset, VideoFrames: 6, Seed: 1,
-		CameraClips: []string{"lucia", LookCameraFixture}, CameraFrames: 8})
+	rep, err := Run(context.Background(), Options{Dataset: lookDataset, VideoFrames: 6, Seed: 1,
+		CameraClips: []string{"lucia", CameraFixture}, CameraFrames: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +31,14 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if n := len(rep.Subjects); n < 6 {
 		t.Fatalf("%d subjects, want at least 6", n)
 	}
-	row := func(m LookMeasure, prompt string) LookRow {
+	row := func(m Measure, prompt string) Row {
 		for _, r := range rep.Rows {
 			if r.Prompt.Measure == m && r.Prompt.Prompt == prompt {
 				return r
 			}
 		}
 		t.Fatalf("no row %q", prompt)
-		return LookRow{}
+		return Row{}
 	}
 	// Met: the issue's thresholds.
 	for _, p := range []string{"dark night, moonlight", "low-key dramatic light from the left"} {
@@ -65,7 +65,7 @@ func TestLookBenchDAVIS(t *testing.T) {
 	// Direction and rim: the issue's thresholds (1.236, 1.236, 0.929,
 	// 1.173 on these subjects before issue 15's work).
 	for _, c := range []struct {
-		m      LookMeasure
+		m      Measure
 		prompt string
 		want   float64
 	}{
@@ -117,7 +117,7 @@ func TestLookBenchDAVIS(t *testing.T) {
 		}
 	}
 	if nref != 2 {
-		t.Errorf("%d reference rows with the colour check, want 2 (surf and %s)", nref, LookWarmReference)
+		t.Errorf("%d reference rows with the colour check, want 2 (surf and %s)", nref, WarmReferenceClip)
 	}
 	// Issue 31's night check: every subject readable on the night plates
 	// (least 0.052 and 0.097 before the night floor), the night key from

@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // The look bench's night check (issue 31, "night keeps the subject
-// readable"), on the prompts that ask for night (LookPrompt.Night): the
+// readable"), on the prompts that ask for night (Prompt.Night): the
 // subject's median output luminance (alpha >= 0.99) over the mean
 // luminance of the plate's brightest tenth (the output's background,
 // alpha <= 0.02), at least NightReadShare on every subject; and on a night
@@ -56,7 +56,7 @@ func nightRead(yo []float64, alpha []float32) float64 {
 	return median(sub) / top
 }
 
-func (r *LookReport) nightString() string {
+func (r *Report) nightString() string {
 	var b strings.Builder
 	for _, row := range r.Rows {
 		if !row.Prompt.Night {

@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vfxrender/vfx/internal/srgb"
-
+	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render"
 )
@@ -23,15 +23,15 @@ import (
 // source background moves at least camPanning pixels a frame (median) is
 // panning, one under camLocked locked-off.
 
-// LookCameraClips are the clips of the camera check: DAVIS clips
+// CameraClips are the clips of the camera check: DAVIS clips
 // (every one of the 30 train clips pans or drifts: the stillest, car-turn,
-// moves 0.26 px a frame), and LookCameraFixture, the synthetic fixture's
+// moves 0.26 px a frame), and CameraFixture, the synthetic fixture's
 // still camera, for a locked-off shot.
-var LookCameraClips = []string{"lucia", "hike", "bear", "tennis", "flamingo", "car-turn", "dance-jump", LookCameraFixture}
+var CameraClips = []string{"lucia", "hike", "bear", "tennis", "flamingo", "car-turn", "dance-jump", CameraFixture}
 
-// LookCameraFixture names the synthetic locked-off clip (bench fixture's
+// CameraFixture names the synthetic locked-off clip (bench fixture's
 // scene at 854x480).
-const LookCameraFixture = "fixture"
+const CameraFixture = "fixture"
 
 const (
 	// camPanning and camLocked (source pixels a frame, median) classify
@@ -43,8 +43,8 @@ const (
 	camSrcDilate, camOutDilate = 4, 16
 )
 
-// LookCameraRow is one clip's camera check.
-type LookCameraRow struct {
+// CameraRow is one clip's camera check.
+type CameraRow struct {
 	Clip string
 	// Source and Plate are the median motion a frame (pixels) of the
 	// source's background and of the render's; Err the median distance
@@ -55,7 +55,7 @@ type LookCameraRow struct {
 }
 
 // Kind is "panning", "locked-off" or "" (neither).
-func (r LookCameraRow) Kind() string {
+func (r CameraRow) Kind() string {
 	switch {
 	case r.Source >= camPanning:
 		return "panning"
@@ -66,7 +66,7 @@ func (r LookCameraRow) Kind() string {
 }
 
 // Met says whether the clip meets its kind's limit (true for neither).
-func (r LookCameraRow) Met() bool {
+func (r CameraRow) Met() bool {
 	switch r.Kind() {
 	case "panning":
 		return r.Err < camErrPanning
@@ -79,8 +79,8 @@ func (r LookCameraRow) Met() bool {
 // lookCamera runs the camera check on n frames of a clip (load gives
 // frame i with its matte) and keeps thumbnails of the source and the
 // render at its first, middle and last frames.
-func lookCamera(ctx context.Context, dev kernels.Device, name string, n int, load func(i int) (*lookSubject, error), ref *frame.HostFrame, seed uint32, noLock bool) (LookCameraRow, error) {
-	row := LookCameraRow{Clip: name}
+func lookCamera(ctx context.Context, dev kernels.Device, name string, n int, load func(i int) (*lookSubject, error), ref *frame.HostFrame, seed uint32, noLock bool) (CameraRow, error) {
+	row := CameraRow{Clip: name}
 	var r *render.Renderer
 	defer func() {
 		if r != nil {
@@ -141,7 +141,7 @@ func davisLoader(ctx context.Context, dev kernels.Device, dir string, frames []*
 // a textured subject moving over a static textured background, with its
 // exact matte) at w x h.
 func fixtureLoader(w, h, n int) func(i int) (*lookSubject, error) {
-	sc := NewScene(w, h, n, 7)
+	sc := bench.NewScene(w, h, n, 7)
 	return func(i int) (*lookSubject, error) {
 		f, err := frame.New(frame.RGB24, w, h)
 		if err != nil {
@@ -152,7 +152,7 @@ func fixtureLoader(w, h, n int) func(i int) (*lookSubject, error) {
 			return nil, err
 		}
 		sc.FillRGB(i, f, m)
-		s := &lookSubject{name: LookCameraFixture, w: w, h: h, host: f, src: make([]float32, 3*w*h), alpha: make([]float32, w*h)}
+		s := &lookSubject{name: CameraFixture, w: w, h: h, host: f, src: make([]float32, 3*w*h), alpha: make([]float32, w*h)}
 		np := w * h
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
@@ -177,7 +177,7 @@ func luma32(p []float32, n int) []float32 {
 }
 
 // cameraString formats the camera rows.
-func (r *LookReport) cameraString() string {
+func (r *Report) cameraString() string {
 	if len(r.Camera) == 0 {
 		return ""
 	}
@@ -202,10 +202,10 @@ func (r *LookReport) cameraString() string {
 }
 
 // runCamera runs the camera check on opt's clips into rep.
-func runCamera(ctx context.Context, dev kernels.Device, opt LookOptions, ref *frame.HostFrame, rep *LookReport) error {
+func runCamera(ctx context.Context, dev kernels.Device, opt Options, ref *frame.HostFrame, rep *Report) error {
 	clips := opt.CameraClips
 	if clips == nil {
-		clips = LookCameraClips
+		clips = CameraClips
 	}
 	n := opt.CameraFrames
 	if n <= 0 {
@@ -214,7 +214,7 @@ func runCamera(ctx context.Context, dev kernels.Device, opt LookOptions, ref *fr
 	rep.CameraFrames = n
 	for _, name := range clips {
 		load := fixtureLoader(854, 480, n)
-		if name != LookCameraFixture {
+		if name != CameraFixture {
 			dir := filepath.Join(opt.Dataset, name)
 			frames, err := decodeFrames(ctx, filepath.Join(dir, "source.mp4"), n)
 			if err != nil {

@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"fmt"
@@ -64,9 +64,9 @@ func hueShift(src, out, alpha []float32, n int) float64 {
 
 // hueChecked says whether a prompt's hue shift is checked (the reference
 // plates).
-func hueChecked(lp LookPrompt) bool { return lp.Reference }
+func hueChecked(lp Prompt) bool { return lp.Reference }
 
-func (r *LookReport) colourString() string {
+func (r *Report) colourString() string {
 	var b strings.Builder
 	for _, row := range r.Rows {
 		p := fmt.Sprintf("%q", row.Prompt.Prompt)

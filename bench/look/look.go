@@ -1,11 +1,9 @@
-package bench
+package look
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vfxrender/vfx/internal/srgb"
-	"github.com/vfxrender/vfx/matte"
 	"image"
 	"image/color"
 	"io"
@@ -14,29 +12,32 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/render"
 )
 
-// LookSubjects are the DAVIS-2016 train sequences of people and animals
+// Subjects are the DAVIS-2016 train sequences of people and animals
 // that `vfx bench look` renders (first frame, hand-made mask).
-var LookSubjects = []string{
+var Subjects = []string{
 	"bear", "breakdance-flare", "dance-jump", "dog-agility", "elephant", "flamingo",
 	"hike", "lucia", "rhino", "tennis",
 }
 
-// LookReference is the sequence whose first frame is the reference image of
+// ReferenceClip is the sequence whose first frame is the reference image of
 // the reference prompt (a beach: sea, surf and sky).
-const LookReference = "surf"
+const ReferenceClip = "surf"
 
-// LookMeasure names what a prompt's row reports.
-type LookMeasure int
+// Measure names what a prompt's row reports.
+type Measure int
 
 const (
 	// MeasureLeft: lit half (left) over the other half, relight gain.
-	MeasureLeft LookMeasure = iota
+	MeasureLeft Measure = iota
 	// MeasureRight: right half over left half.
 	MeasureRight
 	// MeasureAbove: top half over bottom half.
@@ -52,33 +53,33 @@ const (
 	MeasureShadow
 )
 
-// LookPrompt is one fixed prompt of the bench.
-type LookPrompt struct {
+// Prompt is one fixed prompt of the bench.
+type Prompt struct {
 	Prompt    string
 	Reference bool // use the reference image (RefClip's first frame)
 	// RefClip is the clip whose first frame is the reference ("" =
-	// LookReference).
+	// ReferenceClip).
 	RefClip string
-	Measure LookMeasure
+	Measure Measure
 	// Night marks a night prompt (the night check, looknight.go); KeyLeft
 	// a night prompt with a key from the left (its direction is checked).
 	Night, KeyLeft bool
 }
 
 // refClip is the clip of the prompt's reference image.
-func (lp LookPrompt) refClip() string {
+func (lp Prompt) refClip() string {
 	if lp.RefClip == "" {
-		return LookReference
+		return ReferenceClip
 	}
 	return lp.RefClip
 }
 
-// LookWarmReference is the clip whose first frame is the warm reference
+// WarmReferenceClip is the clip whose first frame is the warm reference
 // plate of the colour check (an orange clay court under sun).
-const LookWarmReference = "tennis"
+const WarmReferenceClip = "tennis"
 
-// LookPrompts are the bench's fixed prompts.
-var LookPrompts = []LookPrompt{
+// Prompts are the bench's fixed prompts.
+var Prompts = []Prompt{
 	{Prompt: "strong light from the left", Measure: MeasureLeft},
 	{Prompt: "strong light from the right", Measure: MeasureRight},
 	{Prompt: "light from above", Measure: MeasureAbove},
@@ -87,16 +88,16 @@ var LookPrompts = []LookPrompt{
 	{Prompt: "low-key dramatic light from the left", Measure: MeasureNight},
 	{Prompt: "", Reference: true, Measure: MeasureReference},
 	{Prompt: "sunny beach, hard sun from the left", Measure: MeasureShadow},
-	{Prompt: "", Reference: true, RefClip: LookWarmReference, Measure: MeasureReference},
+	{Prompt: "", Reference: true, RefClip: WarmReferenceClip, Measure: MeasureReference},
 	{Prompt: "night, moonlight from the left", Measure: MeasureNight, Night: true, KeyLeft: true},
 }
 
-// LookOptions configure RunLook.
-type LookOptions struct {
+// Options configure Run.
+type Options struct {
 	// Dataset is the davis2016-train folder (source.mp4 + masks/ per
 	// sequence).
 	Dataset string
-	// Subjects are sequence names; empty means LookSubjects.
+	// Subjects are sequence names; empty means Subjects.
 	Subjects []string
 	// VideoFrames is the number of frames per subject of the flicker
 	// check (0 = 12; below 2 skips it).
@@ -111,7 +112,7 @@ type LookOptions struct {
 	// the before figures.
 	NoPlateMatch bool
 	// CameraClips are the clips of the camera-lock check (nil means
-	// LookCameraClips; empty and non-nil skips it); CameraFrames the
+	// CameraClips; empty and non-nil skips it); CameraFrames the
 	// frames per clip (0 = 16); NoCameraLock renders with a still plate,
 	// for the before figures.
 	CameraClips  []string
@@ -119,9 +120,9 @@ type LookOptions struct {
 	NoCameraLock bool
 }
 
-// LookRow is one prompt's result: the measure per subject and its median.
-type LookRow struct {
-	Prompt  LookPrompt
+// Row is one prompt's result: the measure per subject and its median.
+type Row struct {
+	Prompt  Prompt
 	Values  []float64 // per subject (NaN where the measure is undefined)
 	Median  float64
 	Values2 []float64 // shadow: darkening away from the key minus toward it
@@ -136,10 +137,10 @@ type LookRow struct {
 	MRead, MDir float64
 }
 
-// LookReport is the bench's result.
-type LookReport struct {
+// Report is the bench's result.
+type Report struct {
 	Subjects []string
-	Rows     []LookRow
+	Rows     []Row
 	// FGErrSource and FGErrEstimate are the median over subjects of the
 	// edge band's mean colour error against the nearby interior colours,
 	// with the source colour and with render.EstimateForeground.
@@ -151,9 +152,9 @@ type LookReport struct {
 	FlickerValues              [][2]float64
 	// Plates: grain, sharpness and black level of the subject against the
 	// plate on the reference and the beach backdrop (lookplate.go).
-	Plates []LookPlateRow
+	Plates []PlateRow
 	// Camera: the camera-lock check per clip (lookcamera.go).
-	Camera       []LookCameraRow
+	Camera       []CameraRow
 	CameraFrames int
 }
 
@@ -192,7 +193,7 @@ func decodeFrames(ctx context.Context, path string, n int) ([]*frame.HostFrame, 
 
 // readMask reads a DAVIS mask PNG as {0,1}.
 func readMask(path string, w, h int) ([]float32, error) {
-	img, err := readImage(path)
+	img, err := bench.ReadImage(path)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func gainRatio(yo, ys []float64, sel1, sel2 func(i int) bool) float64 {
 }
 
 // lookMeasure computes a prompt's measure on one subject's render.
-func lookMeasure(m LookMeasure, s *lookSubject, out, plate []float32, dist []float32, refLum float64) (v, v2 float64) {
+func lookMeasure(m Measure, s *lookSubject, out, plate []float32, dist []float32, refLum float64) (v, v2 float64) {
 	w, h := s.w, s.h
 	n := w * h
 	ys, yo := luma(s.src, n), luma(out, n)
@@ -554,14 +555,14 @@ func median(v []float64) float64 {
 	return (f[len(f)/2-1] + f[len(f)/2]) / 2
 }
 
-// RunLook renders LookPrompts on the first frame of each subject with its
+// Run renders Prompts on the first frame of each subject with its
 // mask (made soft as the pipeline does), measures each prompt, checks
 // foreground estimation on the soft band and the gain's flicker over the
 // first frames, and writes the contact sheet when asked.
-func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
+func Run(ctx context.Context, opt Options) (*Report, error) {
 	subjects := opt.Subjects
 	if len(subjects) == 0 {
-		subjects = LookSubjects
+		subjects = Subjects
 	}
 	nv := opt.VideoFrames
 	if nv == 0 {
@@ -572,22 +573,22 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 
 	refs := map[string]lookRef{}
 	var err error
-	for _, lp := range LookPrompts {
+	for _, lp := range Prompts {
 		if c := lp.refClip(); lp.Reference && refs[c].frame == nil {
 			if refs[c], err = loadRef(ctx, dev, opt.Dataset, c); err != nil {
 				return nil, err
 			}
 		}
 	}
-	ref := refs[LookReference].frame
-	rep := &LookReport{Subjects: subjects, Rows: make([]LookRow, len(LookPrompts)), Plates: make([]LookPlateRow, 2)}
-	for _, lp := range LookPrompts {
+	ref := refs[ReferenceClip].frame
+	rep := &Report{Subjects: subjects, Rows: make([]Row, len(Prompts)), Plates: make([]PlateRow, 2)}
+	for _, lp := range Prompts {
 		if k, name := lookPlateIndex(lp); k >= 0 {
 			rep.Plates[k].Name = name
 		}
 	}
 	for i := range rep.Rows {
-		rep.Rows[i].Prompt = LookPrompts[i]
+		rep.Rows[i].Prompt = Prompts[i]
 	}
 	var sheet [][]*thumb
 	for _, name := range subjects {
@@ -606,7 +607,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		}
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
-		for pi, lp := range LookPrompts {
+		for pi, lp := range Prompts {
 			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch}
 			if lp.Reference {
 				p.Reference = refs[lp.refClip()].frame
@@ -842,12 +843,12 @@ func writeSheet(path string, rows [][]*thumb) error {
 		}
 		y += rh + gap
 	}
-	return savePNG(path, img)
+	return bench.SavePNG(path, img)
 }
 
 // PerSubject formats every prompt's measure per subject (NaN where it is
 // undefined, e.g. no ground visible under a subject cut by the frame).
-func (r *LookReport) PerSubject() string {
+func (r *Report) PerSubject() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-40s", "per subject")
 	for _, s := range r.Subjects {
@@ -904,11 +905,11 @@ func (r *LookReport) PerSubject() string {
 }
 
 // String formats the report as a table.
-func (r *LookReport) String() string {
+func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "look bench: %d subjects (%s), medians over subjects\n", len(r.Subjects), strings.Join(r.Subjects, " "))
 	fmt.Fprintf(&b, "%-40s %-34s %8s\n", "prompt", "measure", "median")
-	names := map[LookMeasure]string{
+	names := map[Measure]string{
 		MeasureLeft: "left half / right half (gain)", MeasureRight: "right half / left half (gain)",
 		MeasureAbove: "top half / bottom half (gain)", MeasureRim: "edge band 4px / interior (gain)",
 		MeasureNight: "subject / background luminance", MeasureReference: "subject / reference luminance",

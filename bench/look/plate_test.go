@@ -1,4 +1,4 @@
-package bench
+package look
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render"
@@ -28,19 +29,22 @@ func TestPlateGrainDAVIS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders real subjects; skipped with -short")
 	}
-	if _, err := os.Stat(filepath.Join(lookDataset, LookReference, "source.mp4")); err != nil {
+	if _, err := os.Stat(filepath.Join(lookDataset, ReferenceClip, "source.mp4")); err != nil {
 		t.Skipf("dataset not found at %s: %v", lookDataset, err)
 	}
 	ctx := context.Background()
 	dev := kernels.NewCPU(0)
 	defer dev.Close()
-	refs, err := decodeFrames(ctx, filepath.Join(lookDataset, LookReference, "source.mp4"), 1)
+	refs, err := decodeFrames(ctx, filepath.Join(lookDataset, ReferenceClip, "source.mp4"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clean := refs[0]
 	const added = 0.02
-	grainy := addPlateGrain(t, dev, clean, added)
+	grainy, err := bench.AddPlateGrain(dev, clean, added)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// ratio renders subject s over ref and returns the output's subject
 	// grain over its plate grain, the grain the renderer added, and the
@@ -65,7 +69,7 @@ func TestPlateGrainDAVIS(t *testing.T) {
 		}
 		return g, add, render.MeasurePlate(y, s.w, s.h, s.alpha).Grain / sub.Grain
 	}
-	for _, name := range LookSubjects {
+	for _, name := range Subjects {
 		dir := filepath.Join(lookDataset, name)
 		frames, err := decodeFrames(ctx, filepath.Join(dir, "source.mp4"), 1)
 		if err != nil {
@@ -92,30 +96,4 @@ func TestPlateGrainDAVIS(t *testing.T) {
 			t.Errorf("%s on the clean plate: output subject grain %.6fx the renderer's measure before grain: grain was added", name, same)
 		}
 	}
-}
-
-// addPlateGrain returns f (RGB24) with grain of standard deviation amount
-// in square-root luminance added (AddGrain, seed 77), as RGB24.
-func addPlateGrain(t testing.TB, dev *kernels.CPU, f *frame.HostFrame, amount float32) *frame.HostFrame {
-	t.Helper()
-	img, err := dev.NewImage(f.Width, f.Height, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Free(img)
-	if err := dev.Upload(img, f); err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.AddGrain(img, img, nil, 77, amount); err != nil {
-		t.Fatal(err)
-	}
-	out, err := frame.New(frame.RGB24, f.Width, f.Height)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.ColorSpace = f.ColorSpace
-	if err := dev.Download(out, img); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
