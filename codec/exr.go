@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,20 +9,21 @@ import (
 	"os"
 
 	"github.com/asticode/go-astiav"
+	"github.com/vfxrender/vfx/codec/exr"
 )
 
 // Chromaticities are the CIE xy coordinates of a colour space's red,
 // green and blue primaries and white point (the OpenEXR `chromaticities`
 // attribute: rx, ry, gx, gy, bx, by, wx, wy).
-type Chromaticities [8]float32
+type Chromaticities = exr.Chromaticities
 
 // The colour spaces an EXR output can be tagged with.
 var (
 	// Rec709Chromaticities are linear Rec.709 / sRGB primaries with a
 	// D65 white: the working space of the render.
-	Rec709Chromaticities = Chromaticities{0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290}
+	Rec709Chromaticities = exr.Rec709
 	// ACEScgChromaticities are the ACES AP1 primaries with the ACES white.
-	ACEScgChromaticities = Chromaticities{0.713, 0.293, 0.165, 0.830, 0.128, 0.044, 0.32168, 0.33767}
+	ACEScgChromaticities = exr.ACEScg
 )
 
 // EXRImage is one linear-light image for WriteEXR.
@@ -73,7 +73,7 @@ func WriteEXR(ctx context.Context, path string, img EXRImage) error {
 	if err != nil {
 		return err
 	}
-	if data, err = addChromaticities(data, img.Chromaticities); err != nil {
+	if data, err = exr.AddChromaticities(data, img.Chromaticities); err != nil {
 		return fmt.Errorf("codec: write exr: %w", err)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -149,58 +149,4 @@ func encodeEXR(w, h int, pf astiav.PixelFormat, order []int, chans [][]float32) 
 	}
 	defer pkt.Unref()
 	return pkt.Data(), nil
-}
-
-// exrLinesPerChunk are the scan lines per chunk of each OpenEXR
-// compression (none, rle, zips, zip, piz, pxr24, b44, b44a).
-var exrLinesPerChunk = [...]int{1, 1, 1, 16, 32, 16, 32, 32}
-
-// addChromaticities inserts a `chromaticities` attribute at the end of a
-// single-part scan-line EXR file's header and moves the offset table's
-// entries by its length. A file that already has one is returned as it
-// is.
-func addChromaticities(data []byte, c Chromaticities) ([]byte, error) {
-	hd, err := parseEXRHeader(data)
-	if err != nil {
-		return nil, err
-	}
-	if hd.multiOrTiled {
-		return nil, fmt.Errorf("exr: version flags %#x: only single-part scan-line files are patched", data[5])
-	}
-	if hd.hasChroma {
-		return data, nil
-	}
-	if hd.compression < 0 || hd.compression >= len(exrLinesPerChunk) || hd.yMax < hd.yMin {
-		return nil, fmt.Errorf("exr: compression %d, data window rows %d..%d", hd.compression, hd.yMin, hd.yMax)
-	}
-	chunks := (hd.yMax - hd.yMin + exrLinesPerChunk[hd.compression]) / exrLinesPerChunk[hd.compression]
-	var attr bytes.Buffer
-	attr.WriteString("chromaticities\x00chromaticities\x00")
-	_ = binary.Write(&attr, binary.LittleEndian, int32(32))
-	_ = binary.Write(&attr, binary.LittleEndian, c)
-	p := hd.end
-	table := p + 1
-	if table+8*chunks > len(data) {
-		return nil, errors.New("exr: offset table runs past the end")
-	}
-	out := make([]byte, 0, len(data)+attr.Len())
-	out = append(out, data[:p]...)
-	out = append(out, attr.Bytes()...)
-	out = append(out, data[p:]...)
-	shift := uint64(attr.Len())
-	for i := range chunks {
-		o := out[table+attr.Len()+8*i:]
-		binary.LittleEndian.PutUint64(o, binary.LittleEndian.Uint64(o)+shift)
-	}
-	return out, nil
-}
-
-// cString returns the NUL-terminated string at data[p:] (at most 255
-// bytes, as OpenEXR names are) and the index after its NUL.
-func cString(data []byte, p int) (string, int, error) {
-	i := bytes.IndexByte(data[p:min(len(data), p+256)], 0)
-	if i < 0 {
-		return "", 0, errors.New("exr: header name without an end")
-	}
-	return string(data[p : p+i]), p + i + 1, nil
 }

@@ -3,18 +3,14 @@ package codec
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/asticode/go-astiav"
+	"github.com/vfxrender/vfx/codec/exr"
 	"github.com/vfxrender/vfx/frame"
 )
-
-// exrMagic starts every OpenEXR file.
-var exrMagic = []byte{0x76, 0x2f, 0x31, 0x01}
 
 // IsEXR reports whether the file at path starts with the OpenEXR magic
 // number (content, not the name).
@@ -26,7 +22,7 @@ func IsEXR(path string) bool {
 	defer f.Close()
 	var b [4]byte
 	n, _ := f.Read(b[:])
-	return n == 4 && bytes.Equal(b[:], exrMagic)
+	return n == 4 && bytes.Equal(b[:], exr.Magic)
 }
 
 // SequenceOptions describe an image sequence for WriteSequenceVideo.
@@ -126,66 +122,6 @@ func readStill(ctx context.Context, path string, lim Limits, format frame.PixelF
 	return f, nil
 }
 
-// exrHeader is what this package reads from an EXR header.
-type exrHeader struct {
-	compression  int
-	xMin, yMin   int
-	xMax, yMax   int
-	end          int // index of the header's terminating NUL
-	chroma       Chromaticities
-	hasChroma    bool
-	multiOrTiled bool // tiled, long names, deep or multi-part
-}
-
-// parseEXRHeader reads a single-part EXR header's attributes.
-func parseEXRHeader(data []byte) (exrHeader, error) {
-	hd := exrHeader{compression: -1, yMax: -1, xMax: -1}
-	if len(data) < 8 || !bytes.Equal(data[:4], exrMagic) {
-		return hd, errors.New("exr: not an OpenEXR file")
-	}
-	hd.multiOrTiled = data[5]&0x1e != 0
-	p := 8
-	for {
-		if p >= len(data) {
-			return hd, errors.New("exr: header runs past the end")
-		}
-		if data[p] == 0 {
-			hd.end = p
-			return hd, nil
-		}
-		name, n, err := cString(data, p)
-		if err != nil {
-			return hd, err
-		}
-		typ, n2, err := cString(data, n)
-		if err != nil {
-			return hd, err
-		}
-		if n2+4 > len(data) {
-			return hd, errors.New("exr: header runs past the end")
-		}
-		size := int(int32(binary.LittleEndian.Uint32(data[n2:])))
-		v := n2 + 4
-		if size < 0 || v+size > len(data) {
-			return hd, fmt.Errorf("exr: attribute %s: size %d", name, size)
-		}
-		le := binary.LittleEndian
-		switch {
-		case name == "chromaticities" && typ == "chromaticities" && size == 32:
-			for i := range hd.chroma {
-				hd.chroma[i] = math.Float32frombits(le.Uint32(data[v+4*i:]))
-			}
-			hd.hasChroma = true
-		case name == "compression" && typ == "compression" && size == 1:
-			hd.compression = int(data[v])
-		case name == "dataWindow" && typ == "box2i" && size == 16:
-			hd.xMin, hd.yMin = int(int32(le.Uint32(data[v:]))), int(int32(le.Uint32(data[v+4:])))
-			hd.xMax, hd.yMax = int(int32(le.Uint32(data[v+8:]))), int(int32(le.Uint32(data[v+12:])))
-		}
-		p = v + size
-	}
-}
-
 // readEXRFrame decodes an EXR file with FFmpeg's decoder as linear
 // light, converts its primaries to Rec.709 and encodes it with the sRGB
 // curve into an 8-bit frame (RGB24, or Gray8 from Y or R).
@@ -194,11 +130,11 @@ func readEXRFrame(path string, lim Limits, format frame.PixelFormat) (*frame.Hos
 	if err != nil {
 		return nil, fmt.Errorf("codec: read exr: %w", err)
 	}
-	hd, err := parseEXRHeader(data)
+	hd, err := exr.ParseHeader(data)
 	if err != nil {
 		return nil, fmt.Errorf("codec: read exr: %w: %w", err, ErrCorrupt)
 	}
-	if w, h := hd.xMax-hd.xMin+1, hd.yMax-hd.yMin+1; w > 0 && h > 0 {
+	if w, h := hd.XMax-hd.XMin+1, hd.YMax-hd.YMin+1; w > 0 && h > 0 {
 		if err := lim.checkSize(w, h, w, h); err != nil {
 			return nil, err
 		}
@@ -256,164 +192,32 @@ func readEXRFrame(path string, lim Limits, format frame.PixelFormat) (*frame.Hos
 		}
 	}
 	m, identity := [3][3]float64{}, true
-	if hd.hasChroma {
-		m, identity = toRec709(hd.chroma)
+	if hd.HasChroma {
+		m, identity = exr.ToRec709(hd.Chroma)
 	}
 	out, err := frame.New(format, w, h)
 	if err != nil {
 		return nil, fmt.Errorf("codec: read exr: %w", err)
 	}
 	out.ColorSpace, out.FullRange = frame.BT709, true
-	le := binary.LittleEndian
-	// Code k covers linear values from the decode of k-0.5 to that of
-	// k+0.5: the rounding of the exact curve, found by binary search.
-	var edges [255]float64
-	for k := range edges {
-		edges[k] = srgbDecode((float64(k) + 0.5) / 255)
-	}
-	enc := func(v float64) uint8 {
-		if !(v > 0) { // NaN and negatives
-			return 0
-		}
-		lo, hi := 0, len(edges)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if v >= edges[mid] {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		return uint8(lo)
-	}
-	for y := range h {
-		var rgb [3]float64
-		for x := range w {
-			for c := range 3 {
-				rgb[c] = float64(math.Float32frombits(le.Uint32(planes[c][y*strides[c]+4*x:])))
-			}
-			if !identity {
-				r, g, b := rgb[0], rgb[1], rgb[2]
-				for c := range 3 {
-					rgb[c] = m[c][0]*r + m[c][1]*g + m[c][2]*b
-				}
-			}
-			if format == frame.Gray8 {
-				out.Planes[0][y*out.Strides[0]+x] = enc(rgb[0])
-				continue
-			}
-			row := out.Planes[0][y*out.Strides[0]:]
-			row[3*x], row[3*x+1], row[3*x+2] = enc(rgb[0]), enc(rgb[1]), enc(rgb[2])
-		}
-	}
+	exr.ToSRGB8(out, planes, strides, m, identity)
 	return out, nil
-}
-
-// srgbDecode is the inverse sRGB transfer curve, encoded 0..1 to linear.
-func srgbDecode(v float64) float64 {
-	if v <= 0.04045 {
-		return v / 12.92
-	}
-	return math.Pow((v+0.055)/1.055, 2.4)
-}
-
-// toRec709 is the matrix from linear RGB with chromaticities c to linear
-// Rec.709 (D65), with a Bradford adaptation between the white points; it
-// reports identity when c is Rec.709 within 1e-3.
-func toRec709(c Chromaticities) ([3][3]float64, bool) {
-	same := true
-	for i, v := range c {
-		if math.Abs(float64(v-Rec709Chromaticities[i])) > 1e-3 {
-			same = false
-		}
-	}
-	if same {
-		return [3][3]float64{}, true
-	}
-	src := rgbToXYZ(c)
-	dst := rgbToXYZ(Rec709Chromaticities)
-	adapt := bradford(whiteXYZ(c), whiteXYZ(Rec709Chromaticities))
-	return mul3(inv3(dst), mul3(adapt, src)), false
-}
-
-func whiteXYZ(c Chromaticities) [3]float64 {
-	wx, wy := float64(c[6]), float64(c[7])
-	return [3]float64{wx / wy, 1, (1 - wx - wy) / wy}
-}
-
-// rgbToXYZ is the normalised primary matrix of chromaticities c.
-func rgbToXYZ(c Chromaticities) [3][3]float64 {
-	var p [3][3]float64 // columns: the primaries' XYZ with Y = 1
-	for i := range 3 {
-		x, y := float64(c[2*i]), float64(c[2*i+1])
-		p[0][i], p[1][i], p[2][i] = x/y, 1, (1-x-y)/y
-	}
-	s := apply3(inv3(p), whiteXYZ(c))
-	for r := range 3 {
-		for i := range 3 {
-			p[r][i] *= s[i]
-		}
-	}
-	return p
-}
-
-// bradford adapts XYZ from white ws to white wd.
-func bradford(ws, wd [3]float64) [3][3]float64 {
-	b := [3][3]float64{{0.8951, 0.2664, -0.1614}, {-0.7502, 1.7135, 0.0367}, {0.0389, -0.0685, 1.0296}}
-	s, d := apply3(b, ws), apply3(b, wd)
-	var k [3][3]float64
-	for i := range 3 {
-		k[i][i] = d[i] / s[i]
-	}
-	return mul3(inv3(b), mul3(k, b))
-}
-
-func apply3(m [3][3]float64, v [3]float64) [3]float64 {
-	var o [3]float64
-	for r := range 3 {
-		o[r] = m[r][0]*v[0] + m[r][1]*v[1] + m[r][2]*v[2]
-	}
-	return o
-}
-
-func mul3(a, b [3][3]float64) [3][3]float64 {
-	var o [3][3]float64
-	for r := range 3 {
-		for c := range 3 {
-			o[r][c] = a[r][0]*b[0][c] + a[r][1]*b[1][c] + a[r][2]*b[2][c]
-		}
-	}
-	return o
-}
-
-func inv3(m [3][3]float64) [3][3]float64 {
-	det := m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) - m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) + m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
-	var o [3][3]float64
-	for r := range 3 {
-		for c := range 3 {
-			// cofactor of (c, r)
-			r1, r2 := (c+1)%3, (c+2)%3
-			c1, c2 := (r+1)%3, (r+2)%3
-			o[r][c] = (m[r1][c1]*m[r2][c2] - m[r1][c2]*m[r2][c1]) / det
-		}
-	}
-	return o
 }
 
 // EXRHeaderSize reads the data window of a single-part scanline OpenEXR
 // file from its leading bytes (the header: a few hundred bytes), without
 // decoding anything: the frame's width and height.
 func EXRHeaderSize(head []byte) (w, h int, err error) {
-	hd, err := parseEXRHeader(head)
+	hd, err := exr.ParseHeader(head)
 	if err != nil {
 		return 0, 0, fmt.Errorf("codec: %w: %w", err, ErrCorrupt)
 	}
-	if hd.multiOrTiled {
+	if hd.MultiOrTiled {
 		return 0, 0, fmt.Errorf("codec: exr: tiled, deep or multi-part files are not read: %w", ErrUnsupportedFormat)
 	}
-	w, h = hd.xMax-hd.xMin+1, hd.yMax-hd.yMin+1
+	w, h = hd.XMax-hd.XMin+1, hd.YMax-hd.YMin+1
 	if w <= 0 || h <= 0 {
-		return 0, 0, fmt.Errorf("codec: exr: data window %d,%d-%d,%d: %w", hd.xMin, hd.yMin, hd.xMax, hd.yMax, ErrCorrupt)
+		return 0, 0, fmt.Errorf("codec: exr: data window %d,%d-%d,%d: %w", hd.XMin, hd.YMin, hd.XMax, hd.YMax, ErrCorrupt)
 	}
 	return w, h, nil
 }

@@ -19,11 +19,11 @@ const module = "github.com/vfxrender/vfx/"
 
 // pixel packages: the ones that hold or move pixels, or link FFmpeg or a
 // compute device.
-var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/rows", "codec", "frame", "infer"}
+var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/rows", "codec", "codec/exr", "frame", "infer"}
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "client", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "client", "codec", "codec/exr", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -49,8 +49,10 @@ var rules = []struct {
 		"kernels/rows is the CPU backend's inner loops and the tables both backends compute from: rows of pixels, no images, devices or jobs"},
 	{[]string{"render"}, []string{"matte"},
 		"the look takes a matte as frames; it does not make one"},
-	{[]string{"codec", "frame", "infer"}, others("codec", "frame", "infer", "internal/srgb", "internal/trunc"),
+	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
+	{[]string{"codec/exr"}, others("codec/exr", "frame"),
+		"codec/exr is the OpenEXR format without FFmpeg (headers, chromaticities, the sRGB encoding): pure Go below codec"},
 	{[]string{"queue"}, append([]string{"api", "worker", "account", "store", "media"}, pixel...),
 		"the queue moves job records and messages and knows no pixels; it is below both the API and the worker"},
 	{[]string{"store"}, []string{"queue", "job", "account", "media", "api", "worker"},
@@ -65,7 +67,7 @@ var rules = []struct {
 		"kvcas, retry, srgb and trunc are leaves every package may use"},
 	{[]string{"client"}, others("client", "job", "internal/retry", "internal/trunc"),
 		"client is a small Go client of the HTTP API with its own wire types: it links no server, pipeline or FFmpeg code"},
-	{[]string{"localfile"}, others("localfile", "codec", "frame", "internal/srgb", "internal/trunc"),
+	{[]string{"localfile"}, others("localfile", "codec", "codec/exr", "frame", "internal/srgb", "internal/trunc"),
 		"localfile readies a job's local input files with codec (FFmpeg) only: no API, no pipeline, no compute device"},
 	{[]string{"web"}, others("web"),
 		"the web page is static files served as they are: everything it shows comes from the API in the browser"},
