@@ -860,7 +860,7 @@ type hueBoundArg struct {
 	MaxHue, CosMax, SinMax, C0, C1, MaxGain float64
 }
 
-// HueBound: the CPU's arithmetic (cpu_hue.go) in float64 on the device.
+// HueBound: the CPU's arithmetic (kernels/cpuref/cpu_hue.go, kernels/rows/hue.go) in float64 on the device.
 func (d *CUDA) HueBound(dst, gain, ref, mask Image, p HueParams) error {
 	const op = "HueBound"
 	o, s, err := d.pair(op, dst, gain)

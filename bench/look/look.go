@@ -151,9 +151,9 @@ type Report struct {
 	GainFlicker, SourceFlicker float64
 	FlickerValues              [][2]float64
 	// Plates: grain, sharpness and black level of the subject against the
-	// plate on the reference and the beach backdrop (lookplate.go).
+	// plate on the reference and the beach backdrop (plate.go).
 	Plates []PlateRow
-	// Camera: the camera-lock check per clip (lookcamera.go).
+	// Camera: the camera-lock check per clip (camera.go).
 	Camera       []CameraRow
 	CameraFrames int
 }
