@@ -913,12 +913,3 @@ func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
 	gy := (y + j.grY) % gr.h
 	rows.GrainRow(qs, al, gr.plane(0)[gy*gw:][:gw], (x0+j.grX)%gw, j.grAmt, j.maxV, x0, x1)
 }
-
-// The row kernels below compute f = clamp(s * (w0*g0 + w1*g1), 0, maxV)
-// (the gain sample as ResizeBilinear computes it) and then the
-// Composite / LightWrap arithmetic, in the same order as those ops.
-
-// gainOneRow and gainOneWrapRow are gainCompRow and gainCompWrapRow where
-// every a is 1: a*f + (1-a)*b is f + 0 for finite b (the + 0 keeps the
-// sign of a zero f exactly as the general formula does), so bg is not
-// read.

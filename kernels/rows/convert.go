@@ -240,6 +240,8 @@ func YUVRow(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab, lut *[eotfExtSiz
 	}
 }
 
+// RGBRow converts a row of packed 8-bit RGB s into the three planes' rows
+// through lut (Upload of RGB24).
 func RGBRow(ro, gr, br []float32, s []byte, lut *[256]float32) {
 	w := len(ro)
 	gr, br, s = gr[:w], br[:w], s[:3*w]
@@ -251,6 +253,7 @@ func RGBRow(ro, gr, br []float32, s []byte, lut *[256]float32) {
 	}
 }
 
+// GrayRow converts a row of 8-bit grey s through lut (Upload of Gray8).
 func GrayRow(o []float32, s []byte, lut *[256]float32) {
 	s = s[:len(o)]
 	for x, v := range s {
@@ -258,6 +261,8 @@ func GrayRow(o []float32, s []byte, lut *[256]float32) {
 	}
 }
 
+// RGBOutRow writes the three planes' rows as packed 8-bit RGB codes
+// (Download to RGB24).
 func (t *LUTs) RGBOutRow(o []byte, rr, gr, br []float32) {
 	w := len(rr)
 	gr, br, o = gr[:w], br[:w], o[:3*w]

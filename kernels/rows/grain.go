@@ -25,6 +25,8 @@ func GrainNoise(x, y int, seed uint32) float32 {
 	return GrainFromKey(x, GrainRowKey(y, seed))
 }
 
+// GrainFromKey is GrainNoise at column x of the row whose key is
+// GrainRowKey(y, seed).
 func GrainFromKey(x int, key uint32) float32 {
 	h := lowbias32(uint32(x) ^ key)
 	s := int32(h&0xff) + int32(h>>8&0xff) + int32(h>>16&0xff) + int32(h>>24)

@@ -114,15 +114,16 @@ func FastExps(v []float64) {
 	}
 }
 
-// lmsRows holds one row's floored LMS (setLMS) and their logarithms
-// (logs), and the exponents of LabTransfer.
-type lmsRows struct {
+// LMSRows holds one row's floored LMS (SetLMS) and their logarithms
+// (Logs), and the exponents of LabTransfer.
+type LMSRows struct {
 	M, L, E [3][]float64
 }
 
-func NewLMSRows(n int) *lmsRows {
+// NewLMSRows allocates the LMS, logarithm and exponent rows of n pixels.
+func NewLMSRows(n int) *LMSRows {
 	b := make([]float64, 9*n)
-	var r lmsRows
+	var r LMSRows
 	for c := range 3 {
 		r.M[c] = b[c*n:][:n]
 		r.L[c] = b[(3+c)*n:][:n]
@@ -132,14 +133,14 @@ func NewLMSRows(n int) *lmsRows {
 }
 
 // SetLMS sets entry i of t.m to the floored LMS of r, g, b (as logLMS).
-func (t *lmsRows) SetLMS(i int, r, g, b float64) {
+func (t *LMSRows) SetLMS(i int, r, g, b float64) {
 	t.M[0][i] = max(LabM[0]*r+LabM[1]*g+LabM[2]*b, labFloor)
 	t.M[1][i] = max(LabM[3]*r+LabM[4]*g+LabM[5]*b, labFloor)
 	t.M[2][i] = max(LabM[6]*r+LabM[7]*g+LabM[8]*b, labFloor)
 }
 
 // Logs sets the first n entries of t.l to the logarithms of t.m's.
-func (t *lmsRows) Logs(n int) {
+func (t *LMSRows) Logs(n int) {
 	for c := range 3 {
 		l := t.L[c][:n]
 		copy(l, t.M[c][:n])

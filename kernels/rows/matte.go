@@ -67,6 +67,7 @@ func ColourCell(r, g, b float32, bins int) int {
 	return (q(r)*bins+q(g))*bins + q(b)
 }
 
+// Logit is log(p / (1-p)) with p clamped to [1e-3, 1-1e-3].
 func Logit(p float64) float64 {
 	p = min(max(p, 1e-3), 1-1e-3)
 	return math.Log(p / (1 - p))

@@ -98,6 +98,7 @@ type Hrows struct {
 	xl, xr int
 }
 
+// NewHrows returns a cache of two horizontally resampled rows of width w.
 func NewHrows(w int) *Hrows {
 	return &Hrows{tag: [2]int{-1, -1}, buf: [2][]float32{make([]float32, w), make([]float32, w)}, xr: w}
 }
@@ -205,6 +206,16 @@ const (
 	gkOneWrap
 )
 
+// The row kernels below compute f = clamp(s * (w0*g0 + w1*g1), 0, maxV)
+// (the gain sample as ResizeBilinear computes it) and then the
+// Composite / LightWrap arithmetic, in the same order as those ops.
+
+// GainOneRow and GainOneWrapRow are GainCompRow and GainCompWrapRow where
+// every a is 1: a*f + (1-a)*b is f + 0 for finite b (the + 0 keeps the
+// sign of a zero f exactly as the general formula does), so bg is not
+// read.
+
+// GainRow writes q = f (no matte, no wrap).
 func GainRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
@@ -220,6 +231,8 @@ func GainRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	}
 }
 
+// GainCompWrapRow writes q = a*f + (1-a)*b + wf*bb (al the matte row, b
+// the background, wf the wrap factor, bb the blurred background).
 func GainCompWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
@@ -237,6 +250,8 @@ func GainCompWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb
 	}
 }
 
+// GainCompRow writes q = a*f + (1-a)*b (al the matte row, b the
+// background).
 func GainCompRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b []float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
@@ -254,6 +269,7 @@ func GainCompRow(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b []float32) 
 	}
 }
 
+// GainWrapRow writes q = f + wf*bb (no matte).
 func GainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
@@ -270,6 +286,7 @@ func GainWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32)
 	}
 }
 
+// GainOneRow writes q = f + 0 (a matte of 1).
 func GainOneRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]
@@ -285,6 +302,7 @@ func GainOneRow(q, s, g0, g1 []float32, w0, w1, maxV float32) {
 	}
 }
 
+// GainOneWrapRow writes q = (f + 0) + wf*bb (a matte of 1).
 func GainOneWrapRow(q, s, g0, g1 []float32, w0, w1, maxV float32, wf, bb []float32) {
 	n := len(q)
 	s, g0, g1 = s[:n], g0[:n], g1[:n]

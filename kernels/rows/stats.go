@@ -101,10 +101,7 @@ func SHNormalRows(acc *[54]float64, s, nx, ny, nz, m []float32) {
 	}
 }
 
-// shEvalRows is SHEval's loop for one or three channels (len(outs) ==
-// len(cf)), with the basis and every sum in the general loop's order (so
-// bit-identical to it) and no bounds checks inside.
-// The real SH basis constants of shEvalRows.
+// The real SH basis constants of SHEvalRows.
 const (
 	shK0 = float32(0.282095)
 	shK1 = float32(0.488603)
@@ -113,6 +110,9 @@ const (
 	shK4 = float32(0.546274)
 )
 
+// SHEvalRows is SHEval's loop for one or three channels (len(outs) ==
+// len(cf)), with the basis and every sum in the general loop's order (so
+// bit-identical to it) and no bounds checks inside.
 func SHEvalRows(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) {
 	n := len(nx)
 	ny, nz = ny[:n], nz[:n]
