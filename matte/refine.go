@@ -6,10 +6,16 @@ import (
 
 // Refiner brings a flow-size matte to the output size: bilinear
 // upsampling, then He et al.'s guided filter with the frame's luma as the
-// guide, which snaps the soft edge to the image's own edges.
+// guide, which snaps the soft edge to the image's own edges. The filter
+// acts on the band around the contour only: an output pixel whose
+// flow-size neighbourhood is one constant 0 or 1 keeps that value (see
+// softBand), so that the subject's interior stays opaque and the
+// background clear however textured the frame is there.
 type Refiner struct {
 	dev       kernels.Device
 	guide, up kernels.Image
+	lowBand   kernels.Image // flow size, 1 where the filter may act
+	band      []float32
 	w, h      int
 	radius    int
 	eps       float32
@@ -26,7 +32,11 @@ func NewRefiner(dev kernels.Device, w, h, lw, lh int) (*Refiner, error) {
 		return nil, err
 	}
 	if r.up, err = dev.NewImage(w, h, 1); err != nil {
-		dev.Free(r.guide)
+		r.Close()
+		return nil, err
+	}
+	if r.lowBand, err = dev.NewImage(lw, lh, 1); err != nil {
+		r.Close()
 		return nil, err
 	}
 	return r, nil
@@ -41,17 +51,70 @@ func (r *Refiner) Refine(dst, src, low kernels.Image) error {
 	if err := checkSize("refine dst", dst, r.w, r.h, 1); err != nil {
 		return err
 	}
+	m, err := r.dev.ReadPixels(low)
+	if err != nil {
+		return err
+	}
+	lw, lh := low.Width(), low.Height()
+	r.band = softBand(r.band, m, lw, lh)
+	if err := r.dev.WritePixels(r.lowBand, r.band); err != nil {
+		return err
+	}
 	if err := ops.Luma(r.guide, src); err != nil {
 		return err
 	}
 	if err := ops.ResizeBilinear(r.up, low); err != nil {
 		return err
 	}
-	return ops.GuidedFilter(dst, r.guide, r.up, r.radius, r.eps)
+	if err := ops.GuidedFilter(dst, r.guide, r.up, r.radius, r.eps); err != nil {
+		return err
+	}
+	// The guide is free again: it holds the band at the output size.
+	if err := ops.ResizeBilinear(r.guide, r.lowBand); err != nil {
+		return err
+	}
+	return ops.Composite(dst, dst, r.up, r.guide)
+}
+
+// softBand writes into dst (reused when long enough) 1 for each pixel of
+// the w x h matte m whose 3x3 neighbourhood holds a value strictly
+// between 0 and 1 or both 0 and 1 (the soft band and the contour, widened
+// by one pixel), else 0.
+func softBand(dst, m []float32, w, h int) []float32 {
+	if cap(dst) < len(m) {
+		dst = make([]float32, len(m))
+	}
+	dst = dst[:len(m)]
+	for y := range h {
+		for x := range w {
+			var zero, one, soft bool
+			for yy := max(y-1, 0); yy <= min(y+1, h-1); yy++ {
+				for xx := max(x-1, 0); xx <= min(x+1, w-1); xx++ {
+					switch v := m[yy*w+xx]; {
+					case v <= 0:
+						zero = true
+					case v >= 1:
+						one = true
+					default:
+						soft = true
+					}
+				}
+			}
+			if soft || (zero && one) {
+				dst[y*w+x] = 1
+			} else {
+				dst[y*w+x] = 0
+			}
+		}
+	}
+	return dst
 }
 
 // Close frees the refiner's images.
 func (r *Refiner) Close() {
-	r.dev.Free(r.guide)
-	r.dev.Free(r.up)
+	for _, im := range []kernels.Image{r.guide, r.up, r.lowBand} {
+		if im != nil {
+			r.dev.Free(im)
+		}
+	}
 }

@@ -45,6 +45,12 @@ type SelectOptions struct {
 	// half-transparent body (auto's rule, AutoOptions.Band). The matte
 	// carried to the next frame is not snapped.
 	Band float32
+	// GapColour, when the network runs, lets the keyframe's colour model
+	// decide the pixels of a frame between two network frames where the
+	// shape carried forwards and the one carried back disagree (see
+	// gapFill.decide), instead of blending the two into a
+	// half-transparent double contour.
+	GapColour bool
 }
 
 // DefaultSelectOptions are the tuned defaults.
@@ -58,6 +64,7 @@ func DefaultSelectOptions() SelectOptions {
 		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
 		Net:         DefaultNetOptions(),
 		Band:        2,
+		GapColour:   true,
 	}
 }
 
@@ -524,7 +531,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 			prevP = curP
 			ran, err := withNet(i, cur, curM)
 			if err == nil {
-				err = gap.add(i, curM, ran, nf != nil, emitted)
+				err = gap.add(i, cur, curM, ran, nf != nil, emitted)
 			}
 			if err != nil {
 				prevP.free(dev)
@@ -551,7 +558,9 @@ type gapFill struct {
 	all  bool      // auto (for traces)
 	phi  []float32 // the features of one frame (fitted model or trace)
 	held []heldFrame
-	pool []kernels.Image // spare 1- and 2-channel images, reused
+	pool []kernels.Image // spare 1-, 2- and 3-channel images, reused
+	// fwd and colour are scratch for decide (SelectOptions.GapColour).
+	fwd, colour []float32
 	back kernels.Image
 }
 
@@ -562,6 +571,8 @@ type heldFrame struct {
 	// cf is the confidence of the last forward step into this frame, cb
 	// of the backward step into it from the next frame (1 channel each).
 	cf, cb kernels.Image
+	// frame is the frame itself (3 channels; SelectOptions.GapColour).
+	frame kernels.Image
 }
 
 func (g *gapFill) get(c int) (kernels.Image, error) {
@@ -586,7 +597,7 @@ func (g *gapFill) free() {
 	g.put(g.back)
 	g.back = nil
 	for _, h := range g.held {
-		g.put(h.m, h.flow, h.cf, h.cb)
+		g.put(h.m, h.flow, h.cf, h.cb, h.frame)
 	}
 	g.held = nil
 	for _, im := range g.pool {
@@ -595,10 +606,11 @@ func (g *gapFill) free() {
 	g.pool = nil
 }
 
-// add takes frame i's matte m right after its step (p.bwd is the flow from
-// the previous frame of the sweep to frame i). Without a network every
-// frame is emitted at once; a frame the network ran on closes the gap.
-func (g *gapFill) add(i int, m kernels.Image, ran, withNet bool, emit func(int, kernels.Image) error) error {
+// add takes frame i (frame) and its matte m right after its step (p.bwd
+// is the flow from the previous frame of the sweep to frame i). Without a
+// network every frame is emitted at once; a frame the network ran on
+// closes the gap.
+func (g *gapFill) add(i int, frame, m kernels.Image, ran, withNet bool, emit func(int, kernels.Image) error) error {
 	if !withNet {
 		return emit(i, m)
 	}
@@ -629,7 +641,16 @@ func (g *gapFill) add(i int, m kernels.Image, ran, withNet bool, emit func(int, 
 		if err != nil {
 			return err
 		}
-		g.held = append(g.held, heldFrame{i: i, m: c, cf: cf})
+		h := heldFrame{i: i, m: c, cf: cf}
+		if g.p.o.GapColour {
+			if h.frame, err = g.get(3); err != nil {
+				return err
+			}
+			if err := ops.Copy(h.frame, frame); err != nil {
+				return err
+			}
+		}
+		g.held = append(g.held, h)
 		if err := ops.Copy(cf, g.p.conf); err != nil {
 			return err
 		}
@@ -684,7 +705,19 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 		if err != nil {
 			return err
 		}
+		fwd := fw
+		if h.frame != nil {
+			fwd = append(g.fwd[:0], fw...)
+			g.fwd = fwd
+		}
 		g.blend(h.i, fw, back[j], cf, cb, float32(j+1)/float32(k+1))
+		if h.frame != nil {
+			px, err := p.dev.ReadPixels(h.frame)
+			if err != nil {
+				return err
+			}
+			g.decide(fw, fwd, back[j], px)
+		}
 		if err := p.dev.WritePixels(h.m, fw); err != nil {
 			return err
 		}
@@ -693,7 +726,7 @@ func (g *gapFill) close(m kernels.Image, emit func(int, kernels.Image) error) er
 		}
 	}
 	for _, h := range g.held {
-		g.put(h.m, h.flow, h.cf, h.cb)
+		g.put(h.m, h.flow, h.cf, h.cb, h.frame)
 	}
 	g.held = g.held[:0]
 	return nil
@@ -740,6 +773,33 @@ func (g *gapFill) blend(i int, fw, bw, cf, cb []float32, t float32) {
 	}
 }
 
+// decide lets the keyframe's colour model settle the pixels of a held
+// frame (planar RGB px) where the matte carried forwards (fwd) and the one
+// carried back (bwd) disagree: the blend m is the prior and the colour
+// model's log-odds the evidence, counted in proportion to the
+// disagreement |fwd - bwd| (where the two shapes agree, the colours are
+// not asked: they would let the matte grow into look-alike background).
+// A fast limb that one shape holds and the other has left is kept where
+// its colours are the object's and dropped where they are the
+// background's, instead of showing both positions half-transparent.
+func (g *gapFill) decide(m, fwd, bwd, px []float32) {
+	n := len(m)
+	if len(g.colour) != n {
+		g.colour = make([]float32, n)
+	}
+	colourEvidence(g.colour, px, g.p.table, g.p.o.Fuse.Bins)
+	for x, v := range m {
+		d := fwd[x] - bwd[x]
+		if d < 0 {
+			d = -d
+		}
+		if d == 0 || v <= 0 || v >= 1 {
+			continue
+		}
+		m[x] = sigmoid(logit(v) + d*g.colour[x])
+	}
+}
+
 // handBlend is the gap fill's hand rule (see blend).
 func (g *gapFill) handBlend(fw, bw, cf, cb []float32, t float32) {
 	const eps = 0.05
@@ -756,7 +816,7 @@ func (g *gapFill) flush(emit func(int, kernels.Image) error) error {
 		if err := emit(h.i, h.m); err != nil {
 			return err
 		}
-		g.put(h.m, h.flow, h.cf, h.cb)
+		g.put(h.m, h.flow, h.cf, h.cb, h.frame)
 	}
 	g.held = g.held[:0]
 	return nil

@@ -1,0 +1,145 @@
+package matte
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vfxrender/vfx/kernels"
+)
+
+func TestSoftBand(t *testing.T) {
+	// 6x3: background, a soft pixel, then the object's interior.
+	m := []float32{
+		0, 0, 0, 0, 1, 1,
+		0, 0, 0.5, 1, 1, 1,
+		0, 0, 0, 1, 1, 1,
+	}
+	got := softBand(nil, m, 6, 3)
+	want := []float32{
+		0, 1, 1, 1, 1, 0,
+		0, 1, 1, 1, 1, 0,
+		0, 1, 1, 1, 0, 0,
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("softBand pixel (%d,%d) = %v, want %v; all %v", i%6, i/6, got[i], want[i], got)
+		}
+	}
+	// A constant matte has no band at all.
+	for _, c := range []float32{0, 1} {
+		flat := []float32{c, c, c, c}
+		for i, v := range softBand(nil, flat, 2, 2) {
+			if v != 0 {
+				t.Fatalf("constant %v: band at %d", c, i)
+			}
+		}
+	}
+}
+
+// TestRefineKeepsInteriorOpaque refines a hard-edged disk matte over a
+// frame with strong texture inside and outside the disk: the guided
+// filter must shape the edge but leave the interior exactly opaque and
+// the far background exactly clear (before the band, a textured interior
+// near the edge came out half-transparent).
+func TestRefineKeepsInteriorOpaque(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	const lw, lh, scale = 32, 24, 4
+	w, h := lw*scale, lh*scale
+	low := make([]float32, lw*lh)
+	for y := range lh {
+		for x := range lw {
+			if math.Hypot(float64(x)-16, float64(y)-12) < 8 {
+				low[y*lw+x] = 1
+			}
+		}
+	}
+	src := make([]float32, 3*w*h)
+	for y := range h {
+		for x := range w {
+			v := float32(0.2)
+			if (x/3+y/2)%2 == 0 { // fine checker texture everywhere
+				v = 0.8
+			}
+			for c := range 3 {
+				src[c*w*h+y*w+x] = v
+			}
+		}
+	}
+	lowIm, _ := dev.NewImage(lw, lh, 1)
+	srcIm, _ := dev.NewImage(w, h, 3)
+	dst, _ := dev.NewImage(w, h, 1)
+	if err := dev.WritePixels(lowIm, low); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.WritePixels(srcIm, src); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRefiner(dev, w, h, lw, lh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Refine(dst, srcIm, lowIm); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := dev.ReadPixels(dst)
+	var soft int
+	for y := range h {
+		for x := range w {
+			d := math.Hypot((float64(x)+0.5)/scale-16.5, (float64(y)+0.5)/scale-12.5)
+			v := out[y*w+x]
+			switch {
+			case d < 5: // two flow pixels and more inside the contour
+				if v < 0.9999 {
+					t.Fatalf("interior pixel (%d,%d) at %.1f flow px from the centre: alpha %v", x, y, d, v)
+				}
+			case d > 11:
+				if v > 1e-4 {
+					t.Fatalf("background pixel (%d,%d): alpha %v", x, y, v)
+				}
+			case v > 0.05 && v < 0.95:
+				soft++
+			}
+		}
+	}
+	if soft == 0 {
+		t.Fatal("no soft pixel at the edge: the filter did not act on the band")
+	}
+}
+
+// TestGapDecide: where the shape carried forwards and the one carried back
+// disagree, the keyframe's colours decide; where they agree, the blend
+// stands.
+func TestGapDecide(t *testing.T) {
+	const bins = 16
+	cells := bins * bins * bins
+	fg, bg := make([]float64, cells), make([]float64, cells)
+	red := kernels.ColourCell(0.9, 0.1, 0.1, bins)
+	green := kernels.ColourCell(0.1, 0.8, 0.1, bins)
+	fg[red], bg[green] = 1000, 1000
+	o := DefaultSelectOptions()
+	g := &gapFill{p: &propagator{o: o, table: colourTable(fg, bg)}}
+	// Four pixels: red held forwards only, green held back only, green
+	// held by both at 0.7, red held by neither.
+	px := []float32{
+		0.9, 0.1, 0.1, 0.9, // r
+		0.1, 0.8, 0.8, 0.1, // g
+		0.1, 0.1, 0.1, 0.1, // b
+	}
+	fwd := []float32{1, 0, 0.7, 0}
+	bwd := []float32{0, 1, 0.7, 0}
+	m := []float32{0.5, 0.5, 0.7, 0}
+	g.decide(m, fwd, bwd, px)
+	if m[0] < 0.9 {
+		t.Errorf("red pixel held forwards only: %v, want the object (> 0.9)", m[0])
+	}
+	if m[1] > 0.1 {
+		t.Errorf("green pixel held back only: %v, want the background (< 0.1)", m[1])
+	}
+	if m[2] != 0.7 {
+		t.Errorf("pixel both shapes hold: %v, want the blend 0.7 untouched", m[2])
+	}
+	if m[3] != 0 {
+		t.Errorf("pixel neither holds: %v, want 0", m[3])
+	}
+}
