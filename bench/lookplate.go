@@ -5,11 +5,11 @@ import (
 	"math"
 	"strings"
 
-	"github.com/vfxrender/vfx/render"
+	"github.com/vfxrender/vfx/render/plate"
 )
 
 // Plate matching measures of the look bench (issue 15, "match the
-// plate"), taken on the rendered output with render.MeasurePlate: the
+// plate"), taken on the rendered output with plate.Measure: the
 // subject over the matte's interior (alpha >= 0.98, 3 px in), the plate
 // over the background's interior (alpha <= 0.02, 3 px out), both at the
 // output size:
@@ -51,8 +51,8 @@ func plateMeasure(s *lookSubject, out []float32) (grain, sharp, black float64) {
 		y[i] = float32(0.2126*float64(out[i]) + 0.7152*float64(out[n+i]) + 0.0722*float64(out[2*n+i]))
 		bgw[i] = 1 - s.alpha[i]
 	}
-	sub := render.MeasurePlate(y, s.w, s.h, s.alpha)
-	pl := render.MeasurePlate(y, s.w, s.h, bgw)
+	sub := plate.Measure(y, s.w, s.h, s.alpha)
+	pl := plate.Measure(y, s.w, s.h, bgw)
 	grain, sharp, black = math.NaN(), math.NaN(), math.NaN()
 	if sub.Pixels > 0 && pl.Pixels > 0 {
 		if pl.Grain > 0 {

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Foreground estimation and shadows: the per-frame inputs of the fused
@@ -105,7 +107,7 @@ func (c *compositeStage) allocLook(plan *lightPlan, lw, lh int) error {
 	}
 	// The key light: the first key of the prompt, and the key/fill ratio.
 	for _, lt := range plan.light.Lights {
-		if lt.Role == RoleKey {
+		if lt.Role == prompt.RoleKey {
 			q.keyDir, q.haveKey, q.hardness = lt.Dir, true, lt.Hardness
 			break
 		}
@@ -253,8 +255,8 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 		// Cast: the silhouette projected on the ground plane.
 		if q.castDark > 0 {
 			l := q.keyDir
-			sx := clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
-			sy := clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
+			sx := colour.Clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
+			sy := colour.Clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
 			steps := max(1, int(math.Ceil(math.Max(math.Abs(float64(sx)), math.Abs(float64(sy))))))
 			for y := top; y <= yg; y++ {
 				for x := 0; x < w; x++ {
@@ -274,7 +276,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 			}
 		}
 		// Softness: a little for the contact, more for a soft key.
-		sigma = float32(math.Max(0.7, hs/60+float64(1-clamp32(q.hardness, 0, 1))*hs/40))
+		sigma = float32(math.Max(0.7, hs/60+float64(1-colour.Clamp32(q.hardness, 0, 1))*hs/40))
 	}
 	return sigma
 }

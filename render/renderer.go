@@ -359,19 +359,6 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 	return step("composite", finish(bg, bgBlur, c.alphaBlur, c.wrap))
 }
 
-func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
-	is := func(img kernels.Image, c int) bool {
-		return img != nil && img.Width() == r.w && img.Height() == r.h && img.Channels() == c
-	}
-	if !is(dst, 3) || !is(src, 3) {
-		return fmt.Errorf("render: frame: dst and src must be %dx%d with 3 channels: %w", r.w, r.h, kernels.ErrShape)
-	}
-	if !r.fill && !is(alpha, 1) {
-		return fmt.Errorf("render: frame: alpha must be %dx%d with 1 channel: %w", r.w, r.h, kernels.ErrShape)
-	}
-	return nil
-}
-
 // Close frees the renderer's device images. It is idempotent and always
 // returns nil.
 func (r *Renderer) Close() error {
