@@ -108,8 +108,9 @@ type LookOptions struct {
 	// Seed is the render seed.
 	Seed uint32
 	// NoPlateMatch renders without plate matching (render.Params), for
-	// the before figures.
+	// the before figures; NoFocusMatch without matched focus.
 	NoPlateMatch bool
+	NoFocusMatch bool
 	// CameraClips are the clips of the camera-lock check (nil means
 	// LookCameraClips; empty and non-nil skips it); CameraFrames the
 	// frames per clip (0 = 16); NoCameraLock renders with a still plate,
@@ -607,7 +608,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
 		for pi, lp := range LookPrompts {
-			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch}
+			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch}
 			if lp.Reference {
 				p.Reference = refs[lp.refClip()].frame
 			}

@@ -103,6 +103,13 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if g := rep.Plates[1].MGrain; !(g <= 2.5) {
 		t.Errorf("plate %s: median grain ratio %.3f, want <= 2.5", rep.Plates[1].Name, g)
 	}
+	// Issue 31's focus check: no plate sharper than its subject by more
+	// than FocusRatio after matching (surf: least 0.550 before).
+	for _, p := range rep.Plates {
+		if v := least(p.Sharp); !(v >= 1/FocusRatio) {
+			t.Errorf("plate %s: least sharpness ratio (plate / subject edge width) %.3f, want >= %.3f", p.Name, v, 1/FocusRatio)
+		}
+	}
 	// Issue 31's colour check: the subject's hue shift (CIELAB, median
 	// over subjects) on the reference plates (surf 17.6° and tennis 8.1°
 	// before the hue bound).

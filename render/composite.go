@@ -10,6 +10,7 @@ import (
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render/backdrop"
 	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Tuning (distances in pixels at the working resolution).
@@ -45,6 +46,11 @@ type compositeStage struct {
 	wrapSigma float32
 	// Foreground estimation and shadows (not in fill mode).
 	look lookImages
+	// Matched focus (focus.go): the prompt's focus; focusDone once the
+	// plate is matched; defocus the plate's blur (output pixels).
+	focus     prompt.Focus
+	focusDone bool
+	defocus   float64
 }
 
 func newCompositeStage(dev kernels.Device, ops kernels.Ops, w, h int, fill bool) *compositeStage {
@@ -147,8 +153,11 @@ func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, comp func(dst, a
 	if err := c.shadows(f); err != nil {
 		return err
 	}
-	// Plate matching: the grain (plate.go).
-	return e.matchGrain(comp)
+	// Plate matching: the grain (plate.go), then the focus (focus.go).
+	if err := e.matchGrain(comp); err != nil {
+		return err
+	}
+	return c.matchFocus(e)
 }
 
 // compositeLook is the fused composite's foreground estimates, shadow and

@@ -70,6 +70,7 @@ const (
 type plateMatch struct {
 	off      bool        // Params.NoPlateMatch
 	active   bool        // not off, not fill, a plate measured
+	edges    bool        // measure edge widths (focus matching: focus.go)
 	plate    plate.Stats // the new background at full resolution (New)
 	blackQ   float64     // the plate's black level at a quarter of the working size
 	plateHi  float64     // the highlight cap's target: the plate's 95th percentile of luminance at the working size, at least hiFloor
@@ -104,7 +105,7 @@ func (e *exposureStage) setupPlate(bg, lumLow, bgQ kernels.Image, seed uint32) e
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
 	}
-	pm.plate, _, _ = plate.MeasureBase(lum, e.w, e.h, nil, false, false) // grain only: blackQ is the black level used
+	pm.plate = measureEdges(lum, e.w, e.h, nil, pm.edges) // grain and edge width: blackQ is the black level used
 	low, err := e.dev.ReadPixels(lumLow)
 	if err != nil {
 		return fmt.Errorf("render: plate: %w", err)
@@ -315,7 +316,7 @@ func (e *exposureStage) measureSubject(comp func(dst, alphaDst kernels.Image) er
 	if err != nil {
 		return err
 	}
-	pm.subject, _, _ = plate.MeasureBase(lum, e.w, e.h, a, false, false)
+	pm.subject = measureEdges(lum, e.w, e.h, a, pm.edges)
 	p, s := pm.plate, pm.subject
 	if s.Pixels == 0 || !(s.Grain < grainNear*p.Grain) {
 		return nil // a compositor adds grain; this does not denoise

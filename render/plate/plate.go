@@ -212,25 +212,67 @@ func EdgeWidth(v []float32, w, h int, in []bool, grain float64) float64 {
 	if len(es) < 50 {
 		return 0
 	}
-	slices.SortStableFunc(es, func(a, c edge) int {
-		switch {
-		case a.g2 > c.g2:
-			return -1
-		case a.g2 < c.g2:
-			return 1
-		}
-		return 0
-	})
-	es = es[:max(50, len(es)/20)]
-	rs := make([]float32, len(es))
+	// The k strongest edges, ties in raster order (as a stable sort by
+	// descending g2 would take them), without sorting them all.
+	k := max(50, len(es)/20)
+	g := make([]float64, len(es))
 	for i, e := range es {
-		rs[i] = float32(e.r)
+		g[i] = e.g2
+	}
+	t := kthLargest(g, k)
+	rs := make([]float32, 0, k)
+	for _, e := range es {
+		if e.g2 > t {
+			rs = append(rs, float32(e.r))
+		}
+	}
+	for _, e := range es {
+		if len(rs) == k {
+			break
+		}
+		if e.g2 == t {
+			rs = append(rs, float32(e.r))
+		}
 	}
 	r := float64(Percentile32(rs, 0.5))
 	if r <= 1.01 {
 		return 8
 	}
 	return math.Min(8, plateBlurSigma/math.Sqrt(r*r-1))
+}
+
+// kthLargest returns the k-th largest of g (1 <= k <= len(g); g is
+// reordered): Hoare's selection with a median-of-three pivot.
+func kthLargest(g []float64, k int) float64 {
+	lo, hi, want := 0, len(g)-1, k-1 // want: the index in descending order
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		a, b, c := g[lo], g[mid], g[hi]
+		p := max(min(a, b), min(max(a, b), c))
+		i, j := lo, hi
+		for i <= j {
+			for g[i] > p {
+				i++
+			}
+			for g[j] < p {
+				j--
+			}
+			if i <= j {
+				g[i], g[j] = g[j], g[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case want <= j:
+			hi = j
+		case want >= i:
+			lo = i
+		default:
+			return g[want]
+		}
+	}
+	return g[want]
 }
 
 // gaussBlur is a separable Gaussian blur (edges clamped).

@@ -3,6 +3,7 @@ package plate
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -84,5 +85,45 @@ func TestEdgeWidth(t *testing.T) {
 	}
 	if st := Measure(step(2, 0), w, h, nil); st.Edge != 0 {
 		t.Errorf("flat: edge width %.3f, want 0", st.Edge)
+	}
+}
+
+// BenchmarkMeasure1080p: the grain and edge width without the black
+// level, as matched focus measures the plate and the subject once per job
+// (render/focus.go measureEdges), at 1080p.
+func BenchmarkMeasure1080p(b *testing.B) {
+	const w, h = 1920, 1080
+	rng := rand.New(rand.NewPCG(5, 6))
+	lum := make([]float32, w*h)
+	for i := range lum {
+		x, y := i%w, i/w
+		v := 0.4 + 0.2*math.Sin(float64(x)*0.05)*math.Cos(float64(y)*0.07) + 0.01*rng.NormFloat64()
+		lum[i] = float32(v * v)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		_, in, v := MeasureBase(lum, w, h, nil, false, true)
+		if EdgeWidth(v, w, h, in, 0) == 0 {
+			b.Fatal("no edges")
+		}
+	}
+}
+
+// TestKthLargest: against a sort, on random values with many ties, for
+// every k, and on one value.
+func TestKthLargest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, n := range []int{1, 2, 3, 10, 101} {
+		g := make([]float64, n)
+		for i := range g {
+			g[i] = float64(rng.IntN(7))
+		}
+		want := append([]float64(nil), g...)
+		slices.Sort(want)
+		for k := 1; k <= n; k++ {
+			if got := kthLargest(append([]float64(nil), g...), k); got != want[n-k] {
+				t.Fatalf("n %d k %d: %v, want %v", n, k, got, want[n-k])
+			}
+		}
 	}
 }

@@ -146,4 +146,6 @@ type Lighting struct {
 	// Explicit is true when the prompt named the lights; false when they
 	// are a scene's defaults or there are none.
 	Explicit bool
+	// Focus is the plate's depth of field against the subject's.
+	Focus Focus
 }

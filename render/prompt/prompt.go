@@ -38,6 +38,7 @@ type clause struct {
 func Parse(prompt string) Lighting {
 	ps := promptParser{l: Lighting{Intensity: 1, Contrast: 1, Scene: SceneStudio}, cur: &clause{gain: 1}}
 	toks := tokenize(prompt)
+	ps.l.Focus = focusOf(toks)
 	for i := 0; i < len(toks); i++ {
 		i = ps.token(toks, i)
 	}

@@ -272,3 +272,31 @@ func TestParsePromptColouredPair(t *testing.T) {
 		t.Fatalf("softbox key: %+v", w.Lights)
 	}
 }
+
+// TestParsePromptFocus: focus words, the default, the last named winning,
+// and "sharp" alone (hard light) leaving the focus alone.
+func TestParsePromptFocus(t *testing.T) {
+	for p, want := range map[string]Focus{
+		"":                                 FocusMatch,
+		"warm key light from the left":     FocusMatch,
+		"sharp light from the left":        FocusMatch,
+		"shallow focus, sunset":            FocusShallow,
+		"shallow depth of field":           FocusShallow,
+		"city at night with bokeh":         FocusShallow,
+		"Blurred background":               FocusShallow,
+		"deep focus, beach":                FocusDeep,
+		"sharp background, hard light":     FocusDeep,
+		"deep depth of field":              FocusDeep,
+		"shallow focus. no: deep focus":    FocusDeep,
+		"deep blue rim light":              FocusMatch,
+		"crisp backdrop then blurry beach": FocusShallow,
+		"focused background":               FocusDeep,
+	} {
+		if got := Parse(p).Focus; got != want {
+			t.Errorf("%q: focus %v, want %v", p, got, want)
+		}
+	}
+	if FocusDeep.String() != "deep" || Focus(7).String() != "focus(?)" {
+		t.Error("Focus.String")
+	}
+}
