@@ -153,6 +153,9 @@ type LookReport struct {
 	// Plates: grain, sharpness and black level of the subject against the
 	// plate on the reference and the beach backdrop (lookplate.go).
 	Plates []LookPlateRow
+	// Edges: halo, bleed and contact on the passes (lookedge.go), one row
+	// per measured prompt in LookPrompts' order.
+	Edges []LookEdgeRow
 	// Camera: the camera-lock check per clip (lookcamera.go).
 	Camera       []LookCameraRow
 	CameraFrames int
@@ -590,6 +593,14 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	for i := range rep.Rows {
 		rep.Rows[i].Prompt = LookPrompts[i]
 	}
+	edgeIndex := make([]int, len(LookPrompts))
+	for i, lp := range LookPrompts {
+		edgeIndex[i] = -1
+		if name := lookEdgeName(lp); name != "" {
+			edgeIndex[i] = len(rep.Edges)
+			rep.Edges = append(rep.Edges, LookEdgeRow{Name: name})
+		}
+	}
 	var sheet [][]*thumb
 	for _, name := range subjects {
 		dir := filepath.Join(opt.Dataset, name)
@@ -602,6 +613,14 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 			return nil, fmt.Errorf("bench: %s: %w", name, err)
 		}
 		dist, err := insideDist(dev, s.alpha, s.w, s.h)
+		if err != nil {
+			return nil, err
+		}
+		inv := make([]float32, len(s.alpha))
+		for i, a := range s.alpha {
+			inv[i] = 1 - a
+		}
+		outDist, err := insideDist(dev, inv, s.w, s.h)
 		if err != nil {
 			return nil, err
 		}
@@ -647,6 +666,14 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 				pr := &rep.Plates[k]
 				pr.Grain, pr.Sharp, pr.Black = append(pr.Grain, g), append(pr.Sharp, sh), append(pr.Black, bl)
 			}
+			if k := edgeIndex[pi]; k >= 0 {
+				ha, bl, co, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
+				if err != nil {
+					return nil, fmt.Errorf("bench: %s: edges: %w", name, err)
+				}
+				e := &rep.Edges[k]
+				e.Halo, e.Bleed, e.Contact = append(e.Halo, ha), append(e.Bleed, bl), append(e.Contact, co)
+			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
 			row = append(row, makeThumb(out, s.w, s.h))
@@ -685,6 +712,9 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	rep.GainFlicker, rep.SourceFlicker = median(g0), median(g1)
 	for i := range rep.Plates {
 		rep.Plates[i].finish()
+	}
+	for i := range rep.Edges {
+		rep.Edges[i].finish()
 	}
 	if err := runCamera(ctx, dev, opt, ref, rep); err != nil {
 		return nil, err
@@ -886,6 +916,7 @@ func (r *LookReport) PerSubject() string {
 		line("source change per frame", sf)
 	}
 	r.platePerSubject(line)
+	r.edgePerSubject(line)
 	for _, row := range r.Rows {
 		name := row.Prompt.Prompt
 		if row.Prompt.Reference {
@@ -935,6 +966,7 @@ func (r *LookReport) String() string {
 	b.WriteString(r.plateString())
 	b.WriteString(r.colourString())
 	b.WriteString(r.nightString())
+	b.WriteString(r.edgeString())
 	b.WriteString(r.cameraString())
 	return b.String()
 }
