@@ -593,14 +593,8 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 	for i := range rep.Rows {
 		rep.Rows[i].Prompt = LookPrompts[i]
 	}
-	edgeIndex := make([]int, len(LookPrompts))
-	for i, lp := range LookPrompts {
-		edgeIndex[i] = -1
-		if name := lookEdgeName(lp); name != "" {
-			edgeIndex[i] = len(rep.Edges)
-			rep.Edges = append(rep.Edges, LookEdgeRow{Name: name})
-		}
-	}
+	var edgeIndex []int
+	rep.Edges, edgeIndex = newEdgeRows()
 	var sheet [][]*thumb
 	for _, name := range subjects {
 		dir := filepath.Join(opt.Dataset, name)
@@ -616,11 +610,7 @@ func RunLook(ctx context.Context, opt LookOptions) (*LookReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		inv := make([]float32, len(s.alpha))
-		for i, a := range s.alpha {
-			inv[i] = 1 - a
-		}
-		outDist, err := insideDist(dev, inv, s.w, s.h)
+		outDist, err := outsideDist(dev, s.alpha, s.w, s.h)
 		if err != nil {
 			return nil, err
 		}

@@ -62,6 +62,31 @@ func lookEdgeName(lp LookPrompt) string {
 	return ""
 }
 
+// newEdgeRows makes the report's edge rows and, per prompt of
+// LookPrompts, the index of its row (-1: not measured).
+func newEdgeRows() ([]LookEdgeRow, []int) {
+	var rows []LookEdgeRow
+	index := make([]int, len(LookPrompts))
+	for i, lp := range LookPrompts {
+		index[i] = -1
+		if name := lookEdgeName(lp); name != "" {
+			index[i] = len(rows)
+			rows = append(rows, LookEdgeRow{Name: name})
+		}
+	}
+	return rows, index
+}
+
+// outsideDist is the distance (pixels) of each background pixel to the
+// matte (insideDist of its complement).
+func outsideDist(dev kernels.Device, alpha []float32, w, h int) ([]float32, error) {
+	inv := make([]float32, len(alpha))
+	for i, a := range alpha {
+		inv[i] = 1 - a
+	}
+	return insideDist(dev, inv, w, h)
+}
+
 // edgeMeasure renders one frame's passes of s with p and measures them;
 // in and out are the distances (px) inside and outside the matte.
 func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (halo, bleed, contact float64, err error) {
