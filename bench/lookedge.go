@@ -19,7 +19,10 @@ import (
 //     haloBand px more, the mean |composite - backdrop·(1 - shadow)| of
 //     luminance over the backdrop's mean there: what reaches the plate
 //     around the subject other than its shadows (a rim or glow past the
-//     matte, the soft band's foreground); limit HaloLimit;
+//     matte, the soft band's foreground); limit HaloLimit. As defined it
+//     reads the soft matte's own subject where alpha is still above 0
+//     past 2 px (all of today's 1-4%: 0 where alpha is 0), not only a
+//     glow: to be redefined before tuning (issue 31 note, session 12);
 //   - bleed: inside the matte beyond the wrap width (2 sigma of the wrap's
 //     blur: 2 × 0.012 of the output's diagonal), the 99th percentile of
 //     the wrap pass's luminance over the mean of the backdrop's brightest
