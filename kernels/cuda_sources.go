@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "1a5543c857b41d13dcc785afb35b44e5816414d918585db0783bef580d95b2a3"
+const cudaSourcesSHA256 = "6ba6ef4c3ef0ea53f41d90c623c37b6dfa7a33c978205d5782383bfa0572a1fc"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "49514a2a1c0e598ec7ce1145e5483de5be53f676cfff01422cc10d62622c6a72"
+const cudaFatbinSHA256 = "589c791846d8fa2094a5a801b0842c92bbc87f589c8898d6689fb2cf065e4aea"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/camfit"
 )
 
 // texture is a smooth, aperiodic texture at (x, y).
@@ -82,7 +83,7 @@ func renderPan(t *testing.T, d kernels.Device, p Params, frames int, vx, vy floa
 // TestCameraLockPan: on a pan of (2.3, -1.1) pixels a frame, the camera
 // stage measures it within 0.1 px a frame after the first frame, the
 // plate moves by the accumulated motion (measured on the output with
-// CameraShift, away from the subject), and the same inputs give the same
+// camfit.Shift, away from the subject), and the same inputs give the same
 // bytes.
 func TestCameraLockPan(t *testing.T) {
 	d := newDev(t)
@@ -105,7 +106,7 @@ func TestCameraLockPan(t *testing.T) {
 	n := w * h
 	for k := 1; k < len(outs); k++ {
 		a := panScene(w, h, k, vx, vy).alpha
-		ox, oy, ok := CameraShift(luma32(outs[k-1], n), a, luma32(outs[k], n), a, w, h, 12)
+		ox, oy, ok := camfit.Shift(luma32(outs[k-1], n), a, luma32(outs[k], n), a, w, h, 12)
 		if !ok || math.Abs(ox-vx) > 0.3 || math.Abs(oy-vy) > 0.3 {
 			t.Fatalf("frame %d: the plate moved (%.3f, %.3f) ok %v, want (%.1f, %.1f)", k, ox, oy, ok, vx, vy)
 		}

@@ -8,6 +8,9 @@ import (
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/backdrop"
+	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Tuning (distances in pixels at the working resolution).
@@ -43,6 +46,11 @@ type compositeStage struct {
 	wrapSigma float32
 	// Foreground estimation and shadows (not in fill mode).
 	look lookImages
+	// Matched focus (focus.go): the prompt's focus; focusDone once the
+	// plate is matched; defocus the plate's blur (output pixels).
+	focus     prompt.Focus
+	focusDone bool
+	defocus   float64
 }
 
 func newCompositeStage(dev kernels.Device, ops kernels.Ops, w, h int, fill bool) *compositeStage {
@@ -64,13 +72,13 @@ func (c *compositeStage) setBackground(ctx context.Context, plan *lightPlan, ref
 		return c.loadReference(ref, bgLow, env)
 	}
 	lw, lh := bgLow.Width(), bgLow.Height()
-	cv := synthBackdrop(&plan.light, rng, lw, lh)
+	cv := backdrop.Synth(&plan.light, rng, lw, lh)
 	salt := rng.Uint32()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if c.fill {
-		f, err := cv.toRGB24(lw, lh, salt)
+		f, err := cv.RGB24(lw, lh, salt)
 		if err != nil {
 			return fmt.Errorf("render: backdrop: %w", err)
 		}
@@ -78,7 +86,7 @@ func (c *compositeStage) setBackground(ctx context.Context, plan *lightPlan, ref
 			return fmt.Errorf("render: backdrop upload: %w", err)
 		}
 	} else {
-		f, err := cv.toRGB24(c.w, c.h, salt)
+		f, err := cv.RGB24(c.w, c.h, salt)
 		if err != nil {
 			return fmt.Errorf("render: backdrop: %w", err)
 		}
@@ -145,8 +153,11 @@ func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, comp func(dst, a
 	if err := c.shadows(f); err != nil {
 		return err
 	}
-	// Plate matching: the grain (plate.go).
-	return e.matchGrain(comp)
+	// Plate matching: the grain (plate.go), then the focus (focus.go).
+	if err := e.matchGrain(comp); err != nil {
+		return err
+	}
+	return c.matchFocus(e)
 }
 
 // compositeLook is the fused composite's foreground estimates, shadow and
@@ -241,12 +252,12 @@ func decimateRGB24(f *frame.HostFrame, k int) *frame.HostFrame {
 	}
 	var toLin [256]float32
 	for i := range toLin {
-		toLin[i] = srgbToLinear(float32(i) / 255)
+		toLin[i] = colour.SRGBToLinear(float32(i) / 255)
 	}
 	const lutN = 4096
 	var toSRGB [lutN + 1]uint8
 	for i := range toSRGB {
-		toSRGB[i] = uint8(linearToSRGB(float32(i)/lutN)*255 + 0.5)
+		toSRGB[i] = uint8(colour.LinearToSRGB(float32(i)/lutN)*255 + 0.5)
 	}
 	inv := 1 / float32(k*k)
 	acc := make([]float32, 3*w)

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/plate"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // exposureStage sets the subject's exposure from the scene (the new
@@ -40,8 +42,8 @@ type exposureStage struct {
 // below this.
 const nightShare = 0.3
 
-func newExposureStage(dev kernels.Device, ops kernels.Ops, w, h, lw, lh int, fill, noPlateMatch bool, light Lighting) (*exposureStage, error) {
-	e := &exposureStage{dev: dev, ops: ops, w: w, h: h, fill: fill, night: light.Time == TimeNight && !fill && light.Intensity > 0,
+func newExposureStage(dev kernels.Device, ops kernels.Ops, w, h, lw, lh int, fill, noPlateMatch bool, light prompt.Lighting) (*exposureStage, error) {
+	e := &exposureStage{dev: dev, ops: ops, w: w, h: h, fill: fill, night: light.Time == prompt.TimeNight && !fill && light.Intensity > 0,
 		intensity: float64(light.Intensity)}
 	e.plate.off = noPlateMatch
 	e.plate.blackK = 1
@@ -151,7 +153,7 @@ func (e *exposureStage) nightFloor(x float64, f *lowFrame) (float64, error) {
 	if len(sub) < 16 {
 		return x, nil
 	}
-	med := float64(percentile32(sub, 0.5))
+	med := float64(plate.Percentile32(sub, 0.5))
 	if !(med > 1e-6) {
 		return x, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Foreground estimation and shadows: the per-frame inputs of the fused
@@ -43,6 +45,11 @@ const (
 	// contactDark is the contact shadow's darkening right under the feet
 	// (half the sky hidden).
 	contactDark = 0.5
+	// contactReach: the points within this share of the subject's height
+	// above its lowest one stand on the ground (was 1/20, which left
+	// the far legs of the bench's bear and elephant without contact:
+	// issue 31's contact measure 0.91-0.93 under them, 0.74-0.83 now).
+	contactReach = 1.0 / 8
 	// maxShadowLen bounds the cast shadow's length per pixel of height
 	// (a low sun).
 	maxShadowLen = 2.0
@@ -105,7 +112,7 @@ func (c *compositeStage) allocLook(plan *lightPlan, lw, lh int) error {
 	}
 	// The key light: the first key of the prompt, and the key/fill ratio.
 	for _, lt := range plan.light.Lights {
-		if lt.Role == RoleKey {
+		if lt.Role == prompt.RoleKey {
 			q.keyDir, q.haveKey, q.hardness = lt.Dir, true, lt.Hardness
 			break
 		}
@@ -235,12 +242,14 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 				d[y*w+x] = v
 			}
 		}
-		// Contact: under the lowest points (within 5% of the height of
-		// the lowest), over about a foot's length (8% of the height)
-		// down and half that sideways, fading with the distance.
+		// Contact: under the lowest points (within contactReach of the
+		// height of the lowest: the far feet of a walker or an animal
+		// stand higher in the picture), over about a foot's length (8%
+		// of the height) down and half that sideways, fading with the
+		// distance.
 		ch := max(2, int(math.Round(hs/12)))
 		for x := 0; x < w; x++ {
-			if low[x] < 0 || float64(low[x]) < float64(yg)-math.Max(1, hs/20) {
+			if low[x] < 0 || float64(low[x]) < float64(yg)-math.Max(1, hs*contactReach) {
 				continue
 			}
 			for dx := -ch / 2; dx <= ch/2; dx++ {
@@ -253,8 +262,8 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 		// Cast: the silhouette projected on the ground plane.
 		if q.castDark > 0 {
 			l := q.keyDir
-			sx := clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
-			sy := clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
+			sx := colour.Clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
+			sy := colour.Clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
 			steps := max(1, int(math.Ceil(math.Max(math.Abs(float64(sx)), math.Abs(float64(sy))))))
 			for y := top; y <= yg; y++ {
 				for x := 0; x < w; x++ {
@@ -274,7 +283,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 			}
 		}
 		// Softness: a little for the contact, more for a soft key.
-		sigma = float32(math.Max(0.7, hs/60+float64(1-clamp32(q.hardness, 0, 1))*hs/40))
+		sigma = float32(math.Max(0.7, hs/60+float64(1-colour.Clamp32(q.hardness, 0, 1))*hs/40))
 	}
 	return sigma
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 // Tuning (distances in pixels at the working resolution).
@@ -243,7 +244,7 @@ func halfBasisMeans(nq, aq []float32, qw, qh int, cx, cy, lx, ly float64) (mk, m
 			if !(w > 0) {
 				continue
 			}
-			d := normalize3([3]float32{nq[i], nq[n+i], nq[2*n+i]})
+			d := colour.Normalize3([3]float32{nq[i], nq[n+i], nq[2*n+i]})
 			yb := shBasis(d)
 			side := (float64(x)+0.5-cx)*lx - (float64(y)+0.5-cy)*ly
 			if side >= 0 {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 // Tuning (distances in pixels at the working resolution).
@@ -145,7 +146,7 @@ func (n *normalStage) inflate(f *lowFrame) error {
 		return step("distance statistics", err)
 	}
 	rad := float32(radiusPerMeanDist * st.Mean[0])
-	rad = clamp32(rad, 2, float32(max(n.lw, n.lh)))
+	rad = colour.Clamp32(rad, 2, float32(max(n.lw, n.lh)))
 	if n.radius > 0 {
 		rad = n.radius + emaNew*(rad-n.radius)
 	}

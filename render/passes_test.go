@@ -7,6 +7,7 @@ import (
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 // TestPassesRebuildComposite: FramePasses' composite is Frame's, and the
@@ -114,7 +115,7 @@ func TestPassesNeutralForegroundOverPlate(t *testing.T) {
 		}
 	}
 	mean /= float64(3 * n)
-	code := uint8(math.Round(float64(linearToSRGB(float32(mean))) * 255))
+	code := uint8(math.Round(float64(colour.LinearToSRGB(float32(mean))) * 255))
 	r, err := New(ctx, d, Params{Reference: flatRef(64, 48, [3]uint8{code, code, code}), Seed: 1, Width: s.w, Height: s.h, Fill: true})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Tuning (distances in pixels at the working resolution).
@@ -25,7 +27,7 @@ const (
 // irradiance in parts (lightingParts), from which the key stage takes the
 // new light, the rims' term and how much of the old shading to replace.
 type lightPlan struct {
-	light Lighting
+	light prompt.Lighting
 	parts lightParts
 	// newSH is the target irradiance before exposure normalisation with
 	// the fill side at parts.fill; rimSH the rims' silhouette term, on
@@ -41,8 +43,8 @@ type lightPlan struct {
 
 // newLightPlan parses the prompt and jitters its lights from rng (the
 // job's first random draws).
-func newLightPlan(prompt string, rng *rand.Rand) *lightPlan {
-	p := &lightPlan{light: ParsePrompt(prompt)}
+func newLightPlan(text string, rng *rand.Rand) *lightPlan {
+	p := &lightPlan{light: prompt.Parse(text)}
 	jitterLights(p.light.Lights, rng)
 	return p
 }
@@ -55,7 +57,7 @@ func (p *lightPlan) setEnvironment(envL [3]kernels.SH9, hasRef, fill bool) {
 	p.parts = lightingParts(&p.light, envL, hasRef)
 	p.newSH, p.rimSH = p.parts.combine(p.parts.fill), p.parts.rim
 	for _, lt := range p.light.Lights {
-		p.haveRim = p.haveRim || lt.Role == RoleRim
+		p.haveRim = p.haveRim || lt.Role == prompt.RoleRim
 	}
 	if fill {
 		for c := range p.newSH {
@@ -82,13 +84,13 @@ func (p *lightPlan) setEnvironment(envL [3]kernels.SH9, hasRef, fill bool) {
 
 // jitterLights perturbs each light's direction (about 3 degrees) and
 // colour (about 2 percent) from the seed.
-func jitterLights(ls []Light, rng *rand.Rand) {
+func jitterLights(ls []prompt.Light, rng *rand.Rand) {
 	for i := range ls {
 		d := ls[i].Dir
 		for k := range d {
 			d[k] += float32(rng.Float64()-0.5) * 0.1
 		}
-		ls[i].Dir = normalize3(d)
+		ls[i].Dir = colour.Normalize3(d)
 		for k := range ls[i].Color {
 			ls[i].Color[k] *= 1 + float32(rng.Float64()-0.5)*0.04
 		}
@@ -135,7 +137,7 @@ func (p *lightParts) combine(f float64) (e [3][9]float64) {
 // ratio the words ask for. The rims' silhouette term (rimIrradiance) is
 // kept apart, in p.rim: it is evaluated on the silhouette band's normals.
 // The rest of the light is p.combine(p.fill).
-func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts) {
+func lightingParts(l *prompt.Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts) {
 	var rest, key, rim [3][9]float64
 	var rimPoly [9]float64
 	var rimCol [3]float64
@@ -173,14 +175,14 @@ func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts)
 	haveKey := false
 	for _, lt := range l.Lights {
 		switch {
-		case lt.Role == RoleKey && !haveKey:
+		case lt.Role == prompt.RoleKey && !haveKey:
 			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
 			keyDir, haveKey = lt.Dir, true
-		case lt.Role == RoleRim:
+		case lt.Role == prompt.RoleRim:
 			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
-			col := scale3(lt.Color, rimBoost)
+			col := colour.Scale3(lt.Color, rimBoost)
 			rimIrradiance(&rim, lt.Dir, col)
-			sh, y := rimShape(lt.Dir), float64(luminance(col))
+			sh, y := rimShape(lt.Dir), float64(colour.Luminance(col))
 			for k := range sh {
 				rimPoly[k] += y * sh[k]
 			}
@@ -194,7 +196,7 @@ func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts)
 	}
 	amb := l.Ambient
 	if hasRef && len(l.Lights) == 0 {
-		amb = scale3(amb, 0.35)
+		amb = colour.Scale3(amb, 0.35)
 	}
 	ambientIrradiance(&rest, amb)
 	f := 1.0
@@ -216,12 +218,12 @@ func lightingParts(l *Lighting, envL [3]kernels.SH9, hasRef bool) (p lightParts)
 // 4.5:1), its strength ("strong", "faint") and the global contrast
 // squared ("dramatic", "low-key" toward 8:1 and beyond, "flat",
 // "high-key" toward 2:1). Range 1.5..12.
-func KeyFillRatio(l *Lighting) float64 {
+func KeyFillRatio(l *prompt.Lighting) float64 {
 	k := 3.0
 	for _, lt := range l.Lights {
-		if lt.Role == RoleKey {
-			k *= 1 + float64(clamp32(lt.Hardness, 0, 1)) - 0.5
-			k *= math.Max(0.5, math.Min(1.5, float64(luminance(lt.Color))))
+		if lt.Role == prompt.RoleKey {
+			k *= 1 + float64(colour.Clamp32(lt.Hardness, 0, 1)) - 0.5
+			k *= math.Max(0.5, math.Min(1.5, float64(colour.Luminance(lt.Color))))
 			break
 		}
 	}
@@ -239,7 +241,7 @@ func KeyFillRatio(l *Lighting) float64 {
 // [0.08, 1] (the fill is only ever reduced, never removed).
 func fillScale(key, rest [3][9]float64, dir [3]float32, ratio float64) float64 {
 	lum := func(e [3][9]float64, d [3]float32) float64 {
-		y := shBasis(normalize3(d))
+		y := shBasis(colour.Normalize3(d))
 		var v [3]float64
 		for c := 0; c < 3; c++ {
 			for k := 0; k < 9; k++ {
@@ -267,9 +269,9 @@ func fillScale(key, rest [3][9]float64, dir [3]float32, ratio float64) float64 {
 
 // Lighting returns a copy of the lighting parsed from the prompt, with the
 // seed's jitter applied to the lights.
-func (r *Renderer) Lighting() Lighting {
+func (r *Renderer) Lighting() prompt.Lighting {
 	l := r.plan.light
-	l.Lights = append([]Light(nil), l.Lights...)
+	l.Lights = append([]prompt.Light(nil), l.Lights...)
 	l.Palette = append([][3]float32(nil), l.Palette...)
 	l.Backdrop = append([][3]float32(nil), l.Backdrop...)
 	return l

@@ -104,43 +104,6 @@ func TestPlateGrainDeterministic(t *testing.T) {
 	}
 }
 
-// TestMeasurePlateGrain: the grain estimate reads white noise of known
-// sigma on a half-textured image (a fine sine pattern, whose diagonal
-// detail alone reads as grain of sigma 0.023, beside a ramp with an edge)
-// within 15%, and reads it clean as nearly grainless: the flattest
-// blocks are measured, not the texture.
-func TestMeasurePlateGrain(t *testing.T) {
-	const w, h = 256, 192
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, sigma := range []float64{0, 0.005, 0.02} {
-		lum := make([]float32, w*h)
-		for y := range h {
-			for x := range w {
-				// Half fine texture, half a smooth ramp with an edge.
-				v := 0.5 + 0.15*math.Sin(float64(x)*0.7)*math.Sin(float64(y)*0.9)
-				if x >= w/2 {
-					v = 0.3 + 0.3*float64(x)/w
-					if y > h/2 {
-						v *= 0.6
-					}
-				}
-				v += sigma * rng.NormFloat64()
-				lum[y*w+x] = float32(v * v)
-			}
-		}
-		st := MeasurePlate(lum, w, h, nil)
-		if sigma == 0 {
-			if st.Grain > 0.002 {
-				t.Errorf("clean texture: grain %.4f, want < 0.002", st.Grain)
-			}
-			continue
-		}
-		if math.Abs(st.Grain/sigma-1) > 0.15 {
-			t.Errorf("sigma %.3f: grain %.4f", sigma, st.Grain)
-		}
-	}
-}
-
 // TestPlateLateSubject: a job whose first frames have no subject (an empty
 // matte) measures it on the first frame that shows it: grain is added
 // from then on, and FrameFromHost still equals FrameHost.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // Tuning of the look shared by its stages. Distances in pixels are at
@@ -45,6 +46,9 @@ type Params struct {
 	// NoPlateMatch turns off matching the subject's grain, black level
 	// and highlights to the background (for comparisons; see plate.go).
 	NoPlateMatch bool
+	// NoFocusMatch keeps the plate's sharpness as it is (for comparisons;
+	// see focus.go).
+	NoFocusMatch bool
 	// NoCameraLock keeps the plate still whatever the source's camera
 	// does (for comparisons; see camera.go).
 	NoCameraLock bool
@@ -149,6 +153,8 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if r.exposure, err = newExposureStage(r.dev, r.ops, r.w, r.h, lw, lh, r.fill, p.NoPlateMatch, r.plan.light); err != nil {
 		return err
 	}
+	r.comp.focus = r.plan.light.Focus
+	r.exposure.plate.edges = !p.NoFocusMatch && r.comp.focus != prompt.FocusDeep
 	if err := r.exposure.setBackground(r.low, r.comp.bg, bgLow, bgQ, p.Seed); err != nil {
 		return err
 	}
@@ -357,19 +363,6 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 	}
 	bg, bgBlur := r.camera.plate(c.bg, c.bgBlur)
 	return step("composite", finish(bg, bgBlur, c.alphaBlur, c.wrap))
-}
-
-func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
-	is := func(img kernels.Image, c int) bool {
-		return img != nil && img.Width() == r.w && img.Height() == r.h && img.Channels() == c
-	}
-	if !is(dst, 3) || !is(src, 3) {
-		return fmt.Errorf("render: frame: dst and src must be %dx%d with 3 channels: %w", r.w, r.h, kernels.ErrShape)
-	}
-	if !r.fill && !is(alpha, 1) {
-		return fmt.Errorf("render: frame: alpha must be %dx%d with 1 channel: %w", r.w, r.h, kernels.ErrShape)
-	}
-	return nil
 }
 
 // Close frees the renderer's device images. It is idempotent and always

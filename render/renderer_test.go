@@ -8,6 +8,7 @@ import (
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 func newDev(t testing.TB) *kernels.CPU {
@@ -197,7 +198,7 @@ func TestNeutralKeepsSource(t *testing.T) {
 		mean += float64(v)
 	}
 	mean /= float64(len(s.src))
-	code := uint8(math.Round(float64(linearToSRGB(float32(mean))) * 255))
+	code := uint8(math.Round(float64(colour.LinearToSRGB(float32(mean))) * 255))
 	ref := flatRef(64, 48, [3]uint8{code, code, code})
 	out, _ := render(t, d, Params{Reference: ref, Seed: 1, Width: s.w, Height: s.h}, s, nil)
 	// Tolerance: mean absolute difference below 0.002 and every pixel
@@ -521,7 +522,7 @@ func TestLargeReference(t *testing.T) {
 	ref := flatRef(640, 480, [3]uint8{40, 90, 200})
 	_, r := render(t, d, Params{Reference: ref, Seed: 1, Width: s.w, Height: s.h}, s, nil)
 	bg := read(t, d, r.comp.bg)
-	want := srgb8ToLinear([3]uint8{40, 90, 200})
+	want := colour.SRGB8ToLinear([3]uint8{40, 90, 200})
 	n := s.w * s.h
 	for c := 0; c < 3; c++ {
 		if v := bg[c*n+n/2]; math.Abs(float64(v-want[c])) > 0.01 {

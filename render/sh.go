@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 // Real SH basis constants (bands 0..2), in the kernels' order Y00, Y1-1,
@@ -47,7 +48,7 @@ func shBasis(d [3]float32) [9]float64 {
 // keeping the mean irradiance (band 0) unchanged.
 func lightIrradiance(e *[3][9]float64, dir, col [3]float32, hardness float32) {
 	y := shBasis(dir)
-	h := float64(clamp32(hardness, 0, 1)) - 0.5
+	h := float64(colour.Clamp32(hardness, 0, 1)) - 0.5
 	band := [3]float64{cosineLobe[0], cosineLobe[1] * (1 + 0.5*h), cosineLobe[2] * (1 + 1.2*h)}
 	for c := 0; c < 3; c++ {
 		for k := 0; k < 9; k++ {

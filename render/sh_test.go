@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 func TestSolveRidge(t *testing.T) {
@@ -12,7 +14,7 @@ func TestSolveRidge(t *testing.T) {
 	var ata [81]float64
 	var atb [9]float64
 	for i := 0; i < 2000; i++ {
-		d := normalize3([3]float32{float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(math.Abs(rng.NormFloat64()))})
+		d := colour.Normalize3([3]float32{float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(math.Abs(rng.NormFloat64()))})
 		y := shBasis(d)
 		s := shDot(want, y)
 		for a := 0; a < 9; a++ {
@@ -54,7 +56,7 @@ func TestSolveRidge(t *testing.T) {
 
 func TestLightIrradiance(t *testing.T) {
 	var e [3][9]float64
-	dir := normalize3([3]float32{-1, 0.2, 0.5})
+	dir := colour.Normalize3([3]float32{-1, 0.2, 0.5})
 	lightIrradiance(&e, dir, [3]float32{1, 0.5, 0.25}, 0.5)
 	at := func(d [3]float32, c int) float64 { return shDot(e[c], shBasis(d)) }
 	// Facing the light: about the light's colour (the order-2 SH of the
@@ -70,7 +72,7 @@ func TestLightIrradiance(t *testing.T) {
 		t.Fatalf("irradiance away from the light %v", v)
 	}
 	// Hard lights fall off faster toward the terminator.
-	side := normalize3([3]float32{0, 0.2, 1})
+	side := colour.Normalize3([3]float32{0, 0.2, 1})
 	var soft, hard [3][9]float64
 	lightIrradiance(&soft, dir, [3]float32{1, 1, 1}, 0)
 	lightIrradiance(&hard, dir, [3]float32{1, 1, 1}, 1)

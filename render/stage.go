@@ -178,3 +178,17 @@ type namedStep struct {
 	name string
 	run  func() error
 }
+
+// checkShapes checks a frame's images against the renderer's size.
+func (r *Renderer) checkShapes(dst, src, alpha kernels.Image) error {
+	is := func(img kernels.Image, c int) bool {
+		return img != nil && img.Width() == r.w && img.Height() == r.h && img.Channels() == c
+	}
+	if !is(dst, 3) || !is(src, 3) {
+		return fmt.Errorf("render: frame: dst and src must be %dx%d with 3 channels: %w", r.w, r.h, kernels.ErrShape)
+	}
+	if !r.fill && !is(alpha, 1) {
+		return fmt.Errorf("render: frame: alpha must be %dx%d with 1 channel: %w", r.w, r.h, kernels.ErrShape)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // lowScene is a lowFrame holding makeScene's disc (w and h at most
@@ -27,8 +28,8 @@ func lowScene(t *testing.T, d kernels.Device, s scene, fill bool) *lowFrame {
 }
 
 // testPlan is the plan of prompt over a neutral grey environment.
-func testPlan(prompt string, hasRef, fill bool) *lightPlan {
-	p := newLightPlan(prompt, rand.New(rand.NewPCG(1, 2)))
+func testPlan(text string, hasRef, fill bool) *lightPlan {
+	p := newLightPlan(text, rand.New(rand.NewPCG(1, 2)))
 	var env [3]kernels.SH9
 	for c := range env {
 		env[c][0] = 0.5 / shC0
@@ -155,7 +156,7 @@ func TestExposureStage(t *testing.T) {
 	d := newDev(t)
 	s := makeScene(120, 80, [3]float32{0.5, 0.5, 0.5})
 	f := lowScene(t, d, s, false)
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, prompt.Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func harmoniseInputs(t *testing.T, d kernels.Device, s scene) (*lowFrame, *expos
 	if err := d.Ops().Copy(f.relit, f.srcLow); err != nil {
 		t.Fatal(err)
 	}
-	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
+	e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, prompt.Lighting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,8 +247,8 @@ func TestCompositeStage(t *testing.T) {
 	if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
 		t.Fatal(err)
 	}
-	for _, prompt := range []string{"hard light from the left", "backlit rim light"} {
-		plan := testPlan(prompt, false, false)
+	for _, text := range []string{"hard light from the left", "backlit rim light"} {
+		plan := testPlan(text, false, false)
 		c := newCompositeStage(d, d.Ops(), s.w, s.h, false)
 		bgLow, env := flatImage(t, d, s.w, s.h, [3]float32{}), flatImage(t, d, 32, 16, [3]float32{})
 		if err := c.setBackground(t.Context(), plan, flatRef(40, 30, [3]uint8{90, 120, 200}), nil, bgLow, env); err != nil {
@@ -257,9 +258,9 @@ func TestCompositeStage(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := map[bool]float32{false: 0.35, true: 0.55}[plan.light.Rim]; c.wrap != want {
-			t.Fatalf("%q: wrap %v, want %v", prompt, c.wrap, want)
+			t.Fatalf("%q: wrap %v, want %v", text, c.wrap, want)
 		}
-		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, Lighting{})
+		e, err := newExposureStage(d, d.Ops(), s.w, s.h, s.w, s.h, false, true, prompt.Lighting{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +274,7 @@ func TestCompositeStage(t *testing.T) {
 		}
 		// The disc stands 10 px above the bottom: a contact shadow.
 		if !c.look.haveShadow {
-			t.Fatalf("%q: no shadow under a subject in frame", prompt)
+			t.Fatalf("%q: no shadow under a subject in frame", text)
 		}
 		e.free()
 		c.free()
@@ -362,12 +363,12 @@ func TestExposureNightFloor(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		subject float32
-		light   Lighting
+		light   prompt.Lighting
 		floored bool
 	}{
-		{"night, dark subject", 0.05, Lighting{Time: TimeNight, Intensity: 0.5}, true},
-		{"night, bright subject", 0.9, Lighting{Time: TimeNight, Intensity: 0.5}, false},
-		{"day, dark subject", 0.05, Lighting{Time: TimeDay, Intensity: 0.5}, false},
+		{"night, dark subject", 0.05, prompt.Lighting{Time: prompt.TimeNight, Intensity: 0.5}, true},
+		{"night, bright subject", 0.9, prompt.Lighting{Time: prompt.TimeNight, Intensity: 0.5}, false},
+		{"day, dark subject", 0.05, prompt.Lighting{Time: prompt.TimeDay, Intensity: 0.5}, false},
 	} {
 		s := makeScene(120, 80, [3]float32{c.subject, c.subject, c.subject})
 		f := lowScene(t, d, s, false)

@@ -12,13 +12,14 @@ import (
 	"github.com/vfxrender/vfx/internal/srgb"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render"
+	"github.com/vfxrender/vfx/render/camfit"
 )
 
 // The camera-lock check (issue 31): on each clip, the first frames are
 // rendered as one video job over the reference plate; the background's
 // motion frame to frame is measured on the source (outside the mask) and
 // on the render (outside the mask, further from the subject so that its
-// shadow and light wrap do not count) with render.CameraShift, and the
+// shadow and light wrap do not count) with camfit.Shift, and the
 // per-frame error is the distance between the two motions. A clip whose
 // source background moves at least camPanning pixels a frame (median) is
 // panning, one under camLocked locked-off.
@@ -112,8 +113,8 @@ func lookCamera(ctx context.Context, dev kernels.Device, name string, n int, loa
 		np := s.w * s.h
 		ys, yo := luma32(s.src, np), luma32(out, np)
 		if prevS != nil {
-			sx, sy, ok1 := render.CameraShift(prevS, prevA, ys, s.alpha, s.w, s.h, camSrcDilate)
-			ox, oy, ok2 := render.CameraShift(prevO, prevA, yo, s.alpha, s.w, s.h, camOutDilate)
+			sx, sy, ok1 := camfit.Shift(prevS, prevA, ys, s.alpha, s.w, s.h, camSrcDilate)
+			ox, oy, ok2 := camfit.Shift(prevO, prevA, yo, s.alpha, s.w, s.h, camOutDilate)
 			if ok1 && ok2 {
 				src = append(src, math.Hypot(sx, sy))
 				plate = append(plate, math.Hypot(ox, oy))

@@ -109,8 +109,9 @@ type Options struct {
 	// Seed is the render seed.
 	Seed uint32
 	// NoPlateMatch renders without plate matching (render.Params), for
-	// the before figures.
+	// the before figures; NoFocusMatch without matched focus.
 	NoPlateMatch bool
+	NoFocusMatch bool
 	// CameraClips are the clips of the camera-lock check (nil means
 	// CameraClips; empty and non-nil skips it); CameraFrames the
 	// frames per clip (0 = 16); NoCameraLock renders with a still plate,
@@ -153,6 +154,9 @@ type Report struct {
 	// Plates: grain, sharpness and black level of the subject against the
 	// plate on the reference and the beach backdrop (plate.go).
 	Plates []PlateRow
+	// Edges: halo, bleed and contact on the passes (edge.go), one row
+	// per measured prompt in Prompts' order.
+	Edges []EdgeRow
 	// Camera: the camera-lock check per clip (camera.go).
 	Camera       []CameraRow
 	CameraFrames int
@@ -590,6 +594,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	for i := range rep.Rows {
 		rep.Rows[i].Prompt = Prompts[i]
 	}
+	var edgeIndex []int
+	rep.Edges, edgeIndex = newEdgeRows()
 	var sheet [][]*thumb
 	for _, name := range subjects {
 		dir := filepath.Join(opt.Dataset, name)
@@ -605,10 +611,14 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		outDist, err := outsideDist(dev, s.alpha, s.w, s.h)
+		if err != nil {
+			return nil, err
+		}
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
 		for pi, lp := range Prompts {
-			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch}
+			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch}
 			if lp.Reference {
 				p.Reference = refs[lp.refClip()].frame
 			}
@@ -646,6 +656,14 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				g, sh, bl := plateMeasure(s, out)
 				pr := &rep.Plates[k]
 				pr.Grain, pr.Sharp, pr.Black = append(pr.Grain, g), append(pr.Sharp, sh), append(pr.Black, bl)
+			}
+			if k := edgeIndex[pi]; k >= 0 {
+				ha, bl, co, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
+				if err != nil {
+					return nil, fmt.Errorf("bench: %s: edges: %w", name, err)
+				}
+				e := &rep.Edges[k]
+				e.Halo, e.Bleed, e.Contact = append(e.Halo, ha), append(e.Bleed, bl), append(e.Contact, co)
 			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
@@ -685,6 +703,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	rep.GainFlicker, rep.SourceFlicker = median(g0), median(g1)
 	for i := range rep.Plates {
 		rep.Plates[i].finish()
+	}
+	for i := range rep.Edges {
+		rep.Edges[i].finish()
 	}
 	if err := runCamera(ctx, dev, opt, ref, rep); err != nil {
 		return nil, err
@@ -886,6 +907,7 @@ func (r *Report) PerSubject() string {
 		line("source change per frame", sf)
 	}
 	r.platePerSubject(line)
+	r.edgePerSubject(line)
 	for _, row := range r.Rows {
 		name := row.Prompt.Prompt
 		if row.Prompt.Reference {
@@ -935,6 +957,7 @@ func (r *Report) String() string {
 	b.WriteString(r.plateString())
 	b.WriteString(r.colourString())
 	b.WriteString(r.nightString())
+	b.WriteString(r.edgeString())
 	b.WriteString(r.cameraString())
 	return b.String()
 }

@@ -103,6 +103,30 @@ func TestLookBenchDAVIS(t *testing.T) {
 	if g := rep.Plates[1].MGrain; !(g <= 2.5) {
 		t.Errorf("plate %s: median grain ratio %.3f, want <= 2.5", rep.Plates[1].Name, g)
 	}
+	// Issue 31's focus check: no plate sharper than its subject by more
+	// than FocusRatio after matching (surf: least 0.550 before).
+	for _, p := range rep.Plates {
+		if v := least(p.Sharp); !(v >= 1/FocusRatio) {
+			t.Errorf("plate %s: least sharpness ratio (plate / subject edge width) %.3f, want >= %.3f", p.Name, v, 1/FocusRatio)
+		}
+	}
+	// Issue 31 item 3's edge measures: every measured prompt has a finite
+	// value per subject; the contact check (the ground under the lowest
+	// points at most ContactLimit of the plate's, the light from any
+	// direction) holds on every prompt and subject (worst 0.932 before
+	// contactReach); the halo and bleed limits are reported, not met yet
+	// (lookedge.go).
+	if len(rep.Edges) != 7 {
+		t.Errorf("%d edge rows, want 7", len(rep.Edges))
+	}
+	for _, e := range rep.Edges {
+		if len(e.Halo) != len(rep.Subjects) || math.IsNaN(e.MHalo) || math.IsNaN(e.MBleed) || math.IsNaN(e.MCont) {
+			t.Errorf("edges %s: halo %v bleed %.4f contact %.4f over %d subjects", e.Name, e.Halo, e.MBleed, e.MCont, len(rep.Subjects))
+		}
+		if !(e.XCont <= ContactLimit) {
+			t.Errorf("edges %s: worst contact %.3f, want <= %.2f", e.Name, e.XCont, ContactLimit)
+		}
+	}
 	// Issue 31's colour check: the subject's hue shift (CIELAB, median
 	// over subjects) on the reference plates (surf 17.6° and tennis 8.1°
 	// before the hue bound).

@@ -5,11 +5,11 @@ import (
 	"math"
 	"strings"
 
-	"github.com/vfxrender/vfx/render"
+	"github.com/vfxrender/vfx/render/plate"
 )
 
 // Plate matching measures of the look bench (issue 15, "match the
-// plate"), taken on the rendered output with render.MeasurePlate: the
+// plate"), taken on the rendered output with plate.Measure: the
 // subject over the matte's interior (alpha >= 0.98, 3 px in), the plate
 // over the background's interior (alpha <= 0.02, 3 px out), both at the
 // output size:
@@ -21,6 +21,15 @@ import (
 //     sharper than the plate; undefined where the plate shows no edges;
 //   - black difference: sqrt of the subject's 2nd-percentile luminance
 //     minus the plate's (about code values / 255).
+//
+// The focus check (issue 31 item 2): after matching, no subject's plate
+// is sharper than the subject by more than FocusRatio (every sharpness
+// ratio at least 1/FocusRatio); the count of subjects within FocusRatio
+// both ways is reported too (a plate softer than the subject is not
+// sharpened: see render/focus.go).
+
+// FocusRatio bounds the plate's edge width against the subject's.
+const FocusRatio = 1.5
 
 // PlateRow is the plate measures on one prompt's renders.
 type PlateRow struct {
@@ -51,8 +60,8 @@ func plateMeasure(s *lookSubject, out []float32) (grain, sharp, black float64) {
 		y[i] = float32(0.2126*float64(out[i]) + 0.7152*float64(out[n+i]) + 0.0722*float64(out[2*n+i]))
 		bgw[i] = 1 - s.alpha[i]
 	}
-	sub := render.MeasurePlate(y, s.w, s.h, s.alpha)
-	pl := render.MeasurePlate(y, s.w, s.h, bgw)
+	sub := plate.Measure(y, s.w, s.h, s.alpha)
+	pl := plate.Measure(y, s.w, s.h, bgw)
 	grain, sharp, black = math.NaN(), math.NaN(), math.NaN()
 	if sub.Pixels > 0 && pl.Pixels > 0 {
 		if pl.Grain > 0 {
@@ -75,6 +84,8 @@ func (r *Report) plateString() string {
 	for _, p := range r.Plates {
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "plate, "+p.Name, "grain ratio subject / plate", p.MGrain)
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "", "sharpness ratio subject / plate", p.MSharp)
+		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "", fmt.Sprintf("  least subject, limit >= %.3f", 1/FocusRatio), least(p.Sharp))
+		fmt.Fprintf(&b, "%-40s %-34s %8s\n", "", fmt.Sprintf("  subjects within %.1fx both ways", FocusRatio), fmt.Sprintf("%d/%d", within(p.Sharp, FocusRatio), len(p.Sharp)))
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "black level difference (sqrt lum)", p.MBlack)
 	}
 	return b.String()
@@ -86,4 +97,15 @@ func (r *Report) platePerSubject(line func(string, []float64)) {
 		line("  sharpness ratio", p.Sharp)
 		line("  black difference", p.Black)
 	}
+}
+
+// within counts the values in [1/r, r] (NaN values left out).
+func within(v []float64, r float64) int {
+	n := 0
+	for _, x := range v {
+		if x >= 1/r && x <= r {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels"
 	"github.com/vfxrender/vfx/render"
+	"github.com/vfxrender/vfx/render/plate"
 )
 
 // TestPlateGrainDAVIS is the plate matching's grain regression on real
@@ -67,7 +68,7 @@ func TestPlateGrainDAVIS(t *testing.T) {
 		for i := range y {
 			y[i] = float32(0.2126*float64(out[i]) + 0.7152*float64(out[n+i]) + 0.0722*float64(out[2*n+i]))
 		}
-		return g, add, render.MeasurePlate(y, s.w, s.h, s.alpha).Grain / sub.Grain
+		return g, add, plate.Measure(y, s.w, s.h, s.alpha).Grain / sub.Grain
 	}
 	for _, name := range Subjects {
 		dir := filepath.Join(lookDataset, name)

@@ -25,6 +25,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	seed := fs.Uint("seed", 1, "render seed")
 	perSubject := fs.Bool("per-subject", false, "also print every measure per subject")
 	noPlate := fs.Bool("no-plate-match", false, "render without plate matching (grain, defocus, black level), for before figures")
+	noFocus := fs.Bool("no-focus-match", false, "render without matched focus (the plate keeps its sharpness), for before figures")
 	cameraClips := fs.String("camera-clips", strings.Join(look.CameraClips, ","), "comma-separated clips of the camera-lock check (empty skips it)")
 	cameraFrames := fs.Int("camera-frames", 16, "frames per clip of the camera-lock check")
 	noLock := fs.Bool("no-camera-lock", false, "render with a still plate, for before figures")
@@ -32,7 +33,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{}
 	}
 	codec.Quiet()
-	opt := look.Options{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate,
+	opt := look.Options{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate, NoFocusMatch: *noFocus,
 		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock}
 	if *cameraClips != "" {
 		opt.CameraClips = strings.Split(*cameraClips, ",")

@@ -23,7 +23,10 @@ var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/ro
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "client", "codec", "codec/exr", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "client", "codec", "codec/exr", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt", "store", "web", "worker"}
+
+// renderParts are render's host-side parts, below it.
+var renderParts = []string{"render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -49,6 +52,8 @@ var rules = []struct {
 		"kernels/rows is the CPU backend's inner loops and the tables both backends compute from: rows of pixels, no images, devices or jobs"},
 	{[]string{"render"}, []string{"matte"},
 		"the look takes a matte as frames; it does not make one"},
+	{renderParts, []string{"render", "kernels", "matte", "codec", "infer"},
+		"the look's host-side parts (the prompt parser, the backdrop painter, colour helpers, the plate measures, the camera fit) are plain Go on host slices: no compute device, no FFmpeg"},
 	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
 	{[]string{"codec/exr"}, others("codec/exr", "frame"),

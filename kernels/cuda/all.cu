@@ -10,3 +10,4 @@
 #include "scale.cu"
 #include "matte.cu"
 #include "grain.cu"
+#include "clamp.cu"

@@ -1,12 +1,14 @@
-package render
+package prompt
 
 import (
 	"math"
 	"testing"
+
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 func TestParsePromptLights(t *testing.T) {
-	l := ParsePrompt("warm key light from the left, cool blue rim light from behind")
+	l := Parse("warm key light from the left, cool blue rim light from behind")
 	if len(l.Lights) != 2 {
 		t.Fatalf("got %d lights, want 2: %+v", len(l.Lights), l.Lights)
 	}
@@ -64,7 +66,7 @@ func TestParsePromptDirections(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.prompt, func(t *testing.T) {
-			l := ParsePrompt(tc.prompt)
+			l := Parse(tc.prompt)
 			if len(l.Lights) == 0 {
 				t.Fatalf("no light parsed")
 			}
@@ -92,31 +94,31 @@ func TestParsePromptTemperature(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.prompt, func(t *testing.T) {
-			if got := ParsePrompt(tc.prompt).Temperature; got != tc.want {
+			if got := Parse(tc.prompt).Temperature; got != tc.want {
 				t.Fatalf("Temperature = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	warm, cool := KelvinToRGB(2500), KelvinToRGB(9000)
+	warm, cool := colour.KelvinToRGB(2500), colour.KelvinToRGB(9000)
 	if !(warm[0] > warm[2]) || !(cool[2] > cool[0]) {
-		t.Fatalf("KelvinToRGB: 2500K = %v, 9000K = %v", warm, cool)
+		t.Fatalf("colour.KelvinToRGB: 2500K = %v, 9000K = %v", warm, cool)
 	}
 	for _, k := range []float32{500, 1000, 3200, 6500, 20000, 1e6} {
-		c := KelvinToRGB(k)
-		if y := luminance(c); math.Abs(float64(y)-1) > 1e-4 {
-			t.Errorf("KelvinToRGB(%v) luminance %v, want 1", k, y)
+		c := colour.KelvinToRGB(k)
+		if y := colour.Luminance(c); math.Abs(float64(y)-1) > 1e-4 {
+			t.Errorf("colour.KelvinToRGB(%v) luminance %v, want 1", k, y)
 		}
 	}
-	d65 := KelvinToRGB(6500)
+	d65 := colour.KelvinToRGB(6500)
 	if math.Abs(float64(d65[0]-d65[2])) > 0.06 {
 		t.Errorf("6500K = %v, want near neutral", d65)
 	}
 }
 
 func TestParsePromptHardness(t *testing.T) {
-	soft := ParsePrompt("soft key light from the left")
-	hard := ParsePrompt("hard key light from the left")
-	harsh := ParsePrompt("harsh spotlight")
+	soft := Parse("soft key light from the left")
+	hard := Parse("hard key light from the left")
+	harsh := Parse("harsh spotlight")
 	if len(soft.Lights) == 0 || len(hard.Lights) == 0 || len(harsh.Lights) == 0 {
 		t.Fatal("missing lights")
 	}
@@ -124,7 +126,7 @@ func TestParsePromptHardness(t *testing.T) {
 		t.Fatalf("hardness soft %v, hard %v, harsh %v", soft.Lights[0].Hardness, hard.Lights[0].Hardness, harsh.Lights[0].Hardness)
 	}
 	// A global hardness word applies to lights that have none.
-	g := ParsePrompt("softbox, key light from the right")
+	g := Parse("softbox, key light from the right")
 	if g.Lights[0].Hardness > 0.3 {
 		t.Fatalf("global soft: hardness %v", g.Lights[0].Hardness)
 	}
@@ -150,7 +152,7 @@ func TestParsePromptScene(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.prompt, func(t *testing.T) {
-			l := ParsePrompt(tc.prompt)
+			l := Parse(tc.prompt)
 			if l.Scene != tc.scene || l.Time != tc.time {
 				t.Fatalf("scene %v time %v, want %v %v", l.Scene, l.Time, tc.scene, tc.time)
 			}
@@ -162,16 +164,16 @@ func TestParsePromptScene(t *testing.T) {
 }
 
 func TestParsePromptIntensityContrastPalette(t *testing.T) {
-	if l := ParsePrompt("bright high-key portrait"); !(l.Intensity > 1.1) || !(l.Contrast < 1) {
+	if l := Parse("bright high-key portrait"); !(l.Intensity > 1.1) || !(l.Contrast < 1) {
 		t.Errorf("high key: intensity %v contrast %v", l.Intensity, l.Contrast)
 	}
-	if l := ParsePrompt("dark, moody, low-key"); !(l.Intensity < 0.8) || !(l.Contrast > 1.2) {
+	if l := Parse("dark, moody, low-key"); !(l.Intensity < 0.8) || !(l.Contrast > 1.2) {
 		t.Errorf("low key: intensity %v contrast %v", l.Intensity, l.Contrast)
 	}
-	if l := ParsePrompt("very very very bright bright bright bright brighter"); l.Intensity > 1.6 {
+	if l := Parse("very very very bright bright bright bright brighter"); l.Intensity > 1.6 {
 		t.Errorf("intensity %v above its range", l.Intensity)
 	}
-	l := ParsePrompt("teal and orange colours, red red")
+	l := Parse("teal and orange colours, red red")
 	if len(l.Palette) != 3 {
 		t.Fatalf("palette %v, want teal, orange, red", l.Palette)
 	}
@@ -185,11 +187,11 @@ func TestParsePromptIntensityContrastPalette(t *testing.T) {
 
 func TestParsePromptEmpty(t *testing.T) {
 	for _, p := range []string{"", "   ", "a person", "zzz qqq"} {
-		l := ParsePrompt(p)
+		l := Parse(p)
 		if len(l.Lights) != 0 || l.Intensity != 1 || l.Contrast != 1 || l.Scene != SceneStudio || l.Temperature != 0 {
 			t.Errorf("%q: %+v, want neutral", p, l)
 		}
-		if y := luminance(l.Ambient); math.Abs(float64(y)-1) > 1e-3 {
+		if y := colour.Luminance(l.Ambient); math.Abs(float64(y)-1) > 1e-3 {
 			t.Errorf("%q: ambient %v, want luminance 1", p, l.Ambient)
 		}
 	}
@@ -197,13 +199,13 @@ func TestParsePromptEmpty(t *testing.T) {
 
 func TestParsePromptDeterministic(t *testing.T) {
 	p := "dramatic warm 3000K key from the top left and a magenta rim from behind, neon city at night"
-	a, b := ParsePrompt(p), ParsePrompt(p)
+	a, b := Parse(p), Parse(p)
 	if len(a.Lights) != len(b.Lights) || a.Ambient != b.Ambient || a.Temperature != b.Temperature {
-		t.Fatal("ParsePrompt is not deterministic")
+		t.Fatal("Parse is not deterministic")
 	}
 	for i := range a.Lights {
 		if a.Lights[i] != b.Lights[i] {
-			t.Fatal("ParsePrompt is not deterministic")
+			t.Fatal("Parse is not deterministic")
 		}
 	}
 }
@@ -243,12 +245,12 @@ func FuzzParsePrompt(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		checkLighting(t, s, ParsePrompt(s))
+		checkLighting(t, s, Parse(s))
 	})
 }
 
 func TestParsePromptColouredPair(t *testing.T) {
-	l := ParsePrompt("neon pink and blue lights, cyberpunk street")
+	l := Parse("neon pink and blue lights, cyberpunk street")
 	if len(l.Lights) != 2 {
 		t.Fatalf("%d lights, want 2: %+v", len(l.Lights), l.Lights)
 	}
@@ -262,11 +264,39 @@ func TestParsePromptColouredPair(t *testing.T) {
 	if l.Scene != SceneNeon || len(l.Backdrop) != 0 {
 		t.Fatalf("scene %v backdrop %v", l.Scene, l.Backdrop)
 	}
-	w := ParsePrompt("headshot on a white seamless background, softbox key from camera left")
-	if len(w.Backdrop) != 1 || !(luminance(w.Backdrop[0]) > 0.8) {
+	w := Parse("headshot on a white seamless background, softbox key from camera left")
+	if len(w.Backdrop) != 1 || !(colour.Luminance(w.Backdrop[0]) > 0.8) {
 		t.Fatalf("white backdrop: %v", w.Backdrop)
 	}
 	if len(w.Lights) != 1 || w.Lights[0].Dir[0] >= 0 || w.Lights[0].Hardness > 0.3 {
 		t.Fatalf("softbox key: %+v", w.Lights)
+	}
+}
+
+// TestParsePromptFocus: focus words, the default, the last named winning,
+// and "sharp" alone (hard light) leaving the focus alone.
+func TestParsePromptFocus(t *testing.T) {
+	for p, want := range map[string]Focus{
+		"":                                 FocusMatch,
+		"warm key light from the left":     FocusMatch,
+		"sharp light from the left":        FocusMatch,
+		"shallow focus, sunset":            FocusShallow,
+		"shallow depth of field":           FocusShallow,
+		"city at night with bokeh":         FocusShallow,
+		"Blurred background":               FocusShallow,
+		"deep focus, beach":                FocusDeep,
+		"sharp background, hard light":     FocusDeep,
+		"deep depth of field":              FocusDeep,
+		"shallow focus. no: deep focus":    FocusDeep,
+		"deep blue rim light":              FocusMatch,
+		"crisp backdrop then blurry beach": FocusShallow,
+		"focused background":               FocusDeep,
+	} {
+		if got := Parse(p).Focus; got != want {
+			t.Errorf("%q: focus %v, want %v", p, got, want)
+		}
+	}
+	if FocusDeep.String() != "deep" || Focus(7).String() != "focus(?)" {
+		t.Error("Focus.String")
 	}
 }

@@ -1,9 +1,13 @@
 // The lights of a parsed prompt: a clause's light, its direction, and the
 // lights and ambient a scene and time of day imply.
 
-package render
+package prompt
 
-import "math"
+import (
+	"math"
+
+	"github.com/vfxrender/vfx/render/colour"
+)
 
 // buildLight turns a light clause into a Light.
 func buildLight(c *clause, l *Lighting, globalKelvin, keySide float32, haveKey bool) Light {
@@ -39,7 +43,7 @@ func buildLight(c *clause, l *Lighting, globalKelvin, keySide float32, haveKey b
 		if d[2] < 0.3 {
 			d[2] = 0.3
 		}
-		dir = normalize3(d)
+		dir = colour.Normalize3(d)
 	}
 	switch c.hint {
 	case hintAbove:
@@ -59,7 +63,7 @@ func buildLight(c *clause, l *Lighting, globalKelvin, keySide float32, haveKey b
 	if kelvin == 0 {
 		kelvin = sceneKelvin(l)
 	}
-	col := kelvinTint(kelvin, 0.75)
+	col := colour.KelvinTint(kelvin, 0.75)
 	if len(c.colours) > 0 {
 		var named [3]float32
 		for _, cc := range c.colours {
@@ -69,18 +73,18 @@ func buildLight(c *clause, l *Lighting, globalKelvin, keySide float32, haveKey b
 		}
 		// Gels are saturated but a light is never a pure primary: keep
 		// some white so no channel collapses to zero.
-		named = normLum(named)
+		named = colour.NormLum(named)
 		for k := range col {
 			col[k] = 0.25*col[k] + 0.75*named[k]
 		}
-		col = desaturate(col, 0.8)
+		col = colour.Desaturate(col, 0.8)
 	}
-	col = normLum(col)
+	col = colour.NormLum(col)
 	g := strength * c.gain
 	for k := range col {
 		col[k] *= g
 	}
-	return Light{Dir: dir, Color: col, Hardness: clamp32(hard, 0, 1), Role: role}
+	return Light{Dir: dir, Color: col, Hardness: colour.Clamp32(hard, 0, 1), Role: role}
 }
 
 // lightDirection composes the direction words of a clause into a unit
@@ -95,23 +99,23 @@ func lightDirection(c *clause, role LightRole, keySide float32) [3]float32 {
 	depth := float32(c.dirs[dirFront] - c.dirs[dirBack])
 	side := c.dirs[dirSide] > 0
 	if x != 0 {
-		x = sign32(x)
+		x = colour.Sign32(x)
 	}
 	if y != 0 {
-		y = sign32(y)
+		y = colour.Sign32(y)
 	}
 	if depth != 0 {
-		depth = sign32(depth)
+		depth = colour.Sign32(depth)
 	}
 	none := x == 0 && y == 0 && depth == 0 && !side && !c.hasAngle
 	if none {
 		switch role {
 		case RoleFill:
-			return normalize3([3]float32{-keySide * 0.6, 0.1, 0.8})
+			return colour.Normalize3([3]float32{-keySide * 0.6, 0.1, 0.8})
 		case RoleRim:
-			return normalize3([3]float32{-keySide * 0.6, 0.3, -0.75})
+			return colour.Normalize3([3]float32{-keySide * 0.6, 0.3, -0.75})
 		}
-		return normalize3([3]float32{keySide * 0.55, 0.4, 0.75})
+		return colour.Normalize3([3]float32{keySide * 0.55, 0.4, 0.75})
 	}
 	if role == RoleRim && depth == 0 {
 		depth = -1
@@ -135,7 +139,7 @@ func lightDirection(c *clause, role LightRole, keySide float32) [3]float32 {
 		if y == 0 {
 			v[1] = 0.15
 		}
-		return normalize3(v)
+		return colour.Normalize3(v)
 	}
 	switch {
 	case side && depth == 0:
@@ -156,7 +160,7 @@ func lightDirection(c *clause, role LightRole, keySide float32) [3]float32 {
 	if y > 0 && x == 0 && depth == 0 && !side {
 		y = 1
 	}
-	return normalize3([3]float32{x, y, z})
+	return colour.Normalize3([3]float32{x, y, z})
 }
 
 // outdoor reports whether a scene is lit by the sky.
@@ -195,7 +199,7 @@ func hintDirection(hint int, role LightRole, keySide float32, l *Lighting) [3]fl
 		}
 		v = [3]float32{keySide * 0.45, 0.8, 0.4}
 	}
-	return normalize3(v)
+	return colour.Normalize3(v)
 }
 
 // sceneKelvin is the default colour temperature of the scene's lights.
@@ -229,21 +233,21 @@ func sceneLights(l *Lighting, globalKelvin float32) []Light {
 		if globalKelvin != 0 && role == RoleKey {
 			kelvin = globalKelvin
 		}
-		c := normLum(kelvinTint(kelvin, 0.75))
+		c := colour.NormLum(colour.KelvinTint(kelvin, 0.75))
 		for k := range c {
 			c[k] *= strength
 		}
-		return Light{Dir: normalize3(dir), Color: c, Hardness: hard, Role: role}
+		return Light{Dir: colour.Normalize3(dir), Color: c, Hardness: hard, Role: role}
 	}
 	coloured := func(dir [3]float32, col [3]float32, strength, hard float32, role LightRole) Light {
-		c := normLum(desaturate(normLum(col), 0.8))
+		c := colour.NormLum(colour.Desaturate(colour.NormLum(col), 0.8))
 		for k := range c {
 			c[k] *= strength
 		}
-		return Light{Dir: normalize3(dir), Color: c, Hardness: hard, Role: role}
+		return Light{Dir: colour.Normalize3(dir), Color: c, Hardness: hard, Role: role}
 	}
 	if l.Scene == SceneNeon {
-		a, b := srgb8ToLinear([3]uint8{230, 40, 200}), srgb8ToLinear([3]uint8{0, 200, 230})
+		a, b := colour.SRGB8ToLinear([3]uint8{230, 40, 200}), colour.SRGB8ToLinear([3]uint8{0, 200, 230})
 		if len(l.Palette) > 0 {
 			a = l.Palette[0]
 		}
@@ -318,5 +322,5 @@ func sceneAmbient(l *Lighting, globalKelvin float32) [3]float32 {
 	if len(l.Lights) == 0 {
 		lum = 1
 	}
-	return scale3(normLum(kelvinTint(kelvin, 0.5)), lum)
+	return colour.Scale3(colour.NormLum(colour.KelvinTint(kelvin, 0.5)), lum)
 }

@@ -1,13 +1,15 @@
-// The prompt parser: ParsePrompt reads a prompt's words, clause by clause,
+// The prompt parser: Parse reads a prompt's words, clause by clause,
 // into a Lighting.
 
-package render
+package prompt
 
 import (
 	"math"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/vfxrender/vfx/render/colour"
 )
 
 // clause collects what one clause of the prompt says about a light.
@@ -28,14 +30,15 @@ type clause struct {
 	andNext   bool // the clause ended with "and"
 }
 
-// ParsePrompt reads the lighting a prompt asks for: directions, colour
+// Parse reads the lighting a prompt asks for: directions, colour
 // temperatures, named colours, hardness, intensity, contrast, rim and back
 // lights, time of day and the kind of scene. It is deterministic, never
 // fails and ignores words it does not know; an empty prompt gives a
 // neutral studio with ambient light only.
-func ParsePrompt(prompt string) Lighting {
+func Parse(prompt string) Lighting {
 	ps := promptParser{l: Lighting{Intensity: 1, Contrast: 1, Scene: SceneStudio}, cur: &clause{gain: 1}}
 	toks := tokenize(prompt)
+	ps.l.Focus = focusOf(toks)
 	for i := 0; i < len(toks); i++ {
 		i = ps.token(toks, i)
 	}
@@ -68,12 +71,12 @@ func ParsePrompt(prompt string) Lighting {
 		}
 	}
 	l.Ambient = sceneAmbient(l, g.kelvin)
-	l.Intensity = clamp32(l.Intensity, 0.5, 1.6)
-	l.Contrast = clamp32(l.Contrast, 0.6, 1.8)
+	l.Intensity = colour.Clamp32(l.Intensity, 0.5, 1.6)
+	l.Contrast = colour.Clamp32(l.Contrast, 0.6, 1.8)
 	return *l
 }
 
-// promptParser is ParsePrompt's state over the tokens: the lighting's
+// promptParser is Parse's state over the tokens: the lighting's
 // global words, the clauses so far and the current one.
 type promptParser struct {
 	l              Lighting
@@ -169,9 +172,9 @@ func (ps *promptParser) lightWord(t string) {
 		}
 	}
 	if c, ok := colourWords[t]; ok {
-		lin := srgb8ToLinear(c)
+		lin := colour.SRGB8ToLinear(c)
 		cur.colours = append(cur.colours, lin)
-		ps.l.Palette = appendUnique(ps.l.Palette, lin)
+		ps.l.Palette = colour.AppendUnique(ps.l.Palette, lin)
 	}
 	if softWords[t] {
 		cur.hardness, cur.hasHard = 0.15, true
@@ -241,7 +244,7 @@ func gatherLights(clauses []*clause, l *Lighting) (g lightClauses) {
 		}
 		if !c.light {
 			for _, col := range c.colours {
-				l.Backdrop = appendUnique(l.Backdrop, col)
+				l.Backdrop = colour.AppendUnique(l.Backdrop, col)
 			}
 		}
 	}

@@ -1,4 +1,6 @@
-package render
+// Package backdrop paints the render's background when a job has no
+// reference image: a soft picture of the prompt's scene (package prompt).
+package backdrop
 
 import (
 	"math"
@@ -7,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/render/colour"
+	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // The backdrop is painted once per job on the host: a smooth, slightly
@@ -17,24 +21,24 @@ import (
 // quantised to RGB24 with a fine triangular grain (about 1 code value),
 // which also keeps smooth gradients from banding after 8-bit encoding.
 
-// canvas is a low-resolution linear RGB picture, interleaved.
-type canvas struct {
+// Canvas is a low-resolution linear RGB picture, interleaved.
+type Canvas struct {
 	w, h int
 	s    float64 // shorter side in pixels: the unit of radii
 	pix  []float32
 }
 
-func newCanvas(w, h int) *canvas {
-	return &canvas{w: w, h: h, s: float64(min(w, h)), pix: make([]float32, 3*w*h)}
+func newCanvas(w, h int) *Canvas {
+	return &Canvas{w: w, h: h, s: float64(min(w, h)), pix: make([]float32, 3*w*h)}
 }
 
 // uv returns the normalised coordinates of pixel (x, y).
-func (c *canvas) uv(x, y int) (float64, float64) {
+func (c *Canvas) uv(x, y int) (float64, float64) {
 	return (float64(x) + 0.5) / float64(c.w), (float64(y) + 0.5) / float64(c.h)
 }
 
 // paint sets every pixel to f(u, v).
-func (c *canvas) paint(f func(u, v float64) [3]float32) {
+func (c *Canvas) paint(f func(u, v float64) [3]float32) {
 	for y := 0; y < c.h; y++ {
 		for x := 0; x < c.w; x++ {
 			u, v := c.uv(x, y)
@@ -47,7 +51,7 @@ func (c *canvas) paint(f func(u, v float64) [3]float32) {
 
 // dist returns the distance from pixel (x, y) to (cx, cy) (normalised
 // coordinates) in units of the shorter side.
-func (c *canvas) dist(x, y int, cx, cy float64) float64 {
+func (c *Canvas) dist(x, y int, cx, cy float64) float64 {
 	u, v := c.uv(x, y)
 	dx := (u - cx) * float64(c.w) / c.s
 	dy := (v - cy) * float64(c.h) / c.s
@@ -56,7 +60,7 @@ func (c *canvas) dist(x, y int, cx, cy float64) float64 {
 
 // glow adds a Gaussian glow of colour col (linear, already scaled) with
 // standard deviation r (shorter-side units) centred at (cx, cy).
-func (c *canvas) glow(cx, cy, r float64, col [3]float32) {
+func (c *Canvas) glow(cx, cy, r float64, col [3]float32) {
 	if !(r > 0) {
 		return
 	}
@@ -78,7 +82,7 @@ func (c *canvas) glow(cx, cy, r float64, col [3]float32) {
 
 // disc adds an out-of-focus highlight (bokeh): a disc of radius r with a
 // soft edge (soft is the fraction of r over which it fades).
-func (c *canvas) disc(cx, cy, r, soft float64, col [3]float32) {
+func (c *Canvas) disc(cx, cy, r, soft float64, col [3]float32) {
 	if !(r > 0) {
 		return
 	}
@@ -106,7 +110,7 @@ func (c *canvas) disc(cx, cy, r, soft float64, col [3]float32) {
 
 // vignette darkens the corners: 1 - amount*smoothstep(0.35, 1.05, rr),
 // rr being the distance from the centre over half the diagonal.
-func (c *canvas) vignette(amount float64) {
+func (c *Canvas) vignette(amount float64) {
 	hd := math.Hypot(float64(c.w), float64(c.h)) / 2 / c.s
 	for y := 0; y < c.h; y++ {
 		for x := 0; x < c.w; x++ {
@@ -148,44 +152,44 @@ func mul3(a, b [3]float32) [3]float32 {
 
 // hex is an sRGB colour 0xRRGGBB in linear light.
 func hex(v uint32) [3]float32 {
-	return srgb8ToLinear([3]uint8{uint8(v >> 16), uint8(v >> 8), uint8(v)})
+	return colour.SRGB8ToLinear([3]uint8{uint8(v >> 16), uint8(v >> 8), uint8(v)})
 }
 
 // withLum scales c to luminance y.
 func withLum(c [3]float32, y float32) [3]float32 {
-	return scale3(normLum(c), y)
+	return colour.Scale3(colour.NormLum(c), y)
 }
 
 // skyColours returns the zenith and horizon colours of the sky at a time of
 // day, and the brightness factor of the ground under it.
-func skyColours(t TimeOfDay) (zenith, horizon [3]float32, ground float32) {
+func skyColours(t prompt.TimeOfDay) (zenith, horizon [3]float32, ground float32) {
 	switch t {
-	case TimeSunrise:
+	case prompt.TimeSunrise:
 		return hex(0x6d86bd), hex(0xf6c3a4), 0.7
-	case TimeGolden:
+	case prompt.TimeGolden:
 		return hex(0x5b79ad), hex(0xf3c98a), 0.8
-	case TimeSunset:
+	case prompt.TimeSunset:
 		return hex(0x3a3775), hex(0xfa8d52), 0.45
-	case TimeDusk:
+	case prompt.TimeDusk:
 		return hex(0x1a2250), hex(0x7a6a9e), 0.22
-	case TimeNight:
+	case prompt.TimeNight:
 		return hex(0x04060e), hex(0x151c36), 0.06
-	case TimeOvercast:
+	case prompt.TimeOvercast:
 		return hex(0x8e979f), hex(0xc9cdd1), 0.65
 	}
 	return hex(0x3f7cc9), hex(0xc0d8ee), 1
 }
 
-// synthBackdrop paints the backdrop for l on a cw x ch canvas (linear
+// Synth paints the backdrop for l on a cw x ch canvas (linear
 // light). rng drives every choice.
-func synthBackdrop(l *Lighting, rng *rand.Rand, cw, ch int) *canvas {
+func Synth(l *prompt.Lighting, rng *rand.Rand, cw, ch int) *Canvas {
 	c := newCanvas(cw, ch)
 	switch l.Scene {
-	case SceneStudio:
+	case prompt.SceneStudio:
 		paintStudio(c, l, rng)
-	case SceneInterior:
+	case prompt.SceneInterior:
 		paintInterior(c, l, rng)
-	case SceneNeon:
+	case prompt.SceneNeon:
 		paintNeon(c, l, rng)
 	default:
 		paintExterior(c, l, rng)
@@ -195,10 +199,10 @@ func synthBackdrop(l *Lighting, rng *rand.Rand, cw, ch int) *canvas {
 
 // keySide is -1 when the strongest light comes from the left, +1 from the
 // right, 0 when centred (the sun or window goes on that side).
-func keySide(l *Lighting, rng *rand.Rand) float64 {
+func keySide(l *prompt.Lighting, rng *rand.Rand) float64 {
 	best, side := float32(0), 0.0
 	for _, lt := range l.Lights {
-		y := luminance(lt.Color)
+		y := colour.Luminance(lt.Color)
 		if y > best {
 			best = y
 			switch {
@@ -220,11 +224,11 @@ func keySide(l *Lighting, rng *rand.Rand) float64 {
 	return side
 }
 
-func paintStudio(c *canvas, l *Lighting, rng *rand.Rand) {
+func paintStudio(c *Canvas, l *prompt.Lighting, rng *rand.Rand) {
 	tones := [][3]float32{hex(0x7a7a7a), hex(0x7d7770), hex(0x6f7780), hex(0x75757a), hex(0x807a74)}
 	base := tones[rng.IntN(len(tones))]
 	if len(l.Backdrop) > 0 {
-		base = desaturate(l.Backdrop[0], 0.7)
+		base = colour.Desaturate(l.Backdrop[0], 0.7)
 	} else if len(l.Lights) > 0 {
 		// The lights spill a little of their colour on a neutral paper.
 		var sum [3]float32
@@ -233,13 +237,13 @@ func paintStudio(c *canvas, l *Lighting, rng *rand.Rand) {
 				sum[k] += lt.Color[k]
 			}
 		}
-		base = mul3(base, mix3([3]float32{1, 1, 1}, normLum(sum), 0.3))
+		base = mul3(base, mix3([3]float32{1, 1, 1}, colour.NormLum(sum), 0.3))
 	}
 	lum := float32(0.13 + 0.08*rng.Float64())
 	if len(l.Backdrop) > 0 {
 		// A named backdrop colour keeps its own lightness ("white
 		// seamless" is light, "black" dark), without blowing out.
-		lum = clamp32(0.8*luminance(l.Backdrop[0]), 0.01, 0.7)
+		lum = colour.Clamp32(0.8*colour.Luminance(l.Backdrop[0]), 0.01, 0.7)
 	}
 	switch {
 	case l.Intensity > 1.1:
@@ -248,13 +252,13 @@ func paintStudio(c *canvas, l *Lighting, rng *rand.Rand) {
 		lum = min(lum, float32(0.025+0.025*rng.Float64()))
 	}
 	if l.Temperature != 0 {
-		base = mul3(base, kelvinTint(l.Temperature, 0.3))
+		base = mul3(base, colour.KelvinTint(l.Temperature, 0.3))
 	}
 	base = withLum(base, lum)
 	floor := withLum(base, lum*0.7)
 	hv := 0.7 + 0.1*rng.Float64()
 	c.paint(func(u, v float64) [3]float32 {
-		wall := scale3(base, float32(0.8+0.2*smoothstep(0, 0.65, v)))
+		wall := colour.Scale3(base, float32(0.8+0.2*smoothstep(0, 0.65, v)))
 		return mix3(wall, floor, smoothstep(hv-0.08, hv+0.12, v))
 	})
 	hx, hy := 0.5+0.18*(rng.Float64()-0.5), 0.42+0.1*(rng.Float64()-0.5)
@@ -263,7 +267,7 @@ func paintStudio(c *canvas, l *Lighting, rng *rand.Rand) {
 		hot *= 0.4
 	}
 	hot = max(0, min(hot, 0.95/lum-1)) // a light paper must not burn out
-	c.glow(hx, hy, 0.35+0.15*rng.Float64(), scale3(base, hot))
+	c.glow(hx, hy, 0.35+0.15*rng.Float64(), colour.Scale3(base, hot))
 	if len(l.Backdrop) > 1 {
 		side := 0.0
 		if rng.IntN(2) == 1 {
@@ -274,7 +278,7 @@ func paintStudio(c *canvas, l *Lighting, rng *rand.Rand) {
 	c.vignette(0.45 + 0.15*rng.Float64())
 }
 
-func paintInterior(c *canvas, l *Lighting, rng *rand.Rand) {
+func paintInterior(c *Canvas, l *prompt.Lighting, rng *rand.Rand) {
 	wall := hex(0xb3a088)
 	if len(l.Backdrop) > 0 {
 		wall = mix3(wall, l.Backdrop[0], 0.5)
@@ -311,19 +315,19 @@ func paintInterior(c *canvas, l *Lighting, rng *rand.Rand) {
 	// Warm practical lamps as bokeh.
 	n := 2 + rng.IntN(4)
 	for i := 0; i < n; i++ {
-		col := withLum(kelvinTint(2700, 1), float32(0.25+0.4*rng.Float64()))
+		col := withLum(colour.KelvinTint(2700, 1), float32(0.25+0.4*rng.Float64()))
 		c.disc(0.5-side*(0.1+0.4*rng.Float64()), 0.25+0.4*rng.Float64(), 0.02+0.04*rng.Float64(), 0.35, col)
 	}
 	c.vignette(0.35)
 }
 
-func paintNeon(c *canvas, l *Lighting, rng *rand.Rand) {
+func paintNeon(c *Canvas, l *prompt.Lighting, rng *rand.Rand) {
 	cols := [][3]float32{hex(0xe628c8), hex(0x00c8e6), hex(0x7a3cff)}
 	if len(l.Palette) > 0 {
 		cols = l.Palette
 	}
 	dark := withLum(hex(0x140c24), 0.006)
-	c.paint(func(u, v float64) [3]float32 { return scale3(dark, float32(0.7+0.6*v)) })
+	c.paint(func(u, v float64) [3]float32 { return colour.Scale3(dark, float32(0.7+0.6*v)) })
 	for i := 0; i < 3+rng.IntN(2); i++ {
 		col := withLum(cols[i%len(cols)], float32(0.05+0.06*rng.Float64()))
 		c.glow(rng.Float64(), 0.2+0.6*rng.Float64(), 0.25+0.2*rng.Float64(), col)
@@ -355,7 +359,7 @@ func paintNeon(c *canvas, l *Lighting, rng *rand.Rand) {
 
 // bokeh scatters n out-of-focus discs of the given colours with
 // luminance about lum.
-func bokeh(c *canvas, rng *rand.Rand, cols [][3]float32, n int, lum, vmax float64) {
+func bokeh(c *Canvas, rng *rand.Rand, cols [][3]float32, n int, lum, vmax float64) {
 	for i := 0; i < n; i++ {
 		col := withLum(cols[rng.IntN(len(cols))], float32(lum*(0.4+rng.Float64())))
 		c.disc(rng.Float64(), 0.05+vmax*rng.Float64(), 0.015+0.045*rng.Float64(), 0.3, col)
@@ -364,17 +368,17 @@ func bokeh(c *canvas, rng *rand.Rand, cols [][3]float32, n int, lum, vmax float6
 
 // groundColour is the ground of an exterior scene, before the time of
 // day's factor.
-func groundColour(s Scene) [3]float32 {
+func groundColour(s prompt.Scene) [3]float32 {
 	switch s {
-	case SceneBeach:
+	case prompt.SceneBeach:
 		return hex(0xd9c49c)
-	case SceneDesert:
+	case prompt.SceneDesert:
 		return hex(0xd09a62)
-	case SceneSnow:
+	case prompt.SceneSnow:
 		return hex(0xe9eef5)
-	case SceneForest:
+	case prompt.SceneForest:
 		return hex(0x3f5a2c)
-	case SceneCity:
+	case prompt.SceneCity:
 		return hex(0x55585e)
 	default:
 		return hex(0x7b9150)
@@ -382,7 +386,7 @@ func groundColour(s Scene) [3]float32 {
 }
 
 // sea paints a band of sea of colour col just under the horizon hv.
-func sea(c *canvas, hv float64, col, hor [3]float32) {
+func sea(c *Canvas, hv float64, col, hor [3]float32) {
 	for y := 0; y < c.h; y++ {
 		for x := 0; x < c.w; x++ {
 			_, v := c.uv(x, y)
@@ -396,56 +400,56 @@ func sea(c *canvas, hv float64, col, hor [3]float32) {
 	}
 }
 
-func paintExterior(c *canvas, l *Lighting, rng *rand.Rand) {
+func paintExterior(c *Canvas, l *prompt.Lighting, rng *rand.Rand) {
 	zen, hor, gf := skyColours(l.Time)
-	if l.Scene == SceneSnow {
+	if l.Scene == prompt.SceneSnow {
 		zen, hor = mix3(zen, hor, 0.3), mix3(hor, hex(0xeef2f6), 0.4)
 	}
 	hv := 0.52 + 0.12*rng.Float64()
-	ground := scale3(groundColour(l.Scene), gf)
+	ground := colour.Scale3(groundColour(l.Scene), gf)
 	groundFar := mix3(ground, hor, 0.45)
 	skyLum := float32(1)
 	c.paint(func(u, v float64) [3]float32 {
 		t := math.Min(v/hv, 1)
 		sky := mix3(zen, hor, t*t)
 		gr := mix3(groundFar, ground, smoothstep(hv, 1.05, v))
-		return scale3(mix3(sky, gr, smoothstep(hv-0.015, hv+0.02, v)), skyLum)
+		return colour.Scale3(mix3(sky, gr, smoothstep(hv-0.015, hv+0.02, v)), skyLum)
 	})
 	side := keySide(l, rng)
 	switch l.Time {
-	case TimeSunrise, TimeGolden, TimeSunset:
+	case prompt.TimeSunrise, prompt.TimeGolden, prompt.TimeSunset:
 		sx := 0.5 + side*(0.2+0.2*rng.Float64())
 		sunCol := hor
-		c.glow(sx, hv-0.02, 0.45, scale3(sunCol, 0.5))
-		c.glow(sx, hv-0.04, 0.08, withLum(kelvinTint(2600, 1), 1.2))
-		if l.Time == TimeSunset {
+		c.glow(sx, hv-0.02, 0.45, colour.Scale3(sunCol, 0.5))
+		c.glow(sx, hv-0.04, 0.08, withLum(colour.KelvinTint(2600, 1), 1.2))
+		if l.Time == prompt.TimeSunset {
 			c.glow(1-sx, hv-0.2, 0.5, withLum(hex(0xe06a8a), 0.08))
 		}
-	case TimeDay, TimeUnspecified:
+	case prompt.TimeDay, prompt.TimeUnspecified:
 		c.glow(0.5+side*(0.25+0.2*rng.Float64()), 0.02, 0.3, withLum(hex(0xfff6e0), 0.35))
-	case TimeNight:
+	case prompt.TimeNight:
 		c.glow(0.5+side*0.3, 0.12, 0.02, withLum(hex(0xdfe6ff), 0.5))
 		c.glow(0.5+side*0.3, 0.12, 0.12, withLum(hex(0x8090c0), 0.02))
 	}
 	switch l.Scene {
-	case SceneBeach:
-		sea(c, hv, mix3(scale3(hex(0x2f7396), gf), hor, 0.55), hor)
-	case SceneForest:
-		trees(c, rng, hv, scale3(hex(0x2b4424), gf), scale3(hex(0x6f8f3a), gf), hor)
-	case SceneCity:
+	case prompt.SceneBeach:
+		sea(c, hv, mix3(colour.Scale3(hex(0x2f7396), gf), hor, 0.55), hor)
+	case prompt.SceneForest:
+		trees(c, rng, hv, colour.Scale3(hex(0x2b4424), gf), colour.Scale3(hex(0x6f8f3a), gf), hor)
+	case prompt.SceneCity:
 		skyline(c, l, rng, hv, gf)
-	case SceneDesert:
-		dunes(c, rng, hv, scale3(hex(0xb77a45), gf))
-	case SceneExterior, SceneSnow:
-		hills(c, rng, hv, mix3(scale3(hex(0x5e7a55), gf), hor, 0.5))
+	case prompt.SceneDesert:
+		dunes(c, rng, hv, colour.Scale3(hex(0xb77a45), gf))
+	case prompt.SceneExterior, prompt.SceneSnow:
+		hills(c, rng, hv, mix3(colour.Scale3(hex(0x5e7a55), gf), hor, 0.5))
 	}
-	if l.Time == TimeNight || l.Time == TimeDusk {
-		cols := [][3]float32{kelvinTint(2400, 1), kelvinTint(3000, 1), hex(0xffd9a0)}
+	if l.Time == prompt.TimeNight || l.Time == prompt.TimeDusk {
+		cols := [][3]float32{colour.KelvinTint(2400, 1), colour.KelvinTint(3000, 1), hex(0xffd9a0)}
 		if len(l.Palette) > 0 {
 			cols = append(cols, l.Palette...)
 		}
 		lum := 0.12
-		if l.Time == TimeDusk {
+		if l.Time == prompt.TimeDusk {
 			lum = 0.2
 		}
 		bokeh(c, rng, cols, 10+rng.IntN(10), lum, hv)
@@ -460,7 +464,7 @@ func paintExterior(c *canvas, l *Lighting, rng *rand.Rand) {
 
 // trees paints a soft forest edge: a dark canopy with a wavy top and
 // dappled lighter leaves and sky gaps.
-func trees(c *canvas, rng *rand.Rand, hv float64, dark, leaf, sky [3]float32) {
+func trees(c *Canvas, rng *rand.Rand, hv float64, dark, leaf, sky [3]float32) {
 	top := hv - 0.25 - 0.15*rng.Float64()
 	ph := [3]float64{rng.Float64() * 6.28, rng.Float64() * 6.28, rng.Float64() * 6.28}
 	for y := 0; y < c.h; y++ {
@@ -478,9 +482,9 @@ func trees(c *canvas, rng *rand.Rand, hv float64, dark, leaf, sky [3]float32) {
 		}
 	}
 	for i := 0; i < 14+rng.IntN(8); i++ {
-		col := scale3(leaf, float32(0.3+0.5*rng.Float64()))
+		col := colour.Scale3(leaf, float32(0.3+0.5*rng.Float64()))
 		if rng.IntN(4) == 0 {
-			col = scale3(sky, float32(0.3+0.3*rng.Float64()))
+			col = colour.Scale3(sky, float32(0.3+0.3*rng.Float64()))
 		}
 		c.disc(rng.Float64(), top+(hv-top)*rng.Float64(), 0.02+0.05*rng.Float64(), 0.5, col)
 	}
@@ -488,15 +492,15 @@ func trees(c *canvas, rng *rand.Rand, hv float64, dark, leaf, sky [3]float32) {
 
 // skyline paints soft, out-of-focus buildings above the horizon and, at
 // dusk or night, lit windows.
-func skyline(c *canvas, l *Lighting, rng *rand.Rand, hv float64, gf float32) {
+func skyline(c *Canvas, l *prompt.Lighting, rng *rand.Rand, hv float64, gf float32) {
 	_, hor, _ := skyColours(l.Time)
-	bcol := mix3(scale3(hex(0x3d4552), max(gf, 0.12)), hor, 0.2)
+	bcol := mix3(colour.Scale3(hex(0x3d4552), max(gf, 0.12)), hor, 0.2)
 	x := -0.05
 	for x < 1.05 {
 		w := 0.06 + 0.12*rng.Float64()
 		top := hv - 0.1 - 0.35*rng.Float64()
 		shade := float32(0.7 + 0.5*rng.Float64())
-		col := scale3(bcol, shade)
+		col := colour.Scale3(bcol, shade)
 		px0, px1 := max(0, int((x-0.02)*float64(c.w))), min(c.w, int((x+w+0.02)*float64(c.w))+1)
 		py0, py1 := max(0, int((top-0.03)*float64(c.h))), min(c.h, int((hv+0.16)*float64(c.h))+1)
 		for py := py0; py < py1; py++ {
@@ -513,9 +517,9 @@ func skyline(c *canvas, l *Lighting, rng *rand.Rand, hv float64, gf float32) {
 				}
 			}
 		}
-		if l.Time == TimeNight || l.Time == TimeDusk {
+		if l.Time == prompt.TimeNight || l.Time == prompt.TimeDusk {
 			for j := 0; j < 3+rng.IntN(5); j++ {
-				wc := withLum(kelvinTint(float32(2600+1500*rng.Float64()), 1), float32(0.05+0.1*rng.Float64()))
+				wc := withLum(colour.KelvinTint(float32(2600+1500*rng.Float64()), 1), float32(0.05+0.1*rng.Float64()))
 				c.disc(x+w*rng.Float64(), top+(hv-top)*rng.Float64(), 0.01+0.012*rng.Float64(), 0.5, wc)
 			}
 		}
@@ -524,7 +528,7 @@ func skyline(c *canvas, l *Lighting, rng *rand.Rand, hv float64, gf float32) {
 }
 
 // dunes paints two soft sine-wave dune ridges below the horizon.
-func dunes(c *canvas, rng *rand.Rand, hv float64, shadow [3]float32) {
+func dunes(c *Canvas, rng *rand.Rand, hv float64, shadow [3]float32) {
 	ph := rng.Float64() * 6.28
 	for y := 0; y < c.h; y++ {
 		for x := 0; x < c.w; x++ {
@@ -543,7 +547,7 @@ func dunes(c *canvas, rng *rand.Rand, hv float64, shadow [3]float32) {
 }
 
 // hills paints a hazy band of distant hills on the horizon.
-func hills(c *canvas, rng *rand.Rand, hv float64, col [3]float32) {
+func hills(c *Canvas, rng *rand.Rand, hv float64, col [3]float32) {
 	ph := rng.Float64() * 6.28
 	for y := 0; y < c.h; y++ {
 		for x := 0; x < c.w; x++ {
@@ -568,7 +572,7 @@ func encodeSRGB(pix []float32) []float32 {
 	const lutN = 4096
 	var lut [lutN + 1]float32
 	for i := range lut {
-		lut[i] = linearToSRGB(float32(i)/lutN) * 255
+		lut[i] = colour.LinearToSRGB(float32(i)/lutN) * 255
 	}
 	enc := make([]float32, len(pix))
 	for i, v := range pix {
@@ -605,10 +609,10 @@ func bilinearTaps(n, src int) []tap {
 	return out
 }
 
-// toRGB24 upsamples the canvas to a w x h RGB24 frame: bilinear in sRGB
+// RGB24 upsamples the canvas to a w x h RGB24 frame: bilinear in sRGB
 // (pixel centres aligned), plus a triangular grain of about one code value
 // from a hash of (x, y, channel, salt).
-func (c *canvas) toRGB24(w, h int, salt uint32) (*frame.HostFrame, error) {
+func (c *Canvas) RGB24(w, h int, salt uint32) (*frame.HostFrame, error) {
 	f, err := frame.New(frame.RGB24, w, h)
 	if err != nil {
 		return nil, err

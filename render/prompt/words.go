@@ -1,7 +1,7 @@
 // The word tables of the prompt parser: which words name lights, roles,
 // colours, temperatures, scenes, times of day, directions and strengths.
 
-package render
+package prompt
 
 // maxPromptTokens bounds the work on very long prompts (the API allows
 // 2000 characters; this is far above what that yields).

@@ -1,7 +1,7 @@
-// Lighting is what a prompt asks for, and the lights, scenes and times of
-// day it is made of. ParsePrompt (prompt.go) builds it.
-
-package render
+// Package prompt reads a render prompt's words into a Lighting: what the
+// prompt asks for, and the lights, scenes and times of day it is made of.
+// Parse (prompt.go) builds it; it is English keywords and clauses.
+package prompt
 
 import "strconv"
 
@@ -112,7 +112,7 @@ func (t TimeOfDay) String() string {
 }
 
 // Lighting is what a prompt asks for. The zero value is not meaningful;
-// use ParsePrompt.
+// use Parse.
 type Lighting struct {
 	// Lights are the directional lights, in the order the prompt names
 	// them, or the scene's default lights when it names none. An empty
@@ -146,4 +146,6 @@ type Lighting struct {
 	// Explicit is true when the prompt named the lights; false when they
 	// are a scene's defaults or there are none.
 	Explicit bool
+	// Focus is the plate's depth of field against the subject's.
+	Focus Focus
 }

@@ -1,0 +1,256 @@
+package look
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/render"
+)
+
+// Issue 31 item 3's edge measures (no halo, no bleed, contact with the
+// light from any direction), on the renderer's passes of one frame
+// (render.Passes: the composite, the backdrop used, the shadow and the
+// wrap), per subject:
+//   - halo: beyond 2 px outside the matte (its 0.5 contour) and within
+//     haloBand px more, the mean |composite - backdrop·(1 - shadow)| of
+//     luminance over the backdrop's mean there: what reaches the plate
+//     around the subject other than its shadows (a rim or glow past the
+//     matte, the soft band's foreground); limit HaloLimit. As defined it
+//     reads the soft matte's own subject where alpha is still above 0
+//     past 2 px (all of today's 1-4%: 0 where alpha is 0), not only a
+//     glow: to be redefined before tuning (issue 31 note, session 12);
+//   - bleed: inside the matte beyond the wrap width (2 sigma of the wrap's
+//     blur: 2 × 0.012 of the output's diagonal), the 99th percentile of
+//     the wrap pass's luminance over the mean of the backdrop's brightest
+//     tenth: a plate highlight carried into the subject by the light
+//     wrap; BleedLimit (proposed, not yet met or tuned);
+//   - contact: under the subject's lowest points (those within a
+//     twentieth of the height of the lowest), the pixels 2 to 2 +
+//     contactDepth px below, outside the matte: the composite's mean
+//     luminance over the backdrop's there; limit ContactLimit, on every
+//     measured prompt (the light from the left, the right, above, behind,
+//     the reference's own, the sun).
+const (
+	HaloLimit    = 0.02
+	BleedLimit   = 0.01
+	ContactLimit = 0.85
+	haloBand     = 16
+	contactDepth = 12
+	// wrapWidthFrac is the wrap width over the output's diagonal: 2 ×
+	// render's wrapSigmaFrac (0.012).
+	wrapWidthFrac = 2 * 0.012
+)
+
+// EdgeRow is the edge measures of one prompt's renders.
+type EdgeRow struct {
+	Name                 string
+	Halo, Bleed, Contact []float64 // per subject (NaN where undefined)
+	MHalo, MBleed, MCont float64   // medians
+	XHalo, XBleed, XCont float64   // the worst subject (largest)
+}
+
+// edgeName names the prompts whose passes are measured ("" = not).
+func edgeName(lp Prompt) string {
+	switch {
+	case lp.Measure == MeasureNight && lp.Night && !lp.KeyLeft, lp.Measure == MeasureShadow,
+		lp.Measure == MeasureLeft, lp.Measure == MeasureRight, lp.Measure == MeasureAbove, lp.Measure == MeasureRim:
+		return fmt.Sprintf("%q", lp.Prompt)
+	case lp.Reference && lp.RefClip == "":
+		return "reference (surf)"
+	}
+	return ""
+}
+
+// newEdgeRows makes the report's edge rows and, per prompt of
+// Prompts, the index of its row (-1: not measured).
+func newEdgeRows() ([]EdgeRow, []int) {
+	var rows []EdgeRow
+	index := make([]int, len(Prompts))
+	for i, lp := range Prompts {
+		index[i] = -1
+		if name := edgeName(lp); name != "" {
+			index[i] = len(rows)
+			rows = append(rows, EdgeRow{Name: name})
+		}
+	}
+	return rows, index
+}
+
+// outsideDist is the distance (pixels) of each background pixel to the
+// matte (insideDist of its complement).
+func outsideDist(dev kernels.Device, alpha []float32, w, h int) ([]float32, error) {
+	inv := make([]float32, len(alpha))
+	for i, a := range alpha {
+		inv[i] = 1 - a
+	}
+	return insideDist(dev, inv, w, h)
+}
+
+// edgeMeasure renders one frame's passes of s with p and measures them;
+// in and out are the distances (px) inside and outside the matte.
+func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (halo, bleed, contact float64, err error) {
+	r, err := render.New(ctx, dev, p)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer r.Close()
+	ps, err := r.NewPasses()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer ps.Free()
+	w, h, n := s.w, s.h, s.w*s.h
+	src, a := upload3(dev, w, h, 3, s.src), upload3(dev, w, h, 1, s.alpha)
+	defer dev.Free(src)
+	defer dev.Free(a)
+	if err := r.FramePasses(ctx, ps, src, a); err != nil {
+		return 0, 0, 0, err
+	}
+	var px [4][]float32
+	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap} {
+		if px[i], err = dev.ReadPixels(img); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
+	sh := px[2]
+	var dsum, bsum float64
+	for i := range yc {
+		if out[i] > 2 && out[i] <= 2+haloBand {
+			dsum += math.Abs(yc[i] - yb[i]*(1-float64(sh[i])))
+			bsum += yb[i]
+		}
+	}
+	halo = math.NaN()
+	if bsum > 0 {
+		halo = dsum / bsum
+	}
+	ww := wrapWidthFrac * math.Hypot(float64(w), float64(h))
+	var wrapIn []float64
+	for i := range yw {
+		if in[i] > float32(ww) {
+			wrapIn = append(wrapIn, yw[i])
+		}
+	}
+	bleed = math.NaN()
+	if top := topTenth(yb); len(wrapIn) > 0 && top > 0 {
+		sort.Float64s(wrapIn)
+		bleed = wrapIn[len(wrapIn)*99/100] / top
+	}
+	return halo, bleed, contactRatio(s, yc, yb), nil
+}
+
+// upload3 is a device image of w x h x c holding data (nil on error: the
+// op that reads it fails).
+func upload3(dev kernels.Device, w, h, c int, data []float32) kernels.Image {
+	img, err := dev.NewImage(w, h, c)
+	if err != nil {
+		return nil
+	}
+	if dev.WritePixels(img, data) != nil {
+		dev.Free(img)
+		return nil
+	}
+	return img
+}
+
+// topTenth is the mean of the brightest tenth of y.
+func topTenth(y []float64) float64 {
+	v := append([]float64(nil), y...)
+	sort.Float64s(v)
+	k := len(v) - len(v)/10
+	if k >= len(v) {
+		return math.NaN()
+	}
+	var t float64
+	for _, x := range v[k:] {
+		t += x
+	}
+	return t / float64(len(v)-k)
+}
+
+// contactRatio is the composite's mean luminance over the backdrop's in
+// the contactDepth px under the subject's lowest points (NaN when they
+// are not in frame).
+func contactRatio(s *lookSubject, yc, yb []float64) float64 {
+	w, h, a := s.w, s.h, s.alpha
+	low := make([]int, w)
+	ymax := -1
+	for x := 0; x < w; x++ {
+		low[x] = -1
+		for y := h - 1; y >= 0; y-- {
+			if a[y*w+x] >= 0.5 {
+				low[x] = y
+				break
+			}
+		}
+		ymax = max(ymax, low[x])
+	}
+	if ymax < 0 || ymax+2+contactDepth > h {
+		return math.NaN()
+	}
+	var o, p float64
+	for x := 0; x < w; x++ {
+		if low[x] < 0 || low[x] < ymax-h/20 {
+			continue
+		}
+		for y := low[x] + 2; y < min(h, low[x]+2+contactDepth); y++ {
+			if a[y*w+x] < 0.05 {
+				o += yc[y*w+x]
+				p += yb[y*w+x]
+			}
+		}
+	}
+	if !(p > 0) {
+		return math.NaN()
+	}
+	return o / p
+}
+
+func (r *EdgeRow) finish() {
+	r.MHalo, r.MBleed, r.MCont = median(r.Halo), median(r.Bleed), median(r.Contact)
+	r.XHalo, r.XBleed, r.XCont = most(r.Halo), most(r.Bleed), most(r.Contact)
+}
+
+// most is the largest value, NaN values left out (NaN when none).
+func most(v []float64) float64 {
+	m := math.NaN()
+	for _, x := range v {
+		if !math.IsNaN(x) && !(x <= m) {
+			m = x
+		}
+	}
+	return m
+}
+
+func (r *Report) edgeString() string {
+	var b strings.Builder
+	for _, e := range r.Edges {
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "edges, "+e.Name, "halo: median", e.MHalo)
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", HaloLimit), e.XHalo, metStr(e.XHalo < HaloLimit))
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "bleed: median", e.MBleed)
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", BleedLimit), e.XBleed, metStr(e.XBleed < BleedLimit))
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "contact: median", e.MCont)
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit <= %.2f", ContactLimit), e.XCont, metStr(e.XCont <= ContactLimit))
+	}
+	return b.String()
+}
+
+func metStr(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func (r *Report) edgePerSubject(line func(string, []float64)) {
+	for _, e := range r.Edges {
+		line("edges "+e.Name+": halo", e.Halo)
+		line("  bleed", e.Bleed)
+		line("  contact", e.Contact)
+	}
+}
