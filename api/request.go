@@ -273,102 +273,29 @@ func str(p *string) string {
 	return *p
 }
 
-// validate checks the field rules of the generation API (not the
-// media) and returns the normalised job request without a seed.
+// validate maps the body to a job.JobRequest, runs the contract's field
+// rules (job.Validate) once and answers the first problem in the SPEC's
+// words: Validate's refusal through specWords, or one of the few rules
+// only the body can break (bodyRules), whichever comes first in the order
+// of step. It returns the normalised request without a seed.
 func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
-	var jr job.JobRequest
-	jr.GenerationType = str(g.GenerationType)
-	switch jr.GenerationType {
-	case "image", "video":
-	case "":
-		return jr, badRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
-	default:
-		return jr, badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
+	jr := g.jobRequest()
+	_, verr := s.validateJob(jr)
+	if err := firstProblem(g, jr, verr); err != nil {
+		return jr, err
 	}
-	jr.AlphaMode = str(g.AlphaMode)
-	if jr.AlphaMode == "" {
-		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
+	// Normalised as the job record keeps it: the matte and the keyframe
+	// only where the mode reads them, the frame range as "A-B".
+	mode := job.AlphaMode(jr.AlphaMode)
+	if !mode.NeedsMatte() {
+		jr.AlphaURI = ""
 	}
-	alphaMode, err := job.ParseAlphaMode(jr.AlphaMode)
-	if err != nil {
-		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
+	if mode != job.AlphaSelect || jr.GenerationType != "video" {
+		jr.AlphaKeyframeIndex = 0
 	}
-	if err := alphaMode.Supported(); err != nil {
-		return jr, badRequest(CodeInvalidAlphaMode, "alpha_mode %s: %v", alphaMode, err)
-	}
-	jr.SourceURI = str(g.SourceURI)
-	if jr.SourceURI == "" {
-		return jr, badRequest(CodeMissingSource, "source_uri is required")
-	}
-	if alphaMode.NeedsMatte() {
-		jr.AlphaURI = str(g.AlphaURI)
-		if jr.AlphaURI == "" {
-			return jr, badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", alphaMode)
-		}
-	}
-	jr.Prompt = str(g.Prompt)
-	jr.ReferenceImageURI = str(g.ReferenceImageURI)
-	if jr.Prompt == "" && jr.ReferenceImageURI == "" {
-		return jr, badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
-	}
-	if g.badUTF8 == "prompt" {
-		return jr, badRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
-	}
-	if err := checkPromptChars(jr.Prompt); err != nil {
-		return jr, badRequest(CodeInvalidPrompt, "%v", err)
-	}
-	if n := utf8.RuneCountInString(jr.Prompt); n > job.MaxPromptChars {
-		return jr, badRequest(CodePromptTooLong, "prompt has %d characters, limit %d", n, job.MaxPromptChars)
-	}
-	jr.MaxResolution = job.DefaultMaxResolution
-	if g.MaxResolution != nil {
-		if *g.MaxResolution != 720 && *g.MaxResolution != 1080 {
-			return jr, badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", *g.MaxResolution))
-		}
-		jr.MaxResolution = int(*g.MaxResolution)
-	}
-	if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
-		return jr, badRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
-	}
-	if g.AlphaKeyframeIndex != nil {
-		if *g.AlphaKeyframeIndex < 0 || *g.AlphaKeyframeIndex > math.MaxInt32 {
-			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", *g.AlphaKeyframeIndex), math.MaxInt32)
-		}
-		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
-			jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
-		}
-	}
-	if g.OutputFormat != nil {
-		switch *g.OutputFormat {
-		case job.OutputFormatMP4, job.OutputFormatEXR:
-			jr.OutputFormat = *g.OutputFormat
-		default:
-			return jr, badRequest(CodeInvalidOutputFormat, "output_format %q: want mp4 or exr", trunc.String(*g.OutputFormat, 40))
-		}
-	}
-	if g.Frames != nil {
-		first, last, err := job.ParseFrames(*g.Frames)
-		if err != nil {
-			return jr, mediaError("frames", err)
-		}
-		if jr.GenerationType != "video" {
-			return jr, badRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
-		}
-		if alphaMode == job.AlphaSelect && (jr.AlphaKeyframeIndex < first || jr.AlphaKeyframeIndex > last) {
-			return jr, badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d is outside frames %d-%d: the keyframe must be one of the frames rendered", jr.AlphaKeyframeIndex, first, last)
-		}
+	if jr.Frames != "" {
+		first, last, _ := job.ParseFrames(jr.Frames)
 		jr.Frames = fmt.Sprintf("%d-%d", first, last)
-	}
-	if g.IdempotencyKey != nil {
-		if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
-			return jr, badRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
-		}
-	}
-	// The contract's own rules (job.Validate). The checks above cover them
-	// with the API's field names; this keeps the API from accepting a job
-	// that the worker would refuse.
-	if _, err := s.validateJob(jr); err != nil {
-		return jr, mediaError("request", err)
 	}
 	for _, u := range []struct{ name, uri string }{
 		{"source_uri", jr.SourceURI}, {"alpha_uri", jr.AlphaURI}, {"reference_image_uri", jr.ReferenceImageURI},
@@ -386,6 +313,199 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 		}
 	}
 	return jr, nil
+}
+
+// jobRequest is the body as the job contract reads it: an omitted field
+// is its zero value, max_resolution defaults to job.DefaultMaxResolution.
+func (g genRequest) jobRequest() job.JobRequest {
+	jr := job.JobRequest{GenerationType: str(g.GenerationType), SourceURI: str(g.SourceURI), AlphaMode: str(g.AlphaMode),
+		AlphaURI: str(g.AlphaURI), Prompt: str(g.Prompt), ReferenceImageURI: str(g.ReferenceImageURI),
+		MaxResolution: job.DefaultMaxResolution, OutputFormat: str(g.OutputFormat), Frames: str(g.Frames)}
+	if g.MaxResolution != nil {
+		jr.MaxResolution = int(*g.MaxResolution)
+	}
+	if g.AlphaKeyframeIndex != nil {
+		jr.AlphaKeyframeIndex = int(*g.AlphaKeyframeIndex)
+	}
+	return jr
+}
+
+// step is the place of a field rule in the order in which the generation
+// API names a body's first problem (job.Validate runs its rules in the
+// same order).
+type step int
+
+const (
+	stepGenerationType step = iota
+	stepAlphaMode
+	stepSource
+	stepAlpha
+	stepStyle
+	stepPromptText
+	stepPromptLength
+	stepMaxResolution
+	stepSeed
+	stepKeyframe
+	stepOutputFormat
+	stepFrames
+	stepIdempotencyKey
+	stepNone
+)
+
+// specWords words each code of job.Validate with the SPEC's field names
+// (source_uri, alpha_uri, reference_image_uri) and the body's values as
+// the client sent them; nil keeps job.Validate's message, which is the
+// SPEC's already.
+var specWords = map[job.Code]struct {
+	step  step
+	words func(g genRequest, jr job.JobRequest) *apiError
+}{
+	job.CodeInvalidGenerationType: {stepGenerationType, func(g genRequest, jr job.JobRequest) *apiError {
+		if jr.GenerationType == "" {
+			return badRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
+		}
+		return badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
+	}},
+	job.CodeInvalidAlphaMode: {stepAlphaMode, func(g genRequest, jr job.JobRequest) *apiError {
+		if jr.AlphaMode == "" {
+			return badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
+		}
+		return badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
+	}},
+	job.CodeMissingSource: {stepSource, func(genRequest, job.JobRequest) *apiError {
+		return badRequest(CodeMissingSource, "source_uri is required")
+	}},
+	job.CodeMissingAlpha: {stepAlpha, func(g genRequest, jr job.JobRequest) *apiError {
+		return badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", jr.AlphaMode)
+	}},
+	job.CodeMissingStyleInput: {stepStyle, func(genRequest, job.JobRequest) *apiError {
+		return badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
+	}},
+	job.CodePromptTooLong: {stepPromptLength, nil},
+	job.CodeInvalidMaxResolution: {stepMaxResolution, func(g genRequest, jr job.JobRequest) *apiError {
+		return badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", int64(jr.MaxResolution)))
+	}},
+	// A negative keyframe (stepKeyframe) or one outside the frame range
+	// (stepFrames, job.Validate's words): see problemStep.
+	job.CodeInvalidKeyframeIndex: {stepKeyframe, func(g genRequest, jr job.JobRequest) *apiError {
+		if jr.AlphaKeyframeIndex >= 0 {
+			return nil
+		}
+		return keyframeRange(g, int64(jr.AlphaKeyframeIndex))
+	}},
+	job.CodeInvalidOutputFormat: {stepOutputFormat, nil},
+	job.CodeInvalidFrameRange: {stepFrames, func(g genRequest, jr job.JobRequest) *apiError {
+		first, last, err := job.ParseFrames(jr.Frames)
+		if err != nil {
+			return nil // its own words
+		}
+		return badRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
+	}},
+}
+
+// bodyRules are the rules only the HTTP body can break, in step order:
+// what the JSON text held before decoding, the seed's range (the request
+// holds a uint32), the keyframe's upper bound (an int), a field given with
+// the zero value that job.JobRequest reads as omitted, the idempotency key.
+var bodyRules = []struct {
+	step  step
+	check func(g genRequest) error
+}{
+	{stepPromptText, func(g genRequest) error {
+		if g.badUTF8 == "prompt" {
+			return badRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
+		}
+		if err := checkPromptChars(str(g.Prompt)); err != nil {
+			return badRequest(CodeInvalidPrompt, "%v", err)
+		}
+		return nil
+	}},
+	{stepMaxResolution, func(g genRequest) error {
+		if g.MaxResolution != nil && *g.MaxResolution == 0 {
+			return badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", 0))
+		}
+		return nil
+	}},
+	{stepSeed, func(g genRequest) error {
+		if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
+			return badRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
+		}
+		return nil
+	}},
+	{stepKeyframe, func(g genRequest) error {
+		if g.AlphaKeyframeIndex != nil && *g.AlphaKeyframeIndex > math.MaxInt32 {
+			return keyframeRange(g, *g.AlphaKeyframeIndex)
+		}
+		return nil
+	}},
+	{stepOutputFormat, func(g genRequest) error {
+		if g.OutputFormat != nil && *g.OutputFormat == "" {
+			return badRequest(CodeInvalidOutputFormat, "output_format \"\": want mp4 or exr")
+		}
+		return nil
+	}},
+	{stepFrames, func(g genRequest) error {
+		if g.Frames != nil && *g.Frames == "" {
+			_, _, err := job.ParseFrames("")
+			return mediaError("frames", err)
+		}
+		return nil
+	}},
+	{stepIdempotencyKey, func(g genRequest) error {
+		if g.IdempotencyKey != nil {
+			if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
+				return badRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
+			}
+		}
+		return nil
+	}},
+}
+
+// keyframeRange is the answer to an alpha_keyframe_index outside 0..2^31-1.
+func keyframeRange(g genRequest, v int64) *apiError {
+	return badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", v), math.MaxInt32)
+}
+
+// firstProblem is the answer to the body's first problem: the earlier of
+// job.Validate's refusal verr and the first broken body rule.
+func firstProblem(g genRequest, jr job.JobRequest, verr error) error {
+	at := stepNone
+	var ie *job.InputError
+	if verr != nil {
+		at = problemStep(verr, jr)
+	}
+	for _, r := range bodyRules {
+		if r.step >= at {
+			break
+		}
+		if err := r.check(g); err != nil {
+			return err
+		}
+	}
+	if verr == nil {
+		return nil
+	}
+	if errors.As(verr, &ie) {
+		if w, ok := specWords[ie.Code]; ok && w.words != nil {
+			if e := w.words(g, jr); e != nil {
+				return e
+			}
+		}
+	}
+	return mediaError("request", verr)
+}
+
+// problemStep is the step of job.Validate's refusal err (the first step
+// for a code specWords does not know, which no rule of Validate gives).
+func problemStep(err error, jr job.JobRequest) step {
+	code := job.CodeOf(err)
+	if code == job.CodeInvalidKeyframeIndex && jr.AlphaKeyframeIndex >= 0 {
+		return stepFrames // outside the frame range
+	}
+	if w, ok := specWords[code]; ok {
+		return w.step
+	}
+	return stepGenerationType
 }
 
 // checkInputURI parses an input URI and, for https://, resolves its host
