@@ -81,7 +81,7 @@ func TestAccountInfoAndBilling(t *testing.T) {
 	e.finish(ok, true)
 	e.finish(bad, false)
 	// The same event again (a redelivery) charges nothing more.
-	_ = e.srv.settle(context.Background(), eventOf(ok))
+	_ = e.settle(context.Background(), ok)
 	_, price := e.srv.prices.Estimate("image", 1080, 1)
 	eventually(t, 10*time.Second, "settled", func() bool {
 		n, _ := e.acc.InFlight(context.Background(), a.ID)
@@ -219,7 +219,7 @@ func TestBillingChargesRecordedFrames(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.settle(ctx, eventOf(id)); err != nil {
+	if err := e.settle(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := e.acc.InFlight(ctx, a.ID); n != 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -83,7 +84,7 @@ func newBenchAPI(b *testing.B) *benchAPI {
 	b.Cleanup(ts.Close)
 	rctx, rcancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Run(rctx) })
+	wg.Go(func() { _ = runBackground(rctx, srv, dispatch.Config{Queue: q}) })
 	b.Cleanup(func() { rcancel(); wg.Wait() })
 
 	limit := 1e12

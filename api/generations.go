@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/internal/retry"
 	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
@@ -28,32 +29,18 @@ import (
 // JobIDPrefix starts every generation job id.
 const JobIDPrefix = "vfx_"
 
-// Webhook delivery states.
-const (
-	WebhookPending   = "pending"
-	WebhookDelivered = "delivered"
-	WebhookFailed    = "failed"
-)
-
 // genMeta is the API's record of a generation job (bucket gen_meta, keyed
 // by job id): what the queue record does not hold.
 type genMeta struct {
-	JobID          string        `json:"job_id"`
-	Owner          string        `json:"owner"`
-	CallbackURL    string        `json:"callback_url,omitempty"`
-	IdempotencyKey string        `json:"idempotency_key,omitempty"`
-	Meter          string        `json:"meter"`
-	EstFrames      int           `json:"est_frames"`
-	EstCost        float64       `json:"est_cost"`
-	CreatedAt      time.Time     `json:"created_at"`
-	Webhook        *webhookState `json:"webhook,omitempty"`
-}
-
-// webhookState is the delivery state of a job's webhook.
-type webhookState struct {
-	Status    string `json:"status"`
-	Attempts  int    `json:"attempts"`
-	LastError string `json:"last_error"`
+	JobID          string          `json:"job_id"`
+	Owner          string          `json:"owner"`
+	CallbackURL    string          `json:"callback_url,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Meter          string          `json:"meter"`
+	EstFrames      int             `json:"est_frames"`
+	EstCost        float64         `json:"est_cost"`
+	CreatedAt      time.Time       `json:"created_at"`
+	Webhook        *dispatch.State `json:"webhook,omitempty"`
 }
 
 // outputNames are the outputs a generation job's view lists when its
@@ -81,7 +68,7 @@ type Job struct {
 	CreatedAt      string            `json:"created_at"`
 	ModifiedAt     string            `json:"modified_at"`
 	CompletedAt    *string           `json:"completed_at"`
-	Webhook        *webhookState     `json:"webhook,omitempty"`
+	Webhook        *dispatch.State   `json:"webhook,omitempty"`
 }
 
 func timeString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -288,7 +275,7 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 	m := genMeta{JobID: jobID, Owner: p.Account.ID, CallbackURL: str(g.CallbackURL), IdempotencyKey: str(g.IdempotencyKey),
 		Meter: meter, EstFrames: frames, EstCost: cost, CreatedAt: now}
 	if m.CallbackURL != "" {
-		m.Webhook = &webhookState{Status: WebhookPending}
+		m.Webhook = &dispatch.State{Status: dispatch.Pending}
 	}
 	mv, _ := json.Marshal(m)
 	if _, err := s.meta.Put(ctx, jobID, mv); err != nil {
@@ -490,7 +477,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 	if m != nil && m.CallbackURL != "" {
 		v.Webhook = m.Webhook
 		if v.Webhook == nil {
-			v.Webhook = &webhookState{Status: WebhookPending}
+			v.Webhook = &dispatch.State{Status: dispatch.Pending}
 		}
 	}
 	return v, nil

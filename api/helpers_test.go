@@ -25,6 +25,7 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
@@ -41,15 +42,18 @@ func TestMain(m *testing.M) {
 // env is a whole API on loopback: embedded NATS, the queue, the account
 // service, a local store and the Server behind a real HTTP listener.
 type env struct {
-	t      *testing.T
-	url    string
-	srv    *Server
-	q      *queue.Queue
-	js     jetstream.JetStream
-	acc    *account.Service
-	st     *store.Local
-	admin  string
-	cfg    Config
+	t     *testing.T
+	url   string
+	srv   *Server
+	q     *queue.Queue
+	js    jetstream.JetStream
+	acc   *account.Service
+	st    *store.Local
+	admin string
+	cfg   Config
+	// dcfg is the dispatcher's configuration (its APIs are filled in by
+	// runBackground).
+	dcfg   dispatch.Config
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -120,8 +124,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel))
 	cfg := Config{Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: "admintoken",
-		AllowPrivateNetworks: true, AllowHTTPCallbacks: true, WebhookRetryDelays: delays,
-		WebhookTimeout: 2 * time.Second, Logger: log}
+		AllowPrivateNetworks: true, AllowHTTPCallbacks: true, Logger: log}
+	dcfg := dispatch.Config{Queue: q, RetryDelays: delays, Timeout: 2 * time.Second, AllowPrivateNetworks: true, Logger: log}
 	if o.mut != nil {
 		o.mut(&cfg)
 	}
@@ -136,12 +140,12 @@ func newEnv(t *testing.T, o envOpts) *env {
 	mu.Lock()
 	handler = srv.Handler()
 	mu.Unlock()
-	e := &env{t: t, url: ts.URL, srv: srv, q: q, js: js, acc: acc, st: st, admin: "admintoken", cfg: cfg}
+	e := &env{t: t, url: ts.URL, srv: srv, q: q, js: js, acc: acc, st: st, admin: "admintoken", cfg: cfg, dcfg: dcfg}
 	rctx, rcancel := context.WithCancel(context.Background())
 	e.cancel = rcancel
 	if !o.noRun {
 		e.wg.Go(func() {
-			if err := srv.Run(rctx); err != nil {
+			if err := runBackground(rctx, srv, dcfg); err != nil {
 				t.Errorf("run: %v", err)
 			}
 		})
@@ -410,6 +414,29 @@ func (e *env) finish(id string, ok bool) {
 	}
 }
 
-func eventOf(id string) queue.Event {
-	return queue.Event{JobID: id, Kind: queue.KindGeneration, Status: queue.StatusCompleted}
+// runBackground runs what the command's wiring runs beside a Server until
+// ctx ends: the dispatcher (billing and webhooks, on dc with the Server's
+// two APIs) and the credit ledger reconciler and upload sweeper.
+func runBackground(ctx context.Context, srv *Server, dc dispatch.Config) error {
+	dc.APIs = srv.Dispatch()
+	d, err := dispatch.New(dc)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.RunLedgerReconciler(ctx) })
+	wg.Go(func() { srv.RunUploadSweeper(ctx) })
+	err = d.Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// settle charges or releases a finished job as the dispatcher's billing
+// does for its event.
+func (e *env) settle(ctx context.Context, id string) error {
+	rec, _, err := e.q.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return e.srv.Dispatch()[rec.Kind].Settle(ctx, rec)
 }

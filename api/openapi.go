@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -401,7 +402,7 @@ func (s *Server) OpenAPI() map[string]any {
 				"GenerationList": obj{"type": "object", "required": []any{"jobs", "next_page_token"}, "properties": obj{
 					"jobs": obj{"type": "array", "items": ref("GenerationJob")}, "next_page_token": nullable("string", "Pass as page_token; null on the last page.")}},
 				"WebhookState": obj{"type": "object", "description": "Present only when callback_url was given.", "required": []any{"status", "attempts", "last_error"},
-					"properties": obj{"status": obj{"type": "string", "enum": []any{WebhookPending, WebhookDelivered, WebhookFailed}},
+					"properties": obj{"status": obj{"type": "string", "enum": []any{dispatch.Pending, dispatch.Delivered, dispatch.Failed}},
 						"attempts": obj{"type": "integer", "minimum": 0, "maximum": 5}, "last_error": strS("The last failure; empty when none.")}},
 				"WebhookEvent": obj{"type": "object", "required": []any{"id", "status", "completed_at"}, "properties": obj{
 					"id": strS("Job id."), "status": obj{"type": "string", "enum": []any{"completed", "failed"}},

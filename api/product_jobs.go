@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
@@ -54,23 +55,23 @@ const (
 // productMeta is the API's record of a product job (bucket product_meta,
 // keyed by job id): what the queue record does not hold.
 type productMeta struct {
-	JobID            string        `json:"job_id"`
-	Product          string        `json:"product"`
-	ModelID          string        `json:"model_id"`
-	OrgID            string        `json:"org_id"`
-	TeamID           string        `json:"team_id,omitempty"`
-	KeyOwner         string        `json:"key_owner"`
-	ProductMode      string        `json:"mode,omitempty"` // inputs.mode, not the alpha mode
-	MaxResolution    int           `json:"max_resolution,omitempty"`
-	TargetResolution int           `json:"target_resolution,omitempty"`
-	ParentJobID      string        `json:"parent_job_id,omitempty"`
-	CallbackURL      string        `json:"callback_url,omitempty"`
-	IdempotencyKey   string        `json:"idempotency_key"`
-	MaxCredits       *int64        `json:"max_credits,omitempty"`
-	Estimate         int64         `json:"estimate"`
-	Reserved         int64         `json:"reserved"`
-	CreatedAt        time.Time     `json:"created_at"`
-	Webhook          *webhookState `json:"webhook,omitempty"`
+	JobID            string          `json:"job_id"`
+	Product          string          `json:"product"`
+	ModelID          string          `json:"model_id"`
+	OrgID            string          `json:"org_id"`
+	TeamID           string          `json:"team_id,omitempty"`
+	KeyOwner         string          `json:"key_owner"`
+	ProductMode      string          `json:"mode,omitempty"` // inputs.mode, not the alpha mode
+	MaxResolution    int             `json:"max_resolution,omitempty"`
+	TargetResolution int             `json:"target_resolution,omitempty"`
+	ParentJobID      string          `json:"parent_job_id,omitempty"`
+	CallbackURL      string          `json:"callback_url,omitempty"`
+	IdempotencyKey   string          `json:"idempotency_key"`
+	MaxCredits       *int64          `json:"max_credits,omitempty"`
+	Estimate         int64           `json:"estimate"`
+	Reserved         int64           `json:"reserved"`
+	CreatedAt        time.Time       `json:"created_at"`
+	Webhook          *dispatch.State `json:"webhook,omitempty"`
 }
 
 // ProductJob is a product job as the API answers it (GET /v1/openapi.json).
@@ -277,7 +278,7 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 	m.CallbackURL, m.IdempotencyKey, m.MaxCredits = pb.CallbackURL, pb.IdempotencyKey, pb.MaxCredits
 	m.Estimate, m.Reserved, m.CreatedAt = pl.credits, reserve, now
 	if m.CallbackURL != "" {
-		m.Webhook = &webhookState{Status: WebhookPending}
+		m.Webhook = &dispatch.State{Status: dispatch.Pending}
 	}
 	mv, _ := json.Marshal(m)
 	if _, err := s.pmeta.Put(ctx, jobID, mv); err != nil {

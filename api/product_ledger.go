@@ -51,10 +51,14 @@ func (s *Server) productJobExists(ctx context.Context, jobID string) (bool, erro
 	return false, fmt.Errorf("api: job %s: %w", jobID, err)
 }
 
-// runLedgerReconciler runs a ReconcileLedger pass every
-// Config.LedgerReconcileEvery until ctx ends; a pass that stopped at its
-// limit is resumed by the next one.
-func (s *Server) runLedgerReconciler(ctx context.Context) {
+// RunLedgerReconciler runs a ReconcileLedger pass every
+// Config.LedgerReconcileEvery until ctx ends (at once when that is
+// negative: off); a pass that stopped at its limit is resumed by the next
+// one. The command's wiring starts it beside the Server.
+func (s *Server) RunLedgerReconciler(ctx context.Context) {
+	if s.cfg.LedgerReconcileEvery <= 0 {
+		return
+	}
 	log := s.log.Named("ledger")
 	var after uint64
 	for {

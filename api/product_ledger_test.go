@@ -63,7 +63,7 @@ func TestProductLedgerReconcile(t *testing.T) {
 		t.Fatalf("kept reservation: %+v %v", en, err)
 	}
 
-	// Run runs the reconciler.
+	// RunLedgerReconciler runs it.
 	if _, err := e.acc.ReserveCredits(ctx, ProductJobIDPrefix+"lost2", o.ID, "", 25); err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,8 @@ func TestProductLedgerReconcile(t *testing.T) {
 	}
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- srv3.Run(rctx) }()
-	eventually(t, 15*time.Second, "the reconciler of Run", func() bool {
+	go func() { srv3.RunLedgerReconciler(rctx); done <- nil }()
+	eventually(t, 15*time.Second, "the reconciler of RunLedgerReconciler", func() bool {
 		en, err := e.acc.Ledger(ctx, ProductJobIDPrefix+"lost2")
 		return err == nil && en.State == account.LedgerRefunded
 	})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -564,14 +565,14 @@ func TestProductWebhook(t *testing.T) {
 		if err := json.Unmarshal(h.body, &body); err != nil || body.ID != id || body.Status != ProductSuccess || body.Outputs["render"] == "" || *body.CreditsCharged != 16 {
 			t.Fatalf("webhook body: %s", h.body)
 		}
-		ts, _ := strconv.ParseInt(h.header.Get(HeaderWebhookTimestamp), 10, 64)
-		if h.header.Get(HeaderWebhookID) != id+"_success" || h.header.Get(HeaderWebhookSignature) != SignWebhook(secret, h.header.Get(HeaderWebhookID), ts, h.body) {
+		ts, _ := strconv.ParseInt(h.header.Get(dispatch.HeaderWebhookTimestamp), 10, 64)
+		if h.header.Get(dispatch.HeaderWebhookID) != id+"_success" || h.header.Get(dispatch.HeaderWebhookSignature) != dispatch.SignWebhook(secret, h.header.Get(dispatch.HeaderWebhookID), ts, h.body) {
 			t.Fatalf("attempt %d headers: %v", attempt, h.header)
 		}
 	}
 	eventually(t, 10*time.Second, "delivered state", func() bool {
 		m, err := e.srv.getProductMeta(context.Background(), id)
-		return err == nil && m.Webhook.Status == WebhookDelivered && m.Webhook.Attempts == 2
+		return err == nil && m.Webhook.Status == dispatch.Delivered && m.Webhook.Attempts == 2
 	})
 }
 

@@ -1,7 +1,9 @@
 // Package api is vfx's HTTP API: the generation API (jobs, uploads,
 // account reads) and the product API, with the decisions of docs/api.md,
-// the operator API under /admin/v1, the OpenAPI document, the charging of
-// finished jobs and the webhook dispatcher.
+// the operator API under /admin/v1 and the OpenAPI document. The charging
+// of finished jobs and the webhooks are package dispatch's (Dispatch hands
+// it the two APIs' part); the background passes (RunLedgerReconciler,
+// RunUploadSweeper) are started by the command's wiring.
 //
 // A Server holds no state of its own beyond its configuration: jobs live in
 // the queue's "jobs" bucket, and the API's own records (callback URL,
@@ -18,7 +20,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,8 +78,6 @@ const (
 	// DefaultMaxBodyBytes caps a request body: a 50 MB inline data: URI is
 	// about 66.7 MB of base64, plus the rest of the request.
 	DefaultMaxBodyBytes int64 = 70 << 20
-	// DefaultWebhookTimeout bounds one webhook attempt (10 seconds).
-	DefaultWebhookTimeout = 10 * time.Second
 	// DefaultSubmitRetryFor is the default of Config.SubmitRetryFor.
 	DefaultSubmitRetryFor = 10 * time.Second
 	// DefaultVideoFramesEstimate is the frame count assumed for the cost
@@ -90,23 +89,11 @@ const (
 	MaxCallbackURLLen = 2048
 )
 
-// DefaultWebhookRetryDelays are the pauses before webhook attempts 2..5
-// (1 s, 5 s, 30 s, 2 min; docs/api.md, Webhooks).
-func DefaultWebhookRetryDelays() []time.Duration {
-	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
-}
-
 // KV bucket names the API owns.
 const (
 	BucketMeta  = "gen_meta"
 	BucketIdem  = "gen_idem"
 	BucketIndex = "gen_index"
-)
-
-// Durable consumer names on the job events stream.
-const (
-	ConsumerBilling  = "api-billing"
-	ConsumerWebhooks = "webhooks"
 )
 
 // Config configures a Server. Queue, JetStream, Store and Accounts are
@@ -133,13 +120,6 @@ type Config struct {
 	// AllowHTTPSources accepts http:// source URIs (development); the
 	// workers must be configured alike.
 	AllowHTTPSources bool
-	// WebhookRetryDelays are the pauses before attempts 2, 3, …; the number
-	// of attempts is len+1. Nil means DefaultWebhookRetryDelays.
-	WebhookRetryDelays []time.Duration
-	// WebhookTimeout bounds one attempt; 0 means DefaultWebhookTimeout.
-	WebhookTimeout time.Duration
-	// WebhookWorkers is how many deliveries run at once; 0 means 8.
-	WebhookWorkers int
 	// SubmitRetryFor bounds how long a submission keeps trying to queue
 	// its job while NATS fails (a server restart, a leader election)
 	// before it answers 503; 0 means DefaultSubmitRetryFor.
@@ -166,21 +146,22 @@ type Config struct {
 	// UploadExpiry is when an upload no job used is deleted; 0 means
 	// DefaultUploadExpiry.
 	UploadExpiry time.Duration
-	// UploadSweepEvery is the pause between expiry sweeps that Run runs;
-	// 0 means DefaultUploadSweepEvery, negative turns them off.
+	// UploadSweepEvery is the pause between expiry sweeps that
+	// RunUploadSweeper runs; 0 means DefaultUploadSweepEvery, negative
+	// turns them off.
 	UploadSweepEvery time.Duration
 	// Replicas of the API's buckets; 0 means 1.
 	Replicas int
 	// Resolver looks up host names of callback and source URLs; nil means
 	// net.DefaultResolver.
 	Resolver HostResolver
-	// Logger receives request failures and dispatcher events; nil logs
-	// nothing.
+	// Logger receives request failures and the background passes' events;
+	// nil logs nothing.
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// LedgerReconcileEvery is the pause between two passes of the credit
-	// ledger reconciler (ReconcileLedger) that Run runs; 0 means
+	// ledger reconciler (ReconcileLedger) that RunLedgerReconciler runs; 0 means
 	// DefaultLedgerReconcileEvery, negative turns it off.
 	LedgerReconcileEvery time.Duration
 	// LedgerReconcileGrace is how old a credit reservation must be before
@@ -234,8 +215,6 @@ type Server struct {
 	methods  *http.ServeMux // one pattern per route path, answering 405
 	resolver *store.Resolver
 	guard    *store.AddressGuard
-	hooks    *http.Client
-	delays   []time.Duration
 	now      func() time.Time
 	budget   *byteBudget
 	uploads  jetstream.KeyValue
@@ -307,14 +286,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.UploadSweepEvery == 0 {
 		s.cfg.UploadSweepEvery = DefaultUploadSweepEvery
 	}
-	if s.cfg.WebhookTimeout <= 0 {
-		s.cfg.WebhookTimeout = DefaultWebhookTimeout
-	}
 	if s.cfg.SubmitRetryFor <= 0 {
 		s.cfg.SubmitRetryFor = DefaultSubmitRetryFor
-	}
-	if s.cfg.WebhookWorkers <= 0 {
-		s.cfg.WebhookWorkers = 8
 	}
 	if s.cfg.LedgerReconcileEvery == 0 {
 		s.cfg.LedgerReconcileEvery = DefaultLedgerReconcileEvery
@@ -350,10 +323,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cfg.LedgerReconcileLimit <= 0 {
 		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
 	}
-	s.delays = cfg.WebhookRetryDelays
-	if s.delays == nil {
-		s.delays = DefaultWebhookRetryDelays()
-	}
 	if s.cfg.Replicas <= 0 {
 		s.cfg.Replicas = 1
 	}
@@ -366,7 +335,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.guard = &store.AddressGuard{AllowHosts: allow}
 	s.resolver = &store.Resolver{Store: cfg.Store, AllowHosts: allow, AllowHTTP: cfg.AllowHTTPSources}
-	s.hooks = newHookClient(s.guard, s.cfg.WebhookTimeout)
 
 	var err error
 	open := func(name, desc string, history uint8) (jetstream.KeyValue, error) {
@@ -433,41 +401,6 @@ func (s *Server) Routes() []string {
 		out[i] = r.Method + " " + r.Path
 	}
 	return out
-}
-
-// Run runs the background work of the API until ctx ends: the charging
-// of finished jobs (durable consumer ConsumerBilling), the webhook
-// dispatcher (durable consumer ConsumerWebhooks) and, unless
-// Config.LedgerReconcileEvery is negative, the credit ledger reconciler.
-// It returns when all have stopped, nil after a shutdown by ctx.
-func (s *Server) Run(ctx context.Context) error {
-	billing, err := s.q.Events(ctx, ConsumerBilling)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a shutdown, not a failure
-		}
-		return fmt.Errorf("api: billing consumer: %w", err)
-	}
-	hooks, err := s.q.Events(ctx, ConsumerWebhooks)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("api: webhooks consumer: %w", err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runBilling(ctx, billing) })
-	if s.cfg.LedgerReconcileEvery > 0 {
-		wg.Go(func() { s.runLedgerReconciler(ctx) })
-	}
-	if s.cfg.UploadSweepEvery > 0 {
-		wg.Go(func() { s.runUploadSweeper(ctx) })
-	}
-	for range s.cfg.WebhookWorkers {
-		wg.Go(func() { s.runWebhooks(ctx, hooks) })
-	}
-	wg.Wait()
-	return nil
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error

@@ -287,7 +287,13 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (s *Server) runUploadSweeper(ctx context.Context) {
+// RunUploadSweeper runs, every Config.UploadSweepEvery until ctx ends (at
+// once when that is negative: off), SweepUploads and then SweepPending.
+// The command's wiring starts it beside the Server.
+func (s *Server) RunUploadSweeper(ctx context.Context) {
+	if s.cfg.UploadSweepEvery <= 0 {
+		return
+	}
 	log := s.log.Named("uploads")
 	for {
 		pctx, cancel := context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))

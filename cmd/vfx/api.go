@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -291,7 +292,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 			srv, err = api.New(ctx, api.Config{
 				Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: cfg.adminToken,
 				AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-				AllowHTTPSources: cfg.allowHTTPSources, WebhookRetryDelays: cfg.webhookDelays,
+				AllowHTTPSources:     cfg.allowHTTPSources,
 				LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace,
 				Replicas: cfg.replicas, Logger: log.Named("api"),
 			})
@@ -322,9 +323,8 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
-		if err := srv.Run(bgCtx); err != nil {
-			log.Error("api background stopped", zap.Error(err))
-		}
+		runAPIBackground(bgCtx, log, srv, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {
 		if err := q.WatchMaxDeliveries(bgCtx, log.Named("max-deliveries")); err != nil {
@@ -381,4 +381,23 @@ func s3Origin(c store.S3Config) string {
 		}
 	}
 	return strings.TrimRight(ep, "/")
+}
+
+// runAPIBackground runs beside the HTTP API until ctx ends: the dispatcher
+// (the charging of finished jobs and their webhooks, on the Server's two
+// job APIs) and the API's background passes (the credit ledger reconciler
+// and the upload sweeper). vfx serve and vfx api both start it.
+func runAPIBackground(ctx context.Context, log *zap.Logger, srv *api.Server, dc dispatch.Config) {
+	dc.APIs, dc.Logger = srv.Dispatch(), log.Named("dispatch")
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.RunLedgerReconciler(ctx) })
+	wg.Go(func() { srv.RunUploadSweeper(ctx) })
+	d, err := dispatch.New(dc)
+	if err == nil {
+		err = d.Run(ctx)
+	}
+	if err != nil {
+		log.Error("dispatch stopped", zap.Error(err))
+	}
+	wg.Wait()
 }

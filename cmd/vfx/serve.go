@@ -24,6 +24,7 @@ import (
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/web"
@@ -206,7 +207,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	srv, err := api.New(sctx, api.Config{
 		Queue: q, JetStream: js, Store: local, Accounts: acc, AdminToken: cfg.adminToken,
 		AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-		WebhookRetryDelays:   cfg.webhookDelays,
 		LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace, Logger: log.Named("api"),
 	})
 	if err != nil {
@@ -287,9 +287,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	defer stopBG()
 	var bg sync.WaitGroup
 	bg.Go(func() {
-		if err := srv.Run(bgCtx); err != nil {
-			log.Error("api background stopped", zap.Error(err))
-		}
+		runAPIBackground(bgCtx, log, srv, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {
 		if err := q.WatchMaxDeliveries(bgCtx, log.Named("max-deliveries")); err != nil {

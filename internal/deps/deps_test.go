@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "codec", "frame", "infer"}
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "codec", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "codec", "dispatch", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -35,7 +35,9 @@ var rules = []struct {
 }{
 	{[]string{"api"}, []string{"worker", "render", "matte", "kernels", "infer"},
 		"the API speaks the job contract (package job) and checks media with package media; the pipeline, the look, the network and the compute device stay out of it (its tests may still run a real worker)"},
-	{[]string{"worker"}, []string{"api", "account"},
+	{[]string{"dispatch"}, append([]string{"api", "worker", "account", "media"}, pixel...),
+		"billing and webhooks run on the job events beside the API: the APIs hand in their part (dispatch.API), so dispatch knows no route, no API's records and no pixels"},
+	{[]string{"worker"}, []string{"api", "account", "dispatch"},
 		"the worker is below the API and never bills: both share only the job contract"},
 	{[]string{"render", "matte", "kernels"}, []string{"codec"},
 		"no FFmpeg in the pixel packages, so that their tests and benchmarks build into small binaries that run on a GPU machine without FFmpeg"},
@@ -47,15 +49,15 @@ var rules = []struct {
 		"the look takes a matte as frames; it does not make one"},
 	{[]string{"codec", "frame", "infer"}, others("codec", "frame", "infer", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
-	{[]string{"queue"}, append([]string{"api", "worker", "account", "store", "media"}, pixel...),
+	{[]string{"queue"}, append([]string{"api", "dispatch", "worker", "account", "store", "media"}, pixel...),
 		"the queue moves job records and messages and knows no pixels; it is below both the API and the worker"},
-	{[]string{"store"}, []string{"queue", "job", "account", "media", "api", "worker"},
+	{[]string{"store"}, []string{"queue", "job", "account", "media", "api", "dispatch", "worker"},
 		"object storage knows no jobs"},
-	{[]string{"account"}, append([]string{"api", "worker", "queue", "store", "media", "job"}, pixel...),
+	{[]string{"account"}, append([]string{"api", "dispatch", "worker", "queue", "store", "media", "job"}, pixel...),
 		"accounts, keys and billing are KV records: they know no HTTP and no job's media"},
 	{[]string{"job"}, others("job", "internal/trunc"),
 		"the job contract is pure Go: no cgo, no FFmpeg, no pipeline, so anything can import it"},
-	{[]string{"media"}, []string{"worker", "api", "render", "matte", "kernels", "infer"},
+	{[]string{"media"}, []string{"worker", "api", "dispatch", "render", "matte", "kernels", "infer"},
 		"the media checks probe with codec only; the API imports them"},
 	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"),
 		"kvcas, retry, srgb and trunc are leaves every package may use"},
