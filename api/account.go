@@ -23,24 +23,24 @@ type uploadRecord struct {
 // upload and its vfx:// URI.
 func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return err
 	}
-	fields, err := decodeObject(body)
+	fields, err := DecodeObject(body)
 	if err != nil {
 		return err
 	}
 	raw, ok := fields["filename"]
 	if !ok || strings.TrimSpace(string(raw)) == "null" {
-		return unprocessable([]any{"body", "filename"}, "Field required", "missing")
+		return Unprocessable([]any{"body", "filename"}, "Field required", "missing")
 	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err != nil {
-		return unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
+		return Unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
 	}
 	if err := store.ValidateUploadFilename(name); err != nil {
-		return badRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
+		return BadRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
 			strings.TrimPrefix(err.Error(), "store: "))
 	}
 	owner, err := s.uploadOwner(r)
@@ -51,14 +51,14 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := store.NewUploadID()
-	u, err := s.st.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
+	u, err := s.Store.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
 	if err != nil {
 		return fmt.Errorf("api: presign upload: %w", err)
 	}
 	if err := s.recordUpload(ctx, owner, id, name); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
+	WriteJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
 	return nil
 }
 
@@ -87,15 +87,15 @@ func (s *Server) accountInfo(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalOf(ctx)
-	acct, err := s.acc.GetAccount(ctx, p.Account.ID)
+	acct, err := s.Acc.GetAccount(ctx, p.Account.ID)
 	if err != nil {
 		return fmt.Errorf("api: account: %w", err)
 	}
-	d, err := s.acc.Peek(ctx, acct, account.ClassWrite)
+	d, err := s.Acc.Peek(ctx, acct, account.ClassWrite)
 	if err != nil {
 		return fmt.Errorf("api: rate limit: %w", err)
 	}
-	n, err := s.acc.InFlight(ctx, acct.ID)
+	n, err := s.Acc.InFlight(ctx, acct.ID)
 	if err != nil {
 		return fmt.Errorf("api: in flight: %w", err)
 	}
@@ -103,7 +103,7 @@ func (s *Server) accountInfo(w http.ResponseWriter, r *http.Request) error {
 	out.Email, out.BillingType, out.SpendingLimit = acct.Email, acct.BillingType, acct.SpendingLimit
 	out.RateLimits.RPM = usageLimit{Usage: max(0, d.Limit-d.Remaining), Limit: acct.RateLimits.RPM}
 	out.RateLimits.Concurrency = usageLimit{Usage: n, Limit: acct.RateLimits.Concurrency}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (s *Server) accountBilling(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limit(ctx, w, account.ClassBilling); err != nil {
 		return err
 	}
-	b, err := s.acc.Billing(ctx, principalOf(ctx).Account.ID)
+	b, err := s.Acc.Billing(ctx, principalOf(ctx).Account.ID)
 	if err != nil {
 		return fmt.Errorf("api: billing: %w", err)
 	}
@@ -139,7 +139,7 @@ func (s *Server) accountBilling(w http.ResponseWriter, r *http.Request) error {
 	for _, m := range b.Meters {
 		out.Meters = append(out.Meters, billingMeter{ID: m.ID, Label: m.Label, Unit: m.Unit, TotalUsage: m.TotalUsage})
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -159,12 +159,12 @@ type adminAccountPatch struct {
 }
 
 // decodeStrict decodes an admin body, refusing unknown fields (422).
-func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := s.readBody(w, r)
+func (s *Server) DecodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return err
 	}
-	if _, err := decodeObject(body); err != nil {
+	if _, err := DecodeObject(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
@@ -172,9 +172,9 @@ func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any) err
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
+			return Unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
 		}
-		return unprocessable([]any{"body"}, err.Error(), "value_error")
+		return Unprocessable([]any{"body"}, err.Error(), "value_error")
 	}
 	return nil
 }
@@ -187,40 +187,40 @@ func adminErr(err error, what string) error {
 		if what == "key" {
 			code = CodeKeyNotFound
 		}
-		return newError(code, "%s not found", what)
+		return NewError(code, "%s not found", what)
 	case errors.Is(err, account.ErrInvalid):
-		return badRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return BadRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	case errors.Is(err, account.ErrExists):
-		return newError(CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return NewError(CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	}
 	return fmt.Errorf("api: %s: %w", what, err)
 }
 
 func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) error {
 	var in adminAccountInput
-	if err := s.decodeStrict(w, r, &in); err != nil {
+	if err := s.DecodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	a, err := s.acc.CreateAccount(r.Context(), account.AccountInput{Email: in.Email, BillingType: in.BillingType,
+	a, err := s.Acc.CreateAccount(r.Context(), account.AccountInput{Email: in.Email, BillingType: in.BillingType,
 		SpendingLimit: in.SpendingLimit, PrepaidBalance: in.PrepaidBalance})
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	writeJSON(w, http.StatusCreated, a)
+	WriteJSON(w, http.StatusCreated, a)
 	return nil
 }
 
 func (s *Server) adminUpdateAccount(w http.ResponseWriter, r *http.Request) error {
 	var in adminAccountPatch
-	if err := s.decodeStrict(w, r, &in); err != nil {
+	if err := s.DecodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	a, err := s.acc.UpdateAccount(r.Context(), r.PathValue("id"), account.AccountPatch{SpendingLimit: in.SpendingLimit,
+	a, err := s.Acc.UpdateAccount(r.Context(), r.PathValue("id"), account.AccountPatch{SpendingLimit: in.SpendingLimit,
 		PrepaidBalance: in.PrepaidBalance, RateLimits: in.RateLimits})
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	writeJSON(w, http.StatusOK, a)
+	WriteJSON(w, http.StatusOK, a)
 	return nil
 }
 
@@ -232,7 +232,7 @@ type adminKeyInput struct {
 func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	in := adminKeyInput{Kind: string(account.KindPersonal)}
 	if r.ContentLength != 0 {
-		if err := s.decodeStrict(w, r, &in); err != nil {
+		if err := s.DecodeStrict(w, r, &in); err != nil {
 			return err
 		}
 	}
@@ -240,18 +240,18 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		in.Kind = string(account.KindPersonal)
 	}
 	if in.Kind != string(account.KindPersonal) && in.Kind != string(account.KindOrganization) {
-		return badRequest(CodeInvalidInput, "kind %q: want personal or organization", trunc.String(in.Kind, 40))
+		return BadRequest(CodeInvalidInput, "kind %q: want personal or organization", trunc.String(in.Kind, 40))
 	}
-	k, secret, err := s.acc.CreateKey(r.Context(), r.PathValue("id"), account.Kind(in.Kind))
+	k, secret, err := s.Acc.CreateKey(r.Context(), r.PathValue("id"), account.Kind(in.Kind))
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	writeJSON(w, http.StatusCreated, map[string]string{"id": k.ID, "key": secret, "kind": string(k.Kind)})
+	WriteJSON(w, http.StatusCreated, map[string]string{"id": k.ID, "key": secret, "kind": string(k.Kind)})
 	return nil
 }
 
 func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
-	if err := s.acc.RevokeKey(r.Context(), r.PathValue("key_id")); err != nil {
+	if err := s.Acc.RevokeKey(r.Context(), r.PathValue("key_id")); err != nil {
 		return adminErr(err, "key")
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -259,10 +259,10 @@ func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) adminWebhookSecret(w http.ResponseWriter, r *http.Request) error {
-	secret, err := s.acc.WebhookSecret(r.Context(), r.PathValue("id"))
+	secret, err := s.Acc.WebhookSecret(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"secret": secret})
+	WriteJSON(w, http.StatusOK, map[string]string{"secret": secret})
 	return nil
 }

@@ -37,11 +37,11 @@ type WorkerStatus struct {
 
 // adminQueue answers GET /admin/v1/queue.
 func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.q.Stats(r.Context(), adminQueueRunning, adminQueueDead)
+	st, err := s.Queue.Stats(r.Context(), adminQueueRunning, adminQueueDead)
 	if err != nil {
 		return err
 	}
-	silentAfter := 2 * s.q.Config().RecordHeartbeat
+	silentAfter := 2 * s.Queue.Config().RecordHeartbeat
 	now := s.now()
 	by := map[string]*WorkerStatus{}
 	out := QueueStatus{Stats: st, Workers: []WorkerStatus{}}
@@ -76,6 +76,6 @@ func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		return 0
 	})
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -15,18 +15,18 @@ func TestAdminQueue(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if r := e.do("GET", "/admin/v1/queue", "", nil); r.status != 401 {
-		t.Fatalf("no token: %d %s", r.status, r.body)
+	if r := e.Do("GET", "/admin/v1/queue", "", nil); r.Status != 401 {
+		t.Fatalf("no token: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("GET", "/admin/v1/queue", "", nil, "Authorization", "Bearer admintoken-not"); r.status != 401 {
-		t.Fatalf("wrong token: %d %s", r.status, r.body)
+	if r := e.Do("GET", "/admin/v1/queue", "", nil, "Authorization", "Bearer admintoken-not"); r.Status != 401 {
+		t.Fatalf("wrong token: %d %s", r.Status, r.Body)
 	}
 	for _, id := range []string{"vfx_q1", "vfx_q2"} {
-		if _, _, err := e.q.Submit(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: "acct"}); err != nil {
+		if _, _, err := e.Q.Submit(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: "acct"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := e.q.Consumer(ctx)
+	c, err := e.Q.Consumer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,14 @@ func TestAdminQueue(t *testing.T) {
 	// The consumer's counts settle a moment after the pull (seen under
 	// load: pending 0 with 2 messages); poll with a deadline.
 	var st QueueStatus
-	var r resp
+	var r Resp
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r = e.adminDo("GET", "/admin/v1/queue", nil)
-		if r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
+		r = e.AdminDo("GET", "/admin/v1/queue", nil)
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		st = QueueStatus{}
-		if err := json.Unmarshal(r.body, &st); err != nil {
+		if err := json.Unmarshal(r.Body, &st); err != nil {
 			t.Fatal(err)
 		}
 		if (st.Pending == 1 && st.InFlight == 1) || time.Now().After(deadline) {
@@ -55,7 +55,7 @@ func TestAdminQueue(t *testing.T) {
 		}
 	}
 	if st.Pending != 1 || st.InFlight != 1 || len(st.Running) != 1 || st.Running[0].JobID != d.JobID || st.RecentDead == nil {
-		t.Errorf("queue: %s", r.body)
+		t.Errorf("queue: %s", r.Body)
 	}
 	if len(st.Workers) != 1 || st.Workers[0].Name != "gpu-node-1" || st.Workers[0].State != "running" ||
 		len(st.Workers[0].Jobs) != 1 || st.Workers[0].LastSeen == nil {

@@ -1,249 +1,54 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/api/apitest"
 	"github.com/vfxrender/vfx/dispatch"
-	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
 
-// benchClients is how many clients send requests at once.
-const benchClients = 8
-
-// benchAPI is a whole API on a loopback listener for benchmarks: embedded
-// NATS, the queue, the account service, a local store and the Server's
-// background work, with one organisation key (no rate or concurrency
-// limits) and no workers, so jobs stay in_queue.
+// benchAPI is the generation API on apitest's bench harness.
 type benchAPI struct {
-	url    string
-	key    string
-	srv    *Server
-	q      *queue.Queue
-	owner  string // the key's account id
-	client *http.Client
-	source []byte // a JSON submission body with a small data: PNG source
+	*apitest.Bench
+	srv *Server
 }
 
 func newBenchAPI(b *testing.B) *benchAPI {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ns, err := queue.StartEmbedded(ctx, queue.EmbeddedConfig{StoreDir: b.TempDir(), Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(ns.Shutdown)
-	nc, err := queue.Connect(ctx, queue.ConnConfig{URL: ns.ClientURL(), Name: b.Name()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	q, err := queue.Open(ctx, nc, queue.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	acc, err := account.Open(ctx, js, account.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(nil)
-	base := "http://" + ts.Listener.Addr().String()
-	st, err := store.NewLocal(b.TempDir(), base, []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := New(ctx, Config{Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: "admintoken-0123456789"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv.Mount(store.FilesPath, st.Handler())
-	ts.Config.Handler = srv.Handler()
-	ts.Start()
-	b.Cleanup(ts.Close)
-	rctx, rcancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = runBackground(rctx, srv, dispatch.Config{Queue: q}) })
-	b.Cleanup(func() { rcancel(); wg.Wait() })
-
-	limit := 1e12
-	a, err := acc.CreateAccount(ctx, account.AccountInput{Email: "bench@example.com", BillingType: account.BillingPostpaid, SpendingLimit: &limit})
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, key, err := acc.CreateKey(ctx, a.ID, account.KindOrganization)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4 * benchClients
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	b.Cleanup(tr.CloseIdleConnections)
-
-	body, err := json.Marshal(map[string]any{"generation_type": "image", "alpha_mode": "fill", "prompt": "golden hour",
-		"source_uri": dataURI("image/png", benchPNG(b))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &benchAPI{url: ts.URL, key: key, srv: srv, q: q, owner: a.ID, client: client, source: body}
-}
-
-// benchPNG is a 64x48 RGB PNG, decoded by the API's content checks on
-// every submission.
-func benchPNG(b *testing.B) []byte {
-	b.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
-	for y := range 48 {
-		for x := range 64 {
-			img.Set(x, y, color.RGBA{R: uint8(x * 7), G: uint8(y * 5), B: 120, A: 255})
+	e := &benchAPI{}
+	e.Bench = apitest.NewBench(b, func(ctx context.Context, in apitest.BenchInfra) (http.Handler, func(context.Context)) {
+		srv, err := New(ctx, Config{Queue: in.Q, JetStream: in.JS, Store: in.St, Accounts: in.Acc, AdminToken: apitest.BenchAdminToken})
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		b.Fatal(err)
-	}
-	return buf.Bytes()
+		srv.Mount(store.FilesPath, in.St.Handler())
+		e.srv = srv
+		return srv.Handler(), func(ctx context.Context) { _ = runBackground(ctx, srv, dispatch.Config{Queue: in.Q}) }
+	})
+	return e
 }
 
-// do sends one request and returns its status and body; a transport error
-// fails the benchmark.
-func (e *benchAPI) do(b *testing.B, method, path string, body []byte) (int, []byte) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	if err != nil {
-		b.Error(err)
-		return 0, nil
-	}
-	req.Header.Set("x-api-key", e.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := e.client.Do(req)
-	if err != nil {
-		b.Error(err)
-		return 0, nil
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		b.Error(err)
-	}
-	return res.StatusCode, raw
-}
+// The bench harness of apitest under the names the benchmarks use.
+var (
+	BenchClients = apitest.BenchClients
+	Parallel     = apitest.Parallel
+)
 
-// submit POSTs one generation and returns its id.
-func (e *benchAPI) submit(b *testing.B) string {
-	status, raw := e.do(b, "POST", "/v1/vfx/generations", e.source)
-	if status != http.StatusCreated {
-		b.Errorf("POST: %d %s", status, raw)
-		return ""
-	}
-	var j struct{ ID string }
-	if err := json.Unmarshal(raw, &j); err != nil {
-		b.Error(err)
-	}
-	return j.ID
-}
-
-// get reads one generation; it must be in_queue (no workers run).
-func (e *benchAPI) get(b *testing.B, id string) {
-	status, raw := e.do(b, "GET", "/v1/vfx/generations/"+id, nil)
-	if status != http.StatusOK || !bytes.Contains(raw, []byte(`"in_queue"`)) {
-		b.Errorf("GET %s: %d %s", id, status, raw)
-	}
-}
-
-// latencies collects per-request durations from concurrent clients.
-type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (l *latencies) add(d []time.Duration) {
-	l.mu.Lock()
-	l.d = append(l.d, d...)
-	l.mu.Unlock()
-}
-
-// report sets "<prefix>p50-ms" and "<prefix>p99-ms" from the recorded
-// durations (nearest rank).
-func (l *latencies) report(b *testing.B, prefix string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.d) == 0 {
-		return
-	}
-	slices.Sort(l.d)
-	q := func(p float64) float64 {
-		i := int(p*float64(len(l.d))+0.5) - 1
-		i = max(0, min(i, len(l.d)-1))
-		return float64(l.d[i]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(q(0.50), prefix+"p50-ms")
-	b.ReportMetric(q(0.99), prefix+"p99-ms")
-}
-
-// parallel runs b.N operations from a fixed pool of benchClients
-// goroutines (each a client with its own connection), timing each call of
-// op, and reports the throughput as unit and the latency percentiles.
-// Timings are reported, never judged.
-func parallel(b *testing.B, unit string, op func(i int64)) {
-	b.Helper()
-	var lat latencies
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range benchClients {
-		wg.Go(func() {
-			local := make([]time.Duration, 0, b.N/benchClients+1)
-			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				t0 := time.Now()
-				op(i)
-				local = append(local, time.Since(t0))
-			}
-			lat.add(local)
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
-	lat.report(b, "")
-}
+type Latencies = apitest.Latencies
 
 // BenchmarkSubmit measures POST /v1/vfx/generations with an organisation
 // key: benchClients clients submit image jobs whose source is a small
 // inline data: PNG (decoded and checked by the API, as in production).
 func BenchmarkSubmit(b *testing.B) {
 	e := newBenchAPI(b)
-	b.Run(fmt.Sprintf("clients=%d", benchClients), func(b *testing.B) {
-		parallel(b, "submissions/s", func(int64) { e.submit(b) })
+	b.Run(fmt.Sprintf("clients=%d", BenchClients), func(b *testing.B) {
+		Parallel(b, "submissions/s", func(int64) { e.Submit(b) })
 	})
 }
 
@@ -253,12 +58,12 @@ func BenchmarkGet(b *testing.B) {
 	e := newBenchAPI(b)
 	ids := make([]string, 64)
 	for i := range ids {
-		if ids[i] = e.submit(b); ids[i] == "" {
+		if ids[i] = e.Submit(b); ids[i] == "" {
 			b.FailNow()
 		}
 	}
-	b.Run(fmt.Sprintf("clients=%d", benchClients), func(b *testing.B) {
-		parallel(b, "reads/s", func(i int64) { e.get(b, ids[int(i)%len(ids)]) })
+	b.Run(fmt.Sprintf("clients=%d", BenchClients), func(b *testing.B) {
+		Parallel(b, "reads/s", func(i int64) { e.Get(b, ids[int(i)%len(ids)]) })
 	})
 }
 
@@ -268,32 +73,32 @@ func BenchmarkGet(b *testing.B) {
 // the POSTs and of the GETs separately.
 func BenchmarkSubmitThenGet(b *testing.B) {
 	e := newBenchAPI(b)
-	b.Run(fmt.Sprintf("clients=%d", benchClients), func(b *testing.B) {
-		var post, get latencies
+	b.Run(fmt.Sprintf("clients=%d", BenchClients), func(b *testing.B) {
+		var post, get Latencies
 		var next atomic.Int64
 		b.ResetTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
-		for range benchClients {
+		for range BenchClients {
 			wg.Go(func() {
 				var lp, lg []time.Duration
 				for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 					t0 := time.Now()
-					id := e.submit(b)
+					id := e.Submit(b)
 					t1 := time.Now()
 					if id != "" {
-						e.get(b, id)
+						e.Get(b, id)
 					}
 					lp, lg = append(lp, t1.Sub(t0)), append(lg, time.Since(t1))
 				}
-				post.add(lp)
-				get.add(lg)
+				post.Add(lp)
+				get.Add(lg)
 			})
 		}
 		wg.Wait()
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "submissions/s")
-		post.report(b, "post-")
-		get.report(b, "get-")
+		post.Report(b, "post-")
+		get.Report(b, "get-")
 	})
 }

@@ -77,7 +77,7 @@ func (s *Server) withCharge(r *http.Request) (*http.Request, func()) {
 
 // busy is the 503 of a full body budget.
 func busy() error {
-	return unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
+	return Unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
 }
 
 // readBody reads the whole request body once, under the size cap and the
@@ -85,14 +85,14 @@ func busy() error {
 // from the budget before a byte is read, one without takes it 1 MiB at a
 // time as it arrives. A body over the cap gets 413 REQUEST_TOO_LARGE, a
 // budget that cannot hold it 503 SERVICE_UNAVAILABLE with Retry-After.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	c, _ := r.Context().Value(chargeKey{}).(*bodyCharge)
 	if c == nil {
 		return nil, errors.New("api: readBody outside a route")
 	}
-	limit := s.cfg.MaxBodyBytes
+	limit := s.Cfg.MaxBodyBytes
 	tooLarge := func() error {
-		return newError(CodeRequestTooLarge,
+		return NewError(CodeRequestTooLarge,
 			"request body over %d bytes (inline data: URIs are limited to 50 MB)", limit)
 	}
 	takeMore := func(n int64) bool {
@@ -106,10 +106,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	body := http.MaxBytesReader(w, io.NopCloser(guarded), limit)
 	readErr := func(err error) error {
 		if errors.Is(err, errSlowBody) {
-			return newError(CodeRequestTimeout,
-				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.cfg.MinBodyRate, s.cfg.MinBodyGrace, BodyTimeout)
+			return NewError(CodeRequestTimeout,
+				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.Cfg.MinBodyRate, s.Cfg.MinBodyGrace, BodyTimeout)
 		}
-		return newError(CodeInvalidInput, "reading the request body: %v", err)
+		return NewError(CodeInvalidInput, "reading the request body: %v", err)
 	}
 	if n := r.ContentLength; n >= 0 {
 		if n > limit {
@@ -159,8 +159,8 @@ const maxJSONDepth = 10000
 // member is one field of a JSON object: its decoded key and its raw value
 // (a slice of the body, not a copy).
 type member struct {
-	key string
-	raw []byte
+	Key string
+	Raw []byte
 }
 
 // jsonWalker walks a JSON text that json.Unmarshal already found valid.
@@ -202,12 +202,12 @@ func (w *jsonWalker) str() []byte {
 // object key at any depth or on nesting deeper than maxJSONDepth.
 func (w *jsonWalker) value(depth int) ([]byte, error) {
 	if depth > maxJSONDepth {
-		return nil, unprocessable([]any{"body", w.i}, "JSON decode error: nested too deeply", "json_invalid")
+		return nil, Unprocessable([]any{"body", w.i}, "JSON decode error: nested too deeply", "json_invalid")
 	}
 	w.ws()
 	start := w.i
 	if w.i >= len(w.b) {
-		return nil, unprocessable([]any{"body", w.i}, "JSON decode error: unexpected end", "json_invalid")
+		return nil, Unprocessable([]any{"body", w.i}, "JSON decode error: unexpected end", "json_invalid")
 	}
 	switch w.b[w.i] {
 	case '"':
@@ -263,7 +263,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 			return nil, err
 		}
 		if seen[key] {
-			return nil, unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", trunc.String(key, 80)), "json_invalid")
+			return nil, Unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", trunc.String(key, 80)), "json_invalid")
 		}
 		seen[key] = true
 		w.ws()
@@ -272,7 +272,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, member{key: key, raw: raw})
+		out = append(out, member{Key: key, Raw: raw})
 		w.ws()
 		if w.b[w.i] == ',' {
 			w.i++
@@ -308,10 +308,10 @@ func plainASCII(b []byte) bool {
 // holds: the members' raw values are slices of body. Malformed JSON,
 // another top-level type, and a key repeated in any object of the body
 // get 422 like FastAPI.
-func parseObject(body []byte) ([]member, error) {
+func ParseObject(body []byte) ([]member, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return nil, unprocessable([]any{"body"}, "Field required", "missing")
+		return nil, Unprocessable([]any{"body"}, "Field required", "missing")
 	}
 	// Validation without building values (the decoder skips every field
 	// of an empty struct).
@@ -319,7 +319,7 @@ func parseObject(body []byte) ([]member, error) {
 	if err := json.Unmarshal(body, &probe); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
+			return nil, Unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
 		}
 		return nil, jsonSyntaxDetail(err)
 	}
@@ -331,7 +331,7 @@ func parseObject(body []byte) ([]member, error) {
 // raw decodes to with UseNumber (objects with their keys sorted, strings
 // escaped as Marshal escapes them, numbers as written), without building
 // the value: a 67 MB string is hashed in place.
-func writeCanonical(h hash.Hash, raw []byte) error {
+func WriteCanonical(h hash.Hash, raw []byte) error {
 	w := &jsonWalker{b: raw}
 	return w.canonical(h, 0)
 }
@@ -352,9 +352,9 @@ func (w *jsonWalker) canonical(h hash.Hash, depth int) error {
 		}
 		slices.SortFunc(ms, func(a, b member) int {
 			switch {
-			case a.key < b.key:
+			case a.Key < b.Key:
 				return -1
-			case a.key > b.key:
+			case a.Key > b.Key:
 				return 1
 			}
 			return 0
@@ -364,10 +364,10 @@ func (w *jsonWalker) canonical(h hash.Hash, depth int) error {
 			if i > 0 {
 				h.Write([]byte{','})
 			}
-			kb, _ := json.Marshal(m.key)
+			kb, _ := json.Marshal(m.Key)
 			h.Write(kb)
 			h.Write([]byte{':'})
-			sub := &jsonWalker{b: m.raw}
+			sub := &jsonWalker{b: m.Raw}
 			if err := sub.canonical(h, depth+1); err != nil {
 				return err
 			}
@@ -424,7 +424,7 @@ func writeStringRaw(h hash.Hash, s []byte) error {
 }
 
 // writeString writes the Marshal form of s without copying a plain one.
-func writeString(h hash.Hash, s string) {
+func WriteString(h hash.Hash, s string) {
 	plain := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -448,4 +448,4 @@ func writeString(h hash.Hash, s string) {
 }
 
 // writeInt writes an integer as Marshal does.
-func writeInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }
+func WriteInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }

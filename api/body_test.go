@@ -45,7 +45,7 @@ func TestCanonicalMatchesMarshal(t *testing.T) {
 		want, _ := json.Marshal(v)
 		h1, h2 := sha256.New(), sha256.New()
 		h1.Write(want)
-		if err := writeCanonical(h2, []byte(in)); err != nil {
+		if err := WriteCanonical(h2, []byte(in)); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(h1.Sum(nil), h2.Sum(nil)) {
@@ -58,14 +58,14 @@ func TestParseObjectRefusesDuplicateKeys(t *testing.T) {
 	for _, in := range []string{
 		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"x":{"b":[{"c":1,"c":1}]}}`, `{"x":{"b":1,"b":2}}`,
 	} {
-		_, err := parseObject([]byte(in))
+		_, err := ParseObject([]byte(in))
 		var de *detailError
 		if !errors.As(err, &de) || de.Detail[0].Type != "json_invalid" {
 			t.Errorf("%s: got %v, want a json_invalid 422", in, err)
 		}
 	}
-	ms, err := parseObject([]byte(` {"a":"x","b":{"a":1},"c":[{"a":1},{"a":2}]} `))
-	if err != nil || len(ms) != 3 || string(ms[1].raw) != `{"a":1}` || string(ms[2].raw) != `[{"a":1},{"a":2}]` {
+	ms, err := ParseObject([]byte(` {"a":"x","b":{"a":1},"c":[{"a":1},{"a":2}]} `))
+	if err != nil || len(ms) != 3 || string(ms[1].Raw) != `{"a":1}` || string(ms[2].Raw) != `[{"a":1},{"a":2}]` {
 		t.Fatalf("parse: %v %v", ms, err)
 	}
 }

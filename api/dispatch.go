@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,12 +14,16 @@ import (
 	"github.com/vfxrender/vfx/queue"
 )
 
-// Dispatch is the two job APIs' part in billing and webhooks, by job
-// kind, for dispatch.Config.APIs: the command's wiring runs the
-// dispatcher beside the Server.
+// Dispatch is the job APIs' part in billing and webhooks, by job kind,
+// for dispatch.Config.APIs: the generation API's and those added with
+// AddJobAPI. The command's wiring runs the dispatcher beside the Server.
 func (s *Server) Dispatch() map[string]dispatch.API {
-	return map[string]dispatch.API{queue.KindGeneration: genDispatch{s}, queue.KindProduct: productDispatch{s}}
+	return maps.Clone(s.jobAPIs)
 }
+
+// AddJobAPI adds another API's part in billing and webhooks, for its kind
+// of job. Call it before Dispatch.
+func (s *Server) AddJobAPI(kind string, a dispatch.API) { s.jobAPIs[kind] = a }
 
 // genDispatch is the generation API's part: reservations of the account
 // service, the webhook state in gen_meta, the body of docs/api.md.
@@ -42,18 +47,18 @@ func (g genDispatch) Settle(ctx context.Context, rec queue.Record) error {
 		return nil // not submitted through this API: nothing reserved
 	}
 	if rec.Status != queue.StatusCompleted {
-		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
+		return s.Acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
 	}
 	jr, err := job.DecodeJobRequest(rec.Request)
 	if err != nil {
-		return s.acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
+		return s.Acc.Settle(ctx, rec.Owner, rec.ID, false, m.Meter, 0, 0)
 	}
 	frames := 1
 	if jr.GenerationType == "video" {
 		frames = renderFrames(rec, m.EstFrames)
 	}
 	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
-	return s.acc.Settle(ctx, rec.Owner, rec.ID, true, meter, float64(frames), cost)
+	return s.Acc.Settle(ctx, rec.Owner, rec.ID, true, meter, float64(frames), cost)
 }
 
 // renderFrames is the frame count of a completed video job's render, as
@@ -67,7 +72,7 @@ func renderFrames(rec queue.Record, fallback int) int {
 }
 
 func (g genDispatch) Hook(ctx context.Context, jobID string) (dispatch.Hook, bool, error) {
-	m, rev, ok, err := readHook[genMeta](ctx, g.s.meta, jobID, "job meta")
+	m, rev, ok, err := ReadHook[genMeta](ctx, g.s.meta, jobID, "job meta")
 	if !ok {
 		return dispatch.Hook{}, false, err
 	}
@@ -90,7 +95,7 @@ func (g genDispatch) Message(ctx context.Context, rec queue.Record, h dispatch.H
 	if err != nil {
 		return "", nil, "", err
 	}
-	secret, err := s.acc.WebhookSecret(ctx, h.Record.(*genMeta).Owner)
+	secret, err := s.Acc.WebhookSecret(ctx, h.Record.(*genMeta).Owner)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("api: webhook secret: %w", err)
 	}
@@ -98,60 +103,12 @@ func (g genDispatch) Message(ctx context.Context, rec queue.Record, h dispatch.H
 }
 
 func (g genDispatch) SaveHook(ctx context.Context, jobID string, h dispatch.Hook) error {
-	return saveHook(ctx, g.s.meta, jobID, h)
-}
-
-// productDispatch is the product API's part: the organisation's credits,
-// the webhook state in product_meta, the product job as the body.
-type productDispatch struct{ s *Server }
-
-// Settle settles the credits of a finished product job.
-func (p productDispatch) Settle(ctx context.Context, rec queue.Record) error {
-	m, err := p.s.getProductMeta(ctx, rec.ID)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = p.s.settleProduct(ctx, rec, &m)
-	return err
-}
-
-func (p productDispatch) Hook(ctx context.Context, jobID string) (dispatch.Hook, bool, error) {
-	m, rev, ok, err := readHook[productMeta](ctx, p.s.pmeta, jobID, "product meta")
-	if !ok {
-		return dispatch.Hook{}, false, err
-	}
-	return dispatch.Hook{URL: m.CallbackURL, State: m.Webhook, Record: m, Revision: rev}, true, nil
-}
-
-// Message is the product job (credits settled first, so the body carries
-// the final status), signed with the organisation's secret.
-func (p productDispatch) Message(ctx context.Context, rec queue.Record, h dispatch.Hook) (string, []byte, string, error) {
-	m := h.Record.(*productMeta)
-	j, err := p.s.productView(ctx, rec, m)
-	if err != nil {
-		return "", nil, "", err
-	}
-	body, err := json.Marshal(j)
-	if err != nil {
-		return "", nil, "", err
-	}
-	secret, err := p.s.acc.OrgWebhookSecret(ctx, m.OrgID)
-	if err != nil {
-		return "", nil, "", fmt.Errorf("api: webhook secret: %w", err)
-	}
-	return j.Status, body, secret, nil
-}
-
-func (p productDispatch) SaveHook(ctx context.Context, jobID string, h dispatch.Hook) error {
-	return saveHook(ctx, p.s.pmeta, jobID, h)
+	return SaveHook(ctx, g.s.meta, jobID, h)
 }
 
 // readHook reads the meta record T of jobID in kv with its revision; ok is
 // false when there is none or it does not decode (not ours to fix).
-func readHook[T any](ctx context.Context, kv jetstream.KeyValue, jobID, what string) (*T, uint64, bool, error) {
+func ReadHook[T any](ctx context.Context, kv jetstream.KeyValue, jobID, what string) (*T, uint64, bool, error) {
 	entry, err := kv.Get(ctx, jobID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, false, nil
@@ -168,7 +125,7 @@ func readHook[T any](ctx context.Context, kv jetstream.KeyValue, jobID, what str
 
 // saveHook stores the meta record that holds h's state back at the
 // revision it was read at.
-func saveHook(ctx context.Context, kv jetstream.KeyValue, jobID string, h dispatch.Hook) error {
+func SaveHook(ctx context.Context, kv jetstream.KeyValue, jobID string, h dispatch.Hook) error {
 	v, err := json.Marshal(h.Record)
 	if err != nil {
 		return err

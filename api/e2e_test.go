@@ -18,25 +18,25 @@ func TestEndToEndWithWorkers(t *testing.T) {
 		t.Skip("renders real jobs; skipped with -short")
 	}
 	e := newEnv(t, envOpts{workers: true})
-	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	rc := newReceiver(t, 0)
-	vid := videoFixture(t, 64, 48, 6)
-	img := e.upload(key, "still.png", readFile(t, vid.Still))
-	src := e.upload(key, "src.mp4", readFile(t, vid.Source))
-	matte := e.upload(key, "matte.mp4", readFile(t, vid.Matte))
-	ref := e.upload(key, "ref.png", readFile(t, vid.Reference))
-	j1 := e.do("POST", "/v1/vfx/generations", key, with(validReq(img), "callback_url", rc.URL, "reference_image_uri", ref, "seed", 1))
-	j2 := e.do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
+	vid := VideoFixture(t, 64, 48, 6)
+	img := e.Upload(key, "still.png", ReadFile(t, vid.Still))
+	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
+	matte := e.Upload(key, "matte.mp4", ReadFile(t, vid.Matte))
+	ref := e.Upload(key, "ref.png", ReadFile(t, vid.Reference))
+	j1 := e.Do("POST", "/v1/vfx/generations", key, with(validReq(img), "callback_url", rc.URL, "reference_image_uri", ref, "seed", 1))
+	j2 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "custom", "alpha_uri": matte, "prompt": "blue rim light", "max_resolution": 720})
-	if j1.status != 201 || j2.status != 201 {
-		t.Fatalf("%d %s / %d %s", j1.status, j1.body, j2.status, j2.body)
+	if j1.Status != 201 || j2.Status != 201 {
+		t.Fatalf("%d %s / %d %s", j1.Status, j1.Body, j2.Status, j2.Body)
 	}
-	for _, id := range []string{j1.json(t)["id"].(string), j2.json(t)["id"].(string)} {
+	for _, id := range []string{j1.JSON(t)["id"].(string), j2.JSON(t)["id"].(string)} {
 		var job map[string]any
 		// Generous: each job loads and runs the network, and a loaded
 		// 2-core CI machine has taken over 60 s.
-		eventually(t, 180*time.Second, "job "+id, func() bool {
-			job = e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
+		Eventually(t, 180*time.Second, "job "+id, func() bool {
+			job = e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})
 		if job["status"] != "completed" {
@@ -54,12 +54,12 @@ func TestEndToEndWithWorkers(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "webhook", func() bool { return rc.n.Load() == 1 })
-	eventually(t, 10*time.Second, "billing", func() bool {
-		n, _ := e.acc.InFlight(context.Background(), a.ID)
+	Eventually(t, 10*time.Second, "webhook", func() bool { return rc.n.Load() == 1 })
+	Eventually(t, 10*time.Second, "billing", func() bool {
+		n, _ := e.Acc.InFlight(context.Background(), a.ID)
 		return n == 0
 	})
-	bl, err := e.acc.Billing(context.Background(), a.ID)
+	bl, err := e.Acc.Billing(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,28 +77,28 @@ func TestEndToEndMattes(t *testing.T) {
 		t.Skip("renders real jobs; skipped with -short")
 	}
 	e := newEnv(t, envOpts{workers: true})
-	_, key := e.newAccount(account.KindOrganization, account.AccountInput{})
-	vid := videoFixture(t, 64, 48, 6)
-	src := e.upload(key, "src.mp4", readFile(t, vid.Source))
-	kf := e.upload(key, "key.png", readFile(t, vid.StillMatte))
-	j1 := e.do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
+	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
+	vid := VideoFixture(t, 64, 48, 6)
+	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
+	kf := e.Upload(key, "key.png", ReadFile(t, vid.StillMatte))
+	j1 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "select", "alpha_uri": kf, "alpha_keyframe_index": 0, "prompt": "blue rim light"})
-	j2 := e.do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
+	j2 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "auto", "prompt": "blue rim light"})
-	j3 := e.do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
+	j3 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "select", "alpha_uri": kf, "alpha_keyframe_index": 6, "prompt": "blue rim light"})
-	if j1.status != 201 || j2.status != 201 {
-		t.Fatalf("%d %s / %d %s", j1.status, j1.body, j2.status, j2.body)
+	if j1.Status != 201 || j2.Status != 201 {
+		t.Fatalf("%d %s / %d %s", j1.Status, j1.Body, j2.Status, j2.Body)
 	}
-	if j3.status != 400 || j3.code() != CodeInvalidKeyframeIndex {
-		t.Fatalf("keyframe 6 of 6 frames: %d %s", j3.status, j3.body)
+	if j3.Status != 400 || j3.Code() != CodeInvalidKeyframeIndex {
+		t.Fatalf("keyframe 6 of 6 frames: %d %s", j3.Status, j3.Body)
 	}
-	for _, id := range []string{j1.json(t)["id"].(string), j2.json(t)["id"].(string)} {
+	for _, id := range []string{j1.JSON(t)["id"].(string), j2.JSON(t)["id"].(string)} {
 		var job map[string]any
 		// Generous: each job loads and runs the network, and a loaded
 		// 2-core CI machine has taken over 60 s.
-		eventually(t, 180*time.Second, "job "+id, func() bool {
-			job = e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
+		Eventually(t, 180*time.Second, "job "+id, func() bool {
+			job = e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})
 		if job["status"] != "completed" {

@@ -82,13 +82,13 @@ func (s *Server) streamGenerations(w http.ResponseWriter, r *http.Request) error
 	owner := principalOf(ctx).Account.ID
 	select {
 	case <-s.streams.stop:
-		return unavailable(1, "the server is shutting down")
+		return Unavailable(1, "the server is shutting down")
 	default:
 	}
-	release, ok := s.streams.acquire(owner, s.cfg.MaxStreamsPerAccount)
+	release, ok := s.streams.acquire(owner, s.Cfg.MaxStreamsPerAccount)
 	if !ok {
-		e := newError(CodeRateLimitExceeded, "at most %d event streams per account at once; close one, or read GET /v1/vfx/generations", s.cfg.MaxStreamsPerAccount)
-		e.Header = http.Header{"Retry-After": {strconv.Itoa(int(s.cfg.StreamEvery/time.Second) + 1)}}
+		e := NewError(CodeRateLimitExceeded, "at most %d event streams per account at once; close one, or read GET /v1/vfx/generations", s.Cfg.MaxStreamsPerAccount)
+		e.Header = http.Header{"Retry-After": {strconv.Itoa(int(s.Cfg.StreamEvery/time.Second) + 1)}}
 		return e
 	}
 	defer release()
@@ -119,11 +119,11 @@ func (s *Server) streamGenerations(w http.ResponseWriter, r *http.Request) error
 	if send("jobs", page) != nil {
 		return nil // the client went away
 	}
-	tick := time.NewTicker(s.cfg.StreamEvery)
+	tick := time.NewTicker(s.Cfg.StreamEvery)
 	defer tick.Stop()
 	ping := time.NewTicker(streamPing)
 	defer ping.Stop()
-	end := time.NewTimer(s.cfg.StreamMaxAge)
+	end := time.NewTimer(s.Cfg.StreamMaxAge)
 	defer end.Stop()
 	for {
 		select {
@@ -145,7 +145,7 @@ func (s *Server) streamGenerations(w http.ResponseWriter, r *http.Request) error
 				if ctx.Err() != nil {
 					return nil
 				}
-				s.log.Warn("event stream: job page", zap.Error(err))
+				s.Log.Warn("event stream: job page", zap.Error(err))
 				continue // the next tick tries again
 			}
 			if fp := pageFingerprint(page); fp != last {

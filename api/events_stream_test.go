@@ -18,12 +18,12 @@ type sseEvent struct{ name, data string }
 // openStream opens GET /v1/vfx/events with key and returns the response
 // and a channel of its events (closed at the end of the stream).
 func (e *env) openStream(ctx context.Context, key, query string) (*http.Response, <-chan sseEvent) {
-	e.t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/vfx/events"+query, nil)
+	e.T.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/v1/vfx/events"+query, nil)
 	req.Header.Set("x-api-key", key)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ch := make(chan sseEvent, 16)
 	if res.StatusCode != 200 {
@@ -87,7 +87,7 @@ func TestEventStream(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, key := e.newAccount(account.KindPersonal, account.AccountInput{})
+	_, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	res, ch := e.openStream(ctx, key, "?limit=5")
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("X-RateLimit-Remaining") != "4" {
 		t.Fatalf("open: %d %v", res.StatusCode, res.Header)
@@ -98,18 +98,18 @@ func TestEventStream(t *testing.T) {
 	}
 
 	// A job joins the page, then completes.
-	org := e.orgKey()
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
-	r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.status != 201 {
-		t.Fatalf("submit: %d %s", r.status, r.body)
+	org := e.OrgKey()
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	if r.Status != 201 {
+		t.Fatalf("submit: %d %s", r.Status, r.Body)
 	}
-	id := r.json(t)["id"].(string)
+	id := r.JSON(t)["id"].(string)
 	ev, _ = nextEvent(t, ch, 5*time.Second)
 	if p := pageOf(t, ev); len(p.Jobs) != 1 || p.Jobs[0].ID != id || p.Jobs[0].Status != "in_queue" {
 		t.Fatalf("after submit %+v", p)
 	}
-	e.finish(id, true)
+	e.Finish(id, true)
 	for {
 		ev, _ = nextEvent(t, ch, 5*time.Second)
 		p := pageOf(t, ev)
@@ -134,8 +134,8 @@ func TestEventStream(t *testing.T) {
 	}
 	res3.Body.Close()
 	// A bad limit is the list's 422.
-	if r := e.do("GET", "/v1/vfx/events?limit=101", org, nil); r.status != 422 {
-		t.Fatalf("limit 101: %d %s", r.status, r.body)
+	if r := e.Do("GET", "/v1/vfx/events?limit=101", org, nil); r.Status != 422 {
+		t.Fatalf("limit 101: %d %s", r.Status, r.Body)
 	}
 
 	// The age limit ends the first stream with an end event.
@@ -170,7 +170,7 @@ func TestEventStream(t *testing.T) {
 			break
 		}
 	}
-	if r := e.do("GET", "/v1/vfx/events", org, nil); r.status != 503 {
-		t.Fatalf("after StopStreams: %d %s", r.status, r.body)
+	if r := e.Do("GET", "/v1/vfx/events", org, nil); r.Status != 503 {
+		t.Fatalf("after StopStreams: %d %s", r.Status, r.Body)
 	}
 }

@@ -24,11 +24,11 @@ import (
 // its pass sequences; the OpenAPI document describes both fields.
 func TestFramesAndOutputFormat(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	vid := videoFixture(t, 64, 48, 4)
-	src := e.upload(key, "src.mp4", readFile(t, vid.Source))
-	srcImg := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
-	cutout := e.upload(key, "cutout.png", keyframePNG(t, 64, 48, true, true))
+	key := e.OrgKey()
+	vid := VideoFixture(t, 64, 48, 4)
+	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
+	srcImg := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	cutout := e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, true, true))
 	video := with(validReq(src), "generation_type", "video")
 
 	for _, tc := range []struct {
@@ -47,7 +47,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		{"keyframe outside the range", "alpha_keyframe_index 0 is outside frames 1-3", with(video, "frames", "1-3", "alpha_mode", "select", "alpha_uri", cutout)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
+			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
 			code := CodeInvalidFrameRange
 			switch {
 			case strings.Contains(tc.name, "format"):
@@ -56,14 +56,14 @@ func TestFramesAndOutputFormat(t *testing.T) {
 				code = CodeInvalidKeyframeIndex
 			}
 			var env envelope
-			_ = json.Unmarshal(r.body, &env)
-			if r.status != 400 || r.code() != code || !strings.Contains(env.Error.Message, tc.want) {
-				t.Fatalf("want 400 %s naming %q, got %d %s", code, tc.want, r.status, trunc.String(string(r.body), 300))
+			_ = json.Unmarshal(r.Body, &env)
+			if r.Status != 400 || r.Code() != code || !strings.Contains(env.Error.Message, tc.want) {
+				t.Fatalf("want 400 %s naming %q, got %d %s", code, tc.want, r.Status, trunc.String(string(r.Body), 300))
 			}
 		})
 	}
-	if r := e.do("POST", "/v1/vfx/generations", key, with(video, "frames", 3)); r.status != 422 {
-		t.Errorf("frames as a number: %d %s, want 422", r.status, r.body)
+	if r := e.Do("POST", "/v1/vfx/generations", key, with(video, "frames", 3)); r.Status != 422 {
+		t.Errorf("frames as a number: %d %s, want 422", r.Status, r.Body)
 	}
 
 	// Accepted: the range ending on the last frame, a one-frame range at
@@ -79,15 +79,15 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		{with(video, "output_format", "exr"), 4, job.JobRequest{OutputFormat: "exr"}},
 		{with(video, "output_format", "mp4"), 4, job.JobRequest{OutputFormat: "mp4"}},
 	} {
-		r := e.do("POST", "/v1/vfx/generations", key, tc.body)
-		if r.status != 201 {
-			t.Fatalf("%v: %d %s", tc.body, r.status, r.body)
+		r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
+		if r.Status != 201 {
+			t.Fatalf("%v: %d %s", tc.body, r.Status, r.Body)
 		}
 		var j Job
-		if err := json.Unmarshal(r.body, &j); err != nil || j.Frames != tc.frames {
+		if err := json.Unmarshal(r.Body, &j); err != nil || j.Frames != tc.frames {
 			t.Errorf("%v: frames %d (%v), want %d", tc.body, j.Frames, err, tc.frames)
 		}
-		rec, _, err := e.q.Get(context.Background(), j.ID)
+		rec, _, err := e.Q.Get(context.Background(), j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,26 +101,26 @@ func TestFramesAndOutputFormat(t *testing.T) {
 	// The fields are part of the idempotency hash: the same key with
 	// another range is another body (409); mp4 hashes as omitted.
 	idem := with(video, "frames", "0-3", "idempotency_key", "shot-7")
-	if r := e.do("POST", "/v1/vfx/generations", key, idem); r.status != 201 {
-		t.Fatalf("keyed: %d %s", r.status, r.body)
+	if r := e.Do("POST", "/v1/vfx/generations", key, idem); r.Status != 201 {
+		t.Fatalf("keyed: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.status != 409 || r.code() != CodeIdempotencyConflict {
-		t.Errorf("same key, frames 0-2: %d %s, want 409", r.status, r.body)
+	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.Status != 409 || r.Code() != CodeIdempotencyConflict {
+		t.Errorf("same key, frames 0-2: %d %s, want 409", r.Status, r.Body)
 	}
-	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "exr")); r.status != 409 {
-		t.Errorf("same key, output_format exr: %d %s, want 409", r.status, r.body)
+	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "exr")); r.Status != 409 {
+		t.Errorf("same key, output_format exr: %d %s, want 409", r.Status, r.Body)
 	}
-	if r := e.do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "mp4")); r.status != 200 {
-		t.Errorf("same key, output_format mp4 (the default): %d %s, want 200 with the job", r.status, r.body)
+	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "mp4")); r.Status != 200 {
+		t.Errorf("same key, output_format mp4 (the default): %d %s, want 200 with the job", r.Status, r.Body)
 	}
 
 	// A completed exr job lists its sequences beside render, source and alpha.
-	r := e.do("POST", "/v1/vfx/generations", key, with(video, "output_format", "exr"))
+	r := e.Do("POST", "/v1/vfx/generations", key, with(video, "output_format", "exr"))
 	var j Job
-	_ = json.Unmarshal(r.body, &j)
+	_ = json.Unmarshal(r.Body, &j)
 	ctx := context.Background()
 	for _, st := range []queue.Status{queue.StatusProcessing, queue.StatusCompleted} {
-		if _, err := e.q.Update(ctx, j.ID, func(rec *queue.Record) error {
+		if _, err := e.Q.Update(ctx, j.ID, func(rec *queue.Record) error {
 			rec.Status = st
 			if st == queue.StatusCompleted {
 				rec.Outputs = map[string]string{}
@@ -136,9 +136,9 @@ func TestFramesAndOutputFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := e.do("GET", "/v1/vfx/generations/"+j.ID, key, nil)
+	got := e.Do("GET", "/v1/vfx/generations/"+j.ID, key, nil)
 	var done Job
-	if err := json.Unmarshal(got.body, &done); err != nil {
+	if err := json.Unmarshal(got.Body, &done); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range job.EXRPasses {
@@ -147,9 +147,9 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		}
 	}
 
-	doc := e.do("GET", "/v1/openapi.json", "", nil)
+	doc := e.Do("GET", "/v1/openapi.json", "", nil)
 	for _, s := range []string{`"output_format"`, `"frames"`, `"^exr_(composite|`, `"INVALID_FRAME_RANGE"`, `"INVALID_OUTPUT_FORMAT"`} {
-		if !strings.Contains(string(doc.body), s) {
+		if !strings.Contains(string(doc.Body), s) {
 			t.Errorf("the OpenAPI document lacks %s", s)
 		}
 	}
@@ -160,8 +160,8 @@ func TestFramesAndOutputFormat(t *testing.T) {
 // over the limit, are refused at submission with their codes.
 func TestArchiveUpload(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	frame := pngBytes(t, 64, 48, false)
+	key := e.OrgKey()
+	frame := PNGBytes(t, 64, 48, false)
 	zipOf := func(n int) []byte {
 		var b bytes.Buffer
 		zw := zip.NewWriter(&b)
@@ -180,10 +180,10 @@ func TestArchiveUpload(t *testing.T) {
 	tw.Close()
 
 	video := func(uri string) map[string]any { return with(validReq(uri), "generation_type", "video") }
-	r := e.do("POST", "/v1/vfx/generations", key, video(e.upload(key, "frames.zip", zipOf(240))))
+	r := e.Do("POST", "/v1/vfx/generations", key, video(e.Upload(key, "frames.zip", zipOf(240))))
 	var j Job
-	if err := json.Unmarshal(r.body, &j); r.status != 201 || err != nil || j.Frames != 240 {
-		t.Fatalf("240 frames: %d %s", r.status, trunc.String(string(r.body), 300))
+	if err := json.Unmarshal(r.Body, &j); r.Status != 201 || err != nil || j.Frames != 240 {
+		t.Fatalf("240 frames: %d %s", r.Status, trunc.String(string(r.Body), 300))
 	}
 	for _, c := range []struct {
 		name, file string
@@ -196,10 +196,10 @@ func TestArchiveUpload(t *testing.T) {
 		{"zip named tar", "frames.tar", zipOf(2), CodeInvalidFileFormat, "declared application/x-tar, content is application/zip"},
 	} {
 		var env envelope
-		r := e.do("POST", "/v1/vfx/generations", key, video(e.upload(key, c.file, c.body)))
-		_ = json.Unmarshal(r.body, &env)
-		if r.status != 400 || env.Error.Code != c.code || !strings.Contains(env.Error.Message, c.msg) {
-			t.Errorf("%s: %d %s; want 400 %s naming %q", c.name, r.status, trunc.String(string(r.body), 300), c.code, c.msg)
+		r := e.Do("POST", "/v1/vfx/generations", key, video(e.Upload(key, c.file, c.body)))
+		_ = json.Unmarshal(r.Body, &env)
+		if r.Status != 400 || env.Error.Code != c.code || !strings.Contains(env.Error.Message, c.msg) {
+			t.Errorf("%s: %d %s; want 400 %s naming %q", c.name, r.Status, trunc.String(string(r.Body), 300), c.code, c.msg)
 		}
 	}
 }

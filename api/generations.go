@@ -71,10 +71,10 @@ type Job struct {
 	Webhook        *dispatch.State   `json:"webhook,omitempty"`
 }
 
-func timeString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func TimeString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // newJobID returns "vfx_" and 24 random letters and digits.
-func newJobID() string {
+func NewJobID() string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -84,7 +84,7 @@ func newJobID() string {
 	return JobIDPrefix + string(b)
 }
 
-func randomSeed() uint32 {
+func RandomSeed() uint32 {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return binary.BigEndian.Uint32(b[:])
@@ -104,7 +104,7 @@ func keyPart(id string) string {
 	return id
 }
 
-func idemKey(owner, key string) string {
+func IdemKey(owner, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return keyPart(owner) + "." + hex.EncodeToString(sum[:20])
 }
@@ -116,7 +116,7 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limit(ctx, w, account.ClassWrite); err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -135,33 +135,33 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 	if g.IdempotencyKey != nil {
 		key = *g.IdempotencyKey
 	}
-	sub, err := s.beginSubmission(ctx, w, s.gclaims, owner, key, hash,
+	sub, err := s.BeginSubmission(ctx, w, s.gclaims, owner, key, hash,
 		"idempotency_key already names job %s, submitted with a different body; use the same body, or a new key for a new job",
 		http.StatusOK, func(ctx context.Context, id string) (any, error) { return s.existingJob(ctx, id, owner) })
 	if sub == nil {
 		return err // refused, or the job the key names was answered
 	}
-	defer sub.end()
-	ctx, jobID, createdAt := sub.ctx, sub.jobID, sub.createdAt
-	if err := s.beginPending(ctx, pendingSub{JobID: jobID, Kind: pendingGeneration, Owner: owner, CreatedAt: createdAt}); err != nil {
+	defer sub.End()
+	ctx, jobID, createdAt := sub.Ctx, sub.JobID, sub.CreatedAt
+	if err := s.BeginPending(ctx, PendingSub{JobID: jobID, Kind: pendingGeneration, Owner: owner, CreatedAt: createdAt}); err != nil {
 		return err
 	}
-	defer s.endPending(ctx, jobID) // created or given back: the record goes
-	uploads, err := s.checkOwnedUploads(ctx, accountOwner(owner), []namedURI{
+	defer s.EndPending(ctx, jobID) // created or given back: the record goes
+	uploads, err := s.CheckOwnedUploads(ctx, accountOwner(owner), []NamedURI{
 		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
 	if err != nil {
 		return err
 	}
-	cleanup, err := s.storeInline(ctx, "jobs", jobID, &jr)
+	cleanup, err := s.StoreInline(ctx, "jobs", jobID, &jr)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if !sub.created {
+		if !sub.Created {
 			cleanup()
 		}
 	}()
-	frames, err := s.checkMedia(ctx, jr)
+	frames, err := s.CheckMedia(ctx, jr)
 	if err != nil {
 		return err
 	}
@@ -179,28 +179,28 @@ func (s *Server) postGeneration(w http.ResponseWriter, r *http.Request) error {
 			_, _, err = job.CheckFrames(jr.Frames, frames)
 		}
 		if err != nil {
-			return mediaError("frames", err)
+			return MediaError("frames", err)
 		}
 		frames = last - first + 1
 	}
 	if g.Seed != nil {
 		jr.Seed = uint32(*g.Seed)
 	} else {
-		jr.Seed = randomSeed()
+		jr.Seed = RandomSeed()
 	}
-	job, err := s.create(ctx, p, jobID, jr, g, frames, createdAt, sub.claim)
+	job, err := s.create(ctx, p, jobID, jr, g, frames, createdAt, sub.Claim)
 	if err != nil {
 		return err
 	}
-	sub.created = true
-	s.markUsed(ctx, uploads, jobID)
-	writeJSON(w, http.StatusCreated, job)
+	sub.Created = true
+	s.MarkUsed(ctx, uploads, jobID)
+	WriteJSON(w, http.StatusCreated, job)
 	return nil
 }
 
 // jobExists reports whether the queue holds a record of jobID.
 func (s *Server) jobExists(ctx context.Context, jobID string) (bool, error) {
-	_, _, err := s.q.Get(ctx, jobID)
+	_, _, err := s.Queue.Get(ctx, jobID)
 	switch {
 	case err == nil:
 		return true, nil
@@ -214,27 +214,27 @@ func (s *Server) jobExists(ctx context.Context, jobID string) (bool, error) {
 // in_queue is resumed (queue.Submit publishes its message again when the
 // process that created it died before publishing).
 func (s *Server) existingJob(ctx context.Context, jobID, owner string) (Job, error) {
-	rec, _, err := s.q.Get(ctx, jobID)
+	rec, _, err := s.Queue.Get(ctx, jobID)
 	if err != nil {
 		return Job{}, fmt.Errorf("api: job %s: %w", jobID, err)
 	}
 	if rec.Owner != owner || rec.Kind != queue.KindGeneration {
 		return Job{}, fmt.Errorf("api: idempotency key of %s names job %s of another owner", owner, jobID)
 	}
-	rec = s.resumeQueued(ctx, rec)
+	rec = s.ResumeQueued(ctx, rec)
 	return s.view(ctx, rec)
 }
 
 // resumeQueued re-submits a job record still in_queue, which publishes its
 // message again if it is missing from the stream (best effort: the queue's
 // sweeper fails a job whose message is lost).
-func (s *Server) resumeQueued(ctx context.Context, rec queue.Record) queue.Record {
+func (s *Server) ResumeQueued(ctx context.Context, rec queue.Record) queue.Record {
 	if rec.Status != queue.StatusInQueue {
 		return rec
 	}
-	out, _, err := s.q.Submit(ctx, rec)
+	out, _, err := s.Queue.Submit(ctx, rec)
 	if err != nil {
-		s.log.Warn("resume a queued job", zap.String("job_id", rec.ID), zap.Error(err))
+		s.Log.Warn("resume a queued job", zap.String("job_id", rec.ID), zap.Error(err))
 		return rec
 	}
 	return out
@@ -246,7 +246,7 @@ func (s *Server) recoverDead(ctx context.Context, jobID string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := s.recoverSubmission(rctx, jobID); err != nil {
-		s.log.Warn("recover a dead submission; the sweeper retries", zap.String("job_id", jobID), zap.Error(err))
+		s.Log.Warn("recover a dead submission; the sweeper retries", zap.String("job_id", jobID), zap.Error(err))
 	}
 }
 
@@ -255,20 +255,20 @@ func (s *Server) recoverDead(ctx context.Context, jobID string) {
 func idemError(err error, msg string) error {
 	var ce *idemConflictError
 	if errors.As(err, &ce) {
-		return newError(CodeIdempotencyConflict, msg, ce.JobID)
+		return NewError(CodeIdempotencyConflict, msg, ce.JobID)
 	}
 	return err
 }
 
 // create reserves the job's estimated cost, records it and submits it.
-func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr job.JobRequest, g genRequest, frames int, now time.Time, claim *heldClaim) (Job, error) {
+func (s *Server) create(ctx context.Context, p account.Principal, jobID string, jr job.JobRequest, g genRequest, frames int, now time.Time, claim *HeldClaim) (Job, error) {
 	meter, cost := s.prices.Estimate(jr.GenerationType, jr.MaxResolution, frames)
-	if err := s.acc.Reserve(ctx, p.Account, jobID, cost, p.Key.Kind == account.KindPersonal); err != nil {
+	if err := s.Acc.Reserve(ctx, p.Account, jobID, cost, p.Key.Kind == account.KindPersonal); err != nil {
 		return Job{}, accountError(err)
 	}
 	release := func(err error) (Job, error) {
-		if serr := s.acc.Settle(context.WithoutCancel(ctx), p.Account.ID, jobID, false, meter, 0, 0); serr != nil {
-			s.log.Warn("release reservation", zap.String("job_id", jobID), zap.Error(serr))
+		if serr := s.Acc.Settle(context.WithoutCancel(ctx), p.Account.ID, jobID, false, meter, 0, 0); serr != nil {
+			s.Log.Warn("release reservation", zap.String("job_id", jobID), zap.Error(serr))
 		}
 		return Job{}, err
 	}
@@ -286,19 +286,19 @@ func (s *Server) create(ctx context.Context, p account.Principal, jobID string, 
 	}
 	reqJSON, _ := json.Marshal(jr)
 	if claim != nil {
-		if err := claim.check(ctx); err != nil {
+		if err := claim.Check(ctx); err != nil {
 			s.forgetIndex(ctx, p.Account.ID, now, jobID)
 			return release(err)
 		}
 	}
-	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
+	rec, err := s.Submit(ctx, queue.Record{ID: jobID, Kind: queue.KindGeneration, Owner: p.Account.ID,
 		Request: reqJSON, Seed: jr.Seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
-		if !s.abandon(ctx, jobID, err) {
+		if !s.Abandon(ctx, jobID, err) {
 			// No record was written: the index entry would point at nothing.
 			s.forgetIndex(ctx, p.Account.ID, now, jobID)
 		}
-		return release(unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
+		return release(Unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.viewWith(ctx, rec, &m)
 }
@@ -308,26 +308,26 @@ func (s *Server) forgetIndex(ctx context.Context, owner string, created time.Tim
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.indexRemove(dctx, owner, created, jobID); err != nil {
-		s.log.Warn("job index: remove the entry of a job never queued", zap.String("job_id", jobID), zap.Error(err))
+		s.Log.Warn("job index: remove the entry of a job never queued", zap.String("job_id", jobID), zap.Error(err))
 	}
 }
 
 // submit queues the record, trying again for up to Config.SubmitRetryFor while
 // NATS fails: queue.Submit resumes a half-done submission (record created,
 // publish lost or unconfirmed) without queueing the job twice.
-func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
-	deadline := time.Now().Add(s.cfg.SubmitRetryFor)
+func (s *Server) Submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
+	deadline := time.Now().Add(s.Cfg.SubmitRetryFor)
 	var out queue.Record
 	err := retry.Call(ctx, retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		func(err error) bool {
 			if errors.Is(err, queue.ErrInvalid) || time.Now().After(deadline) {
 				return false
 			}
-			s.log.Warn("queue job; retrying", zap.String("job_id", rec.ID), zap.Error(err))
+			s.Log.Warn("queue job; retrying", zap.String("job_id", rec.ID), zap.Error(err))
 			return true
 		},
 		func(ctx context.Context) (err error) {
-			out, _, err = s.q.Submit(ctx, rec)
+			out, _, err = s.Queue.Submit(ctx, rec)
 			return err
 		})
 	if err != nil {
@@ -342,15 +342,15 @@ func (s *Server) submit(ctx context.Context, rec queue.Record) (queue.Record, er
 // terminal and is acknowledged without work).
 //
 // It reports whether a record may exist: false only when there is none.
-func (s *Server) abandon(ctx context.Context, jobID string, cause error) bool {
+func (s *Server) Abandon(ctx context.Context, jobID string, cause error) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := s.q.Update(ctx, jobID, func(r *queue.Record) error {
+	_, err := s.Queue.Update(ctx, jobID, func(r *queue.Record) error {
 		r.Status = queue.StatusFailed
 		r.ErrorCode, r.Error = CodeUnavailable, "the job could not be queued"
 		return nil
 	})
-	s.log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),
+	s.Log.Error("job abandoned: it could not be queued", zap.String("job_id", jobID), zap.NamedError("cause", cause),
 		zap.NamedError("mark_failed", err))
 	return !errors.Is(err, queue.ErrNotFound)
 }
@@ -370,18 +370,18 @@ func (s *Server) getGeneration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, job)
+	WriteJSON(w, http.StatusOK, job)
 	return nil
 }
 
 // owned returns the caller's job, or 404 JOB_NOT_FOUND for a job that does
 // not exist or is someone else's.
 func (s *Server) owned(ctx context.Context, id string) (queue.Record, error) {
-	notFound := newError(CodeJobNotFound, "job %q not found", trunc.String(id, 80))
+	notFound := NewError(CodeJobNotFound, "job %q not found", trunc.String(id, 80))
 	if !strings.HasPrefix(id, JobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, notFound
 	}
-	rec, _, err := s.q.Get(ctx, id)
+	rec, _, err := s.Queue.Get(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalid) {
 		return queue.Record{}, notFound
 	}
@@ -407,12 +407,12 @@ func (s *Server) view(ctx context.Context, rec queue.Record) (Job, error) {
 }
 
 func (s *Server) getMeta(ctx context.Context, id string) (genMeta, error) {
-	return getJSON[genMeta](ctx, s.meta, id, "job meta")
+	return GetJSON[genMeta](ctx, s.meta, id, "job meta")
 }
 
 // getJSON reads the JSON value of id in kv (what names it in errors); a
 // key that is not there is jetstream.ErrKeyNotFound, as it is.
-func getJSON[T any](ctx context.Context, kv jetstream.KeyValue, id, what string) (T, error) {
+func GetJSON[T any](ctx context.Context, kv jetstream.KeyValue, id, what string) (T, error) {
 	var zero T
 	e, err := kv.Get(ctx, id)
 	if err != nil {
@@ -436,7 +436,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 		progress = 100
 	}
 	v := Job{ID: rec.ID, Status: string(rec.Status), Progress: &progress, Seed: rec.Seed,
-		CreatedAt: timeString(rec.CreatedAt), ModifiedAt: timeString(rec.ModifiedAt)}
+		CreatedAt: TimeString(rec.CreatedAt), ModifiedAt: TimeString(rec.ModifiedAt)}
 	if jr, err := job.DecodeJobRequest(rec.Request); err == nil {
 		if jr.GenerationType != "" {
 			v.GenerationType = &jr.GenerationType
@@ -451,7 +451,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 		v.Frames = m.EstFrames
 	}
 	if rec.CompletedAt != nil {
-		c := timeString(*rec.CompletedAt)
+		c := TimeString(*rec.CompletedAt)
 		v.CompletedAt = &c
 	}
 	switch rec.Status {
@@ -462,7 +462,7 @@ func (s *Server) viewWith(ctx context.Context, rec queue.Record, m *genMeta) (Jo
 			if !ok {
 				continue
 			}
-			u, err := s.st.PresignGet(ctx, key, OutputURLTTL)
+			u, err := s.Store.PresignGet(ctx, key, OutputURLTTL)
 			if err != nil {
 				return Job{}, fmt.Errorf("api: sign %s of %s: %w", name, rec.ID, err)
 			}
@@ -504,7 +504,7 @@ func (s *Server) listGenerations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	WriteJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -516,10 +516,10 @@ func listQuery(r *http.Request) (limit int, token string, err error) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
+			return 0, "", Unprocessable([]any{"query", "limit"}, "Input should be a valid integer", "int_parsing")
 		}
 		if n < 1 || n > 100 {
-			return 0, "", unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
+			return 0, "", Unprocessable([]any{"query", "limit"}, "Input should be between 1 and 100", "limit_range")
 		}
 		limit = n
 	}
@@ -535,7 +535,7 @@ func (s *Server) jobPage(ctx context.Context, owner string, limit int, token str
 	if token != "" {
 		b, err := base64.RawURLEncoding.DecodeString(token)
 		if err != nil || !strings.HasPrefix(string(b), prefix) {
-			return JobPage{}, unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
+			return JobPage{}, Unprocessable([]any{"query", "page_token"}, "Invalid page token", "value_error")
 		}
 		startChunk, after = parsePageToken(string(b)[len(prefix):])
 	}
@@ -555,7 +555,7 @@ func (s *Server) jobPage(ctx context.Context, owner string, limit int, token str
 		}
 		last = e
 		id := e.jobID()
-		rec, _, err := s.q.Get(ctx, id)
+		rec, _, err := s.Queue.Get(ctx, id)
 		if errors.Is(err, queue.ErrNotFound) {
 			continue // indexed by a submission that failed
 		}

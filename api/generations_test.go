@@ -17,66 +17,47 @@ import (
 
 func TestAuth(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	for _, tc := range []struct{ name, key string }{{"missing", ""}, {"unknown", "vfx_sk_nope"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range []string{"/v1/vfx/generations", "/v1/account/info", "/v1/account/billing", "/v1/vfx/generations/vfx_x"} {
-				r := e.do("GET", p, tc.key, nil)
-				if r.status != 401 || r.code() != CodeInvalidAPIKey {
-					t.Fatalf("%s: %d %s", p, r.status, r.body)
+				r := e.Do("GET", p, tc.key, nil)
+				if r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+					t.Fatalf("%s: %d %s", p, r.Status, r.Body)
 				}
 			}
-			r := e.do("POST", "/v1/uploads", tc.key, map[string]any{"filename": "a.png"})
-			if r.status != 401 || r.code() != CodeInvalidAPIKey {
-				t.Fatalf("uploads: %d %s", r.status, r.body)
+			r := e.Do("POST", "/v1/uploads", tc.key, map[string]any{"filename": "a.png"})
+			if r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+				t.Fatalf("uploads: %d %s", r.Status, r.Body)
 			}
 		})
 	}
 	t.Run("revoked", func(t *testing.T) {
-		r := e.adminDo("POST", "/admin/v1/accounts/"+a.ID+"/keys", map[string]any{"kind": "organization"})
-		if r.status != 201 {
-			t.Fatalf("create key: %d %s", r.status, r.body)
+		r := e.AdminDo("POST", "/admin/v1/accounts/"+a.ID+"/keys", map[string]any{"kind": "organization"})
+		if r.Status != 201 {
+			t.Fatalf("create key: %d %s", r.Status, r.Body)
 		}
-		m := r.json(t)
+		m := r.JSON(t)
 		k2 := m["key"].(string)
-		if r := e.do("GET", "/v1/account/info", k2, nil); r.status != 200 {
-			t.Fatalf("new key: %d %s", r.status, r.body)
+		if r := e.Do("GET", "/v1/account/info", k2, nil); r.Status != 200 {
+			t.Fatalf("new key: %d %s", r.Status, r.Body)
 		}
-		if r := e.adminDo("DELETE", "/admin/v1/keys/"+m["id"].(string), nil); r.status != 204 {
-			t.Fatalf("revoke: %d %s", r.status, r.body)
+		if r := e.AdminDo("DELETE", "/admin/v1/keys/"+m["id"].(string), nil); r.Status != 204 {
+			t.Fatalf("revoke: %d %s", r.Status, r.Body)
 		}
-		if r := e.do("GET", "/v1/account/info", k2, nil); r.status != 401 || r.code() != CodeInvalidAPIKey {
-			t.Fatalf("revoked key: %d %s", r.status, r.body)
+		if r := e.Do("GET", "/v1/account/info", k2, nil); r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+			t.Fatalf("revoked key: %d %s", r.Status, r.Body)
 		}
-		if r := e.do("GET", "/v1/account/info", key, nil); r.status != 200 {
-			t.Fatalf("other key still works: %d %s", r.status, r.body)
+		if r := e.Do("GET", "/v1/account/info", key, nil); r.Status != 200 {
+			t.Fatalf("other key still works: %d %s", r.Status, r.Body)
 		}
 	})
 }
 
-func validReq(src string) map[string]any {
-	return map[string]any{"generation_type": "image", "source_uri": src, "alpha_mode": "fill", "prompt": "warm sunset light"}
-}
-
-func with(m map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == nil {
-			delete(out, kv[i].(string))
-			continue
-		}
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 func TestValidationRules(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	key := e.OrgKey()
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	base := validReq(src)
 	long := strings.Repeat("é", 2001)
 	cases := []struct {
@@ -112,12 +93,12 @@ func TestValidationRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
-			if r.status != 400 || r.code() != tc.code {
-				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
+			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.Status != 400 || r.Code() != tc.code {
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.Status, trunc.String(string(r.Body), 300))
 			}
-			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
-				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.Body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.Body)
 			}
 		})
 	}
@@ -131,13 +112,13 @@ func TestValidationRules(t *testing.T) {
 	} {
 		body, _ := json.Marshal(with(base, c.field, nil))
 		raw := strings.Replace(string(body), "{", `{"`+c.field+`":`+c.text+",", 1)
-		r := e.do("POST", "/v1/vfx/generations", key, raw)
+		r := e.Do("POST", "/v1/vfx/generations", key, raw)
 		var m struct {
 			Error struct{ Code, Message string } `json:"error"`
 		}
-		_ = json.Unmarshal(r.body, &m)
-		if r.status != 400 || m.Error.Code != string(c.code) || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
-			t.Fatalf("%s %s: %d %s", c.field, c.text, r.status, r.body)
+		_ = json.Unmarshal(r.Body, &m)
+		if r.Status != 400 || m.Error.Code != string(c.code) || !strings.HasPrefix(m.Error.Message, c.field+" "+c.text+": ") {
+			t.Fatalf("%s %s: %d %s", c.field, c.text, r.Status, r.Body)
 		}
 	}
 	// Boundaries that pass.
@@ -146,15 +127,15 @@ func TestValidationRules(t *testing.T) {
 		with(base, "max_resolution", 720), with(base, "idempotency_key", strings.Repeat("k", 256)),
 		with(base, "prompt", nil, "reference_image_uri", src), with(base, "alpha_mode", "custom", "alpha_uri", nil, "generation_type", "image", "alpha_uri", src),
 	} {
-		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
-			t.Fatalf("%v: %d %s", b["seed"], r.status, r.body)
+		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
+			t.Fatalf("%v: %d %s", b["seed"], r.Status, r.Body)
 		}
 	}
 }
 
 func TestValidation422(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
+	key := e.OrgKey()
 	for _, tc := range []struct {
 		name, body, loc, typ string
 	}{
@@ -168,14 +149,14 @@ func TestValidation422(t *testing.T) {
 		{"keyframe object", `{"alpha_keyframe_index":{}}`, "alpha_keyframe_index", "int_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
-			if r.status != 422 {
-				t.Fatalf("%d %s", r.status, r.body)
+			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.Status != 422 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			m := r.json(t)
+			m := r.JSON(t)
 			d, ok := m["detail"].([]any)
 			if !ok || len(d) == 0 {
-				t.Fatalf("no detail array: %s", r.body)
+				t.Fatalf("no detail array: %s", r.Body)
 			}
 			first := d[0].(map[string]any)
 			loc := first["loc"].([]any)
@@ -191,20 +172,20 @@ func TestValidation422(t *testing.T) {
 
 func TestContentChecks(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	vid := videoFixture(t, 64, 48, 4)
-	long := videoFixture(t, 16, 16, 241)
-	png := pngBytes(t, 64, 48, false)
-	srcImg := e.upload(key, "src.png", png)
-	srcVid := e.upload(key, "src.mp4", readFile(t, vid.Source))
-	matteVid := e.upload(key, "matte.mp4", readFile(t, vid.Matte))
-	matteSmall := e.upload(key, "m.png", pngBytes(t, 32, 24, true))
-	big := e.upload(key, "big.png", pngBytes(t, 2000, 1400, false))
-	wide := e.upload(key, "wide.png", pngBytes(t, 400, 50, false))
-	longVid := e.upload(key, "long.mp4", readFile(t, long.Source))
-	garbage := e.upload(key, "junk.png", []byte("this is not a picture at all, just text"))
-	emptyKey := e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false))
-	cutout := e.upload(key, "cutout.png", keyframePNG(t, 64, 48, true, true))
+	key := e.OrgKey()
+	vid := VideoFixture(t, 64, 48, 4)
+	long := VideoFixture(t, 16, 16, 241)
+	png := PNGBytes(t, 64, 48, false)
+	srcImg := e.Upload(key, "src.png", png)
+	srcVid := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
+	matteVid := e.Upload(key, "matte.mp4", ReadFile(t, vid.Matte))
+	matteSmall := e.Upload(key, "m.png", PNGBytes(t, 32, 24, true))
+	big := e.Upload(key, "big.png", PNGBytes(t, 2000, 1400, false))
+	wide := e.Upload(key, "wide.png", PNGBytes(t, 400, 50, false))
+	longVid := e.Upload(key, "long.mp4", ReadFile(t, long.Source))
+	garbage := e.Upload(key, "junk.png", []byte("this is not a picture at all, just text"))
+	emptyKey := e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false))
+	cutout := e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, true, true))
 	cases := []struct {
 		name string
 		body map[string]any
@@ -216,7 +197,7 @@ func TestContentChecks(t *testing.T) {
 		{"not media", validReq(garbage), CodeInvalidFileFormat},
 		{"video for image", validReq(srcVid), CodeInvalidFileFormat},
 		{"image for video", with(validReq(srcImg), "generation_type", "video"), CodeInvalidFileFormat},
-		{"data mime mismatch", validReq(dataURI("image/jpeg", png)), CodeInvalidFileFormat},
+		{"data mime mismatch", validReq(DataURI("image/jpeg", png)), CodeInvalidFileFormat},
 		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), CodeAlphaTypeMismatch},
 		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), CodeAlphaTypeMismatch},
 		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), CodeInvalidFileFormat},
@@ -224,54 +205,54 @@ func TestContentChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("POST", "/v1/vfx/generations", key, tc.body)
-			if r.status != 400 || r.code() != tc.code {
-				t.Fatalf("want 400 %s, got %d %s", tc.code, r.status, trunc.String(string(r.body), 300))
+			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
+			if r.Status != 400 || r.Code() != tc.code {
+				t.Fatalf("want 400 %s, got %d %s", tc.code, r.Status, trunc.String(string(r.Body), 300))
 			}
-			if tc.name == "select empty keyframe" && !strings.Contains(string(r.body), "selects nothing") {
-				t.Fatalf("message does not say the keyframe is empty: %s", r.body)
+			if tc.name == "select empty keyframe" && !strings.Contains(string(r.Body), "selects nothing") {
+				t.Fatalf("message does not say the keyframe is empty: %s", r.Body)
 			}
 		})
 	}
 	// Accepted: inline data, a video with its custom matte.
 	for _, b := range []map[string]any{
-		validReq(dataURI("image/png", png)),
+		validReq(DataURI("image/png", png)),
 		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
 		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", cutout),
 	} {
-		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	}
 }
 
 func TestBodyCap(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
+	key := e.OrgKey()
 	body := `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
 		strings.Repeat("A", int(DefaultMaxBodyBytes)) + `"}`
-	r := e.do("POST", "/v1/vfx/generations", key, body)
-	if r.status != http.StatusRequestEntityTooLarge || r.code() != CodeRequestTooLarge {
-		t.Fatalf("%d %s", r.status, trunc.String(string(r.body), 200))
+	r := e.Do("POST", "/v1/vfx/generations", key, body)
+	if r.Status != http.StatusRequestEntityTooLarge || r.Code() != CodeRequestTooLarge {
+		t.Fatalf("%d %s", r.Status, trunc.String(string(r.Body), 200))
 	}
 	// A data: URI over 50 MB but under the body cap.
 	body = `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
 		strings.Repeat("A", 68_000_000) + `"}`
-	r = e.do("POST", "/v1/vfx/generations", key, body)
-	if r.status != 400 || r.code() != CodeSourceTooLarge {
-		t.Fatalf("%d %s", r.status, trunc.String(string(r.body), 200))
+	r = e.Do("POST", "/v1/vfx/generations", key, body)
+	if r.Status != 400 || r.Code() != CodeSourceTooLarge {
+		t.Fatalf("%d %s", r.Status, trunc.String(string(r.Body), 200))
 	}
 }
 
 func TestCreateGetList(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
-	r := e.do("POST", "/v1/vfx/generations", key, with(validReq(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
-	if r.status != 201 {
-		t.Fatalf("%d %s", r.status, r.body)
+	key := e.OrgKey()
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
+	if r.Status != 201 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	job := r.json(t)
+	job := r.JSON(t)
 	id := job["id"].(string)
 	if !strings.HasPrefix(id, "vfx_") || job["status"] != "in_queue" || job["seed"].(float64) != 42 ||
 		job["generation_type"] != "image" || job["alpha_mode"] != "fill" || job["created_at"] == "" || job["modified_at"] == "" {
@@ -288,7 +269,7 @@ func TestCreateGetList(t *testing.T) {
 		t.Fatalf("webhook %v", wh)
 	}
 	// Random seed when omitted; no webhook object without callback_url.
-	r2 := e.do("POST", "/v1/vfx/generations", key, validReq(src)).json(t)
+	r2 := e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)
 	if _, ok := r2["seed"]; !ok {
 		t.Fatal("no seed")
 	}
@@ -296,21 +277,21 @@ func TestCreateGetList(t *testing.T) {
 		t.Fatal("webhook without callback_url")
 	}
 
-	g := e.do("GET", "/v1/vfx/generations/"+id, key, nil)
-	if g.status != 200 || g.json(t)["id"] != id {
-		t.Fatalf("get %d %s", g.status, g.body)
+	g := e.Do("GET", "/v1/vfx/generations/"+id, key, nil)
+	if g.Status != 200 || g.JSON(t)["id"] != id {
+		t.Fatalf("get %d %s", g.Status, g.Body)
 	}
 	// Someone else's job, and a job that does not exist: 404, never 403.
-	other := e.orgKey()
+	other := e.OrgKey()
 	for _, p := range []string{id, "vfx_doesnotexist", "nope"} {
-		if r := e.do("GET", "/v1/vfx/generations/"+p, other, nil); r.status != 404 || r.code() != CodeJobNotFound {
-			t.Fatalf("%s: %d %s", p, r.status, r.body)
+		if r := e.Do("GET", "/v1/vfx/generations/"+p, other, nil); r.Status != 404 || r.Code() != CodeJobNotFound {
+			t.Fatalf("%s: %d %s", p, r.Status, r.Body)
 		}
 	}
 
 	// Completed: fresh signed output URLs that work; failed: error.
-	e.finish(id, true)
-	c1 := e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(t)
+	e.Finish(id, true)
+	c1 := e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 	out := c1["output"].(map[string]any)
 	for _, n := range []string{"render", "source", "alpha"} {
 		u, _ := out[n].(string)
@@ -324,8 +305,8 @@ func TestCreateGetList(t *testing.T) {
 		t.Fatalf("completed %v", c1)
 	}
 	id2 := r2["id"].(string)
-	e.finish(id2, false)
-	f := e.do("GET", "/v1/vfx/generations/"+id2, key, nil).json(t)
+	e.Finish(id2, false)
+	f := e.Do("GET", "/v1/vfx/generations/"+id2, key, nil).JSON(t)
 	if f["status"] != "failed" || !strings.HasPrefix(f["error"].(string), "INVALID_FILE_FORMAT") || f["completed_at"] == nil {
 		t.Fatalf("failed %v", f)
 	}
@@ -336,7 +317,7 @@ func TestCreateGetList(t *testing.T) {
 	// List: newest first, cursor pages, every element with fresh URLs.
 	var ids []string
 	for i := 0; i < 5; i++ {
-		ids = append(ids, e.do("POST", "/v1/vfx/generations", key, validReq(src)).json(t)["id"].(string))
+		ids = append(ids, e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)["id"].(string))
 	}
 	want := []string{ids[4], ids[3], ids[2], ids[1], ids[0], id2, id}
 	var got []string
@@ -347,11 +328,11 @@ func TestCreateGetList(t *testing.T) {
 		if tok != "" {
 			p += "&page_token=" + tok
 		}
-		r := e.do("GET", p, key, nil)
-		if r.status != 200 {
-			t.Fatalf("list %d %s", r.status, r.body)
+		r := e.Do("GET", p, key, nil)
+		if r.Status != 200 {
+			t.Fatalf("list %d %s", r.Status, r.Body)
 		}
-		m := r.json(t)
+		m := r.JSON(t)
 		pages++
 		for _, j := range m["jobs"].([]any) {
 			jm := j.(map[string]any)
@@ -370,42 +351,42 @@ func TestCreateGetList(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
 		t.Fatalf("list order %v, want %v (%d pages)", got, want, pages)
 	}
-	m := e.do("GET", "/v1/vfx/generations", other, nil).json(t)
+	m := e.Do("GET", "/v1/vfx/generations", other, nil).JSON(t)
 	if len(m["jobs"].([]any)) != 0 || m["next_page_token"] != nil {
 		t.Fatalf("other account sees %v", m)
 	}
-	def := e.do("GET", "/v1/vfx/generations", key, nil).json(t)
+	def := e.Do("GET", "/v1/vfx/generations", key, nil).JSON(t)
 	if len(def["jobs"].([]any)) != 7 {
 		t.Fatalf("default limit page %d", len(def["jobs"].([]any)))
 	}
 	for _, q := range []string{"limit=0", "limit=101", "limit=x", "page_token=%25%25"} {
-		if r := e.do("GET", "/v1/vfx/generations?"+q, key, nil); r.status != 422 {
-			t.Fatalf("%s: %d", q, r.status)
+		if r := e.Do("GET", "/v1/vfx/generations?"+q, key, nil); r.Status != 422 {
+			t.Fatalf("%s: %d", q, r.Status)
 		}
 	}
 }
 
 func TestIdempotency(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	key := e.OrgKey()
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	body := with(validReq(src), "idempotency_key", "order-1")
-	r1 := e.do("POST", "/v1/vfx/generations", key, body)
-	if r1.status != 201 {
-		t.Fatalf("%d %s", r1.status, r1.body)
+	r1 := e.Do("POST", "/v1/vfx/generations", key, body)
+	if r1.Status != 201 {
+		t.Fatalf("%d %s", r1.Status, r1.Body)
 	}
-	r2 := e.do("POST", "/v1/vfx/generations", key, body)
-	if r2.status != 200 || r2.json(t)["id"] != r1.json(t)["id"] {
-		t.Fatalf("repeat: %d %s", r2.status, r2.body)
+	r2 := e.Do("POST", "/v1/vfx/generations", key, body)
+	if r2.Status != 200 || r2.JSON(t)["id"] != r1.JSON(t)["id"] {
+		t.Fatalf("repeat: %d %s", r2.Status, r2.Body)
 	}
-	r3 := e.do("POST", "/v1/vfx/generations", key, with(body, "prompt", "cold"))
-	if r3.status != 409 || r3.code() != CodeIdempotencyConflict {
-		t.Fatalf("changed body: %d %s", r3.status, r3.body)
+	r3 := e.Do("POST", "/v1/vfx/generations", key, with(body, "prompt", "cold"))
+	if r3.Status != 409 || r3.Code() != CodeIdempotencyConflict {
+		t.Fatalf("changed body: %d %s", r3.Status, r3.Body)
 	}
 	// Another account may use the same key (with its own upload).
-	k2 := e.orgKey()
-	if r := e.do("POST", "/v1/vfx/generations", k2, with(validReq(e.upload(k2, "src.png", pngBytes(t, 64, 48, false))), "idempotency_key", "order-1")); r.status != 201 {
-		t.Fatalf("other account: %d %s", r.status, r.body)
+	k2 := e.OrgKey()
+	if r := e.Do("POST", "/v1/vfx/generations", k2, with(validReq(e.Upload(k2, "src.png", PNGBytes(t, 64, 48, false))), "idempotency_key", "order-1")); r.Status != 201 {
+		t.Fatalf("other account: %d %s", r.Status, r.Body)
 	}
 
 	// 50 concurrent identical submissions make exactly one job.
@@ -415,10 +396,10 @@ func TestIdempotency(t *testing.T) {
 	codes := make([]int, 50)
 	for i := range 50 {
 		wg.Go(func() {
-			r := e.do("POST", "/v1/vfx/generations", key, body)
-			codes[i] = r.status
-			if r.status < 300 {
-				ids[i] = r.json(t)["id"].(string)
+			r := e.Do("POST", "/v1/vfx/generations", key, body)
+			codes[i] = r.Status
+			if r.Status < 300 {
+				ids[i] = r.JSON(t)["id"].(string)
 			}
 		})
 	}
@@ -435,7 +416,7 @@ func TestIdempotency(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d submissions created a job", created)
 	}
-	m := e.do("GET", "/v1/vfx/generations?limit=100", key, nil).json(t)
+	m := e.Do("GET", "/v1/vfx/generations?limit=100", key, nil).JSON(t)
 	if n := len(m["jobs"].([]any)); n != 2 {
 		t.Fatalf("%d jobs listed, want 2", n)
 	}
@@ -443,21 +424,21 @@ func TestIdempotency(t *testing.T) {
 
 func TestRateLimits(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	_, key := e.newAccount(account.KindPersonal, account.AccountInput{})
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	_, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	for i := range 5 {
-		r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
-		if r.status != 201 {
-			t.Fatalf("submission %d: %d %s", i, r.status, r.body)
+		r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+		if r.Status != 201 {
+			t.Fatalf("submission %d: %d %s", i, r.Status, r.Body)
 		}
-		if r.header.Get("X-RateLimit-Limit") != "5" || r.header.Get("X-RateLimit-Remaining") != fmt.Sprint(4-i) {
-			t.Fatalf("headers %v", r.header)
+		if r.Header.Get("X-RateLimit-Limit") != "5" || r.Header.Get("X-RateLimit-Remaining") != fmt.Sprint(4-i) {
+			t.Fatalf("headers %v", r.Header)
 		}
 	}
-	r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.status != 429 || r.code() != CodeRateLimitExceeded || r.header.Get("Retry-After") == "" ||
-		r.header.Get("X-RateLimit-Limit") != "5" || r.header.Get("X-RateLimit-Remaining") != "0" || r.header.Get("X-RateLimit-Reset") == "" {
-		t.Fatalf("6th: %d %v %s", r.status, r.header, r.body)
+	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	if r.Status != 429 || r.Code() != CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" ||
+		r.Header.Get("X-RateLimit-Limit") != "5" || r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("6th: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	// Reads: a separate class of 5 per minute (GET and list together).
 	for i := range 5 {
@@ -465,35 +446,35 @@ func TestRateLimits(t *testing.T) {
 		if i%2 == 1 {
 			p = "/v1/account/info"
 		}
-		if r := e.do("GET", p, key, nil); r.status != 200 {
-			t.Fatalf("read %d: %d %s", i, r.status, r.body)
+		if r := e.Do("GET", p, key, nil); r.Status != 200 {
+			t.Fatalf("read %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	if r := e.do("GET", "/v1/vfx/generations/vfx_x", key, nil); r.status != 429 || r.header.Get("Retry-After") == "" {
-		t.Fatalf("6th read: %d", r.status)
+	if r := e.Do("GET", "/v1/vfx/generations/vfx_x", key, nil); r.Status != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("6th read: %d", r.Status)
 	}
 	for range 5 {
-		if r := e.do("GET", "/v1/account/billing", key, nil); r.status != 200 {
-			t.Fatalf("billing: %d %s", r.status, r.body)
+		if r := e.Do("GET", "/v1/account/billing", key, nil); r.Status != 200 {
+			t.Fatalf("billing: %d %s", r.Status, r.Body)
 		}
 	}
-	if r := e.do("GET", "/v1/account/billing", key, nil); r.status != 429 || r.code() != CodeRateLimitExceeded {
-		t.Fatalf("6th billing: %d", r.status)
+	if r := e.Do("GET", "/v1/account/billing", key, nil); r.Status != 429 || r.Code() != CodeRateLimitExceeded {
+		t.Fatalf("6th billing: %d", r.Status)
 	}
 	// Organization keys: no limits (per-account counting: TestRateLimitPerAccount).
-	org := e.orgKey()
-	src2 := e.upload(org, "src.png", pngBytes(t, 64, 48, false))
+	org := e.OrgKey()
+	src2 := e.Upload(org, "src.png", PNGBytes(t, 64, 48, false))
 	for i := range 12 {
-		if r := e.do("POST", "/v1/vfx/generations", org, validReq(src2)); r.status != 201 {
-			t.Fatalf("org submission %d: %d %s", i, r.status, r.body)
+		if r := e.Do("POST", "/v1/vfx/generations", org, validReq(src2)); r.Status != 201 {
+			t.Fatalf("org submission %d: %d %s", i, r.Status, r.Body)
 		}
 	}
 }
 
 func TestRateLimitPerAccount(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	a, k1 := e.newAccount(account.KindPersonal, account.AccountInput{})
-	_, k2, err := e.acc.CreateKey(context.Background(), a.ID, account.KindPersonal)
+	a, k1 := e.NewAccount(account.KindPersonal, account.AccountInput{})
+	_, k2, err := e.Acc.CreateKey(context.Background(), a.ID, account.KindPersonal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,34 +483,34 @@ func TestRateLimitPerAccount(t *testing.T) {
 		if i%2 == 1 {
 			k = k2
 		}
-		if r := e.do("GET", "/v1/vfx/generations", k, nil); r.status != 200 {
-			t.Fatalf("%d: %d", i, r.status)
+		if r := e.Do("GET", "/v1/vfx/generations", k, nil); r.Status != 200 {
+			t.Fatalf("%d: %d", i, r.Status)
 		}
 	}
-	if r := e.do("GET", "/v1/vfx/generations", k2, nil); r.status != 429 {
-		t.Fatalf("second key not limited: %d", r.status)
+	if r := e.Do("GET", "/v1/vfx/generations", k2, nil); r.Status != 429 {
+		t.Fatalf("second key not limited: %d", r.Status)
 	}
 }
 
 func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
-	a, key := e.newAccount(account.KindPersonal, account.AccountInput{})
-	if _, err := e.acc.UpdateAccount(ctx, a.ID, account.AccountPatch{RateLimits: &account.RateLimits{RPM: 100, ReadRPM: 100, BillingRPM: 100, Concurrency: 2}}); err != nil {
+	a, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
+	if _, err := e.Acc.UpdateAccount(ctx, a.ID, account.AccountPatch{RateLimits: &account.RateLimits{RPM: 100, ReadRPM: 100, BillingRPM: 100, Concurrency: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	for range 2 {
-		r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
-		if r.status != 201 {
-			t.Fatalf("%d %s", r.status, r.body)
+		r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+		if r.Status != 201 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	}
-	r := e.do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.status != 429 || r.code() != CodeConcurrentLimitExceeded || r.header.Get("Retry-After") == "" || r.header.Get("X-RateLimit-Limit") != "2" {
-		t.Fatalf("3rd: %d %v %s", r.status, r.header, r.body)
+	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	if r.Status != 429 || r.Code() != CodeConcurrentLimitExceeded || r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "2" {
+		t.Fatalf("3rd: %d %v %s", r.Status, r.Header, r.Body)
 	}
-	info := e.do("GET", "/v1/account/info", key, nil).json(t)
+	info := e.Do("GET", "/v1/account/info", key, nil).JSON(t)
 	rl := info["rate_limits"].(map[string]any)
 	if c := rl["concurrency"].(map[string]any); c["usage"].(float64) != 2 || c["limit"].(float64) != 2 {
 		t.Fatalf("info %v", info)
@@ -540,32 +521,32 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 
 	// Spending limit: 402 with usage and cost in the message.
 	lim := 0.01
-	b, _ := e.newAccount(account.KindOrganization, account.AccountInput{SpendingLimit: &lim, BillingType: "postpaid"})
-	_, bkey, _ := e.acc.CreateKey(ctx, b.ID, account.KindOrganization)
-	bsrc := e.upload(bkey, "src.mp4", readFile(t, videoFixture(t, 32, 32, 3).Source))
-	r = e.do("POST", "/v1/vfx/generations", bkey, with(validReq(bsrc), "generation_type", "video"))
-	if r.status != 402 || r.code() != CodeHardLimitExceeded || !strings.Contains(string(r.body), "$") {
-		t.Fatalf("hard limit: %d %s", r.status, r.body)
+	b, _ := e.NewAccount(account.KindOrganization, account.AccountInput{SpendingLimit: &lim, BillingType: "postpaid"})
+	_, bkey, _ := e.Acc.CreateKey(ctx, b.ID, account.KindOrganization)
+	bsrc := e.Upload(bkey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
+	r = e.Do("POST", "/v1/vfx/generations", bkey, with(validReq(bsrc), "generation_type", "video"))
+	if r.Status != 402 || r.Code() != CodeHardLimitExceeded || !strings.Contains(string(r.Body), "$") {
+		t.Fatalf("hard limit: %d %s", r.Status, r.Body)
 	}
 	// Prepaid balance below the cost.
 	zero := 0.0
-	c, _ := e.newAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &zero, BillingType: "prepaid"})
-	_, ckey, _ := e.acc.CreateKey(ctx, c.ID, account.KindOrganization)
-	csrc := e.upload(ckey, "src.mp4", readFile(t, videoFixture(t, 32, 32, 3).Source))
-	r = e.do("POST", "/v1/vfx/generations", ckey, with(validReq(csrc), "generation_type", "video"))
-	if r.status != 402 || r.code() != CodeInsufficientBalance {
-		t.Fatalf("balance: %d %s", r.status, r.body)
+	c, _ := e.NewAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &zero, BillingType: "prepaid"})
+	_, ckey, _ := e.Acc.CreateKey(ctx, c.ID, account.KindOrganization)
+	csrc := e.Upload(ckey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
+	r = e.Do("POST", "/v1/vfx/generations", ckey, with(validReq(csrc), "generation_type", "video"))
+	if r.Status != 402 || r.Code() != CodeInsufficientBalance {
+		t.Fatalf("balance: %d %s", r.Status, r.Body)
 	}
 }
 
 // TestSelectMatteChecks drives the select-mode content checks directly.
 func TestSelectMatteChecks(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	key := e.orgKey()
-	vid := videoFixture(t, 64, 48, 4)
-	src := e.upload(key, "src.mp4", readFile(t, vid.Source))
-	matteVid := e.upload(key, "m.mp4", readFile(t, vid.Matte))
-	kf := e.upload(key, "kf.png", pngBytes(t, 64, 48, true))
+	key := e.OrgKey()
+	vid := VideoFixture(t, 64, 48, 4)
+	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
+	matteVid := e.Upload(key, "m.mp4", ReadFile(t, vid.Matte))
+	kf := e.Upload(key, "kf.png", PNGBytes(t, 64, 48, true))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		alpha string
@@ -574,18 +555,18 @@ func TestSelectMatteChecks(t *testing.T) {
 	}{
 		{matteVid, 0, CodeAlphaMustBeImage},
 		{kf, 4, CodeInvalidKeyframeIndex},
-		{e.upload(key, "colour.png", pngBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
-		{e.upload(key, "cutout.png", keyframePNG(t, 64, 48, false, true)), 0, ""},
-		{e.upload(key, "deep.png", keyframePNG(t, 64, 48, true, true)), 0, ""},
-		{e.upload(key, "empty.png", keyframePNG(t, 64, 48, false, false)), 0, CodeAlphaTypeMismatch},
-		{e.upload(key, "empty16.png", keyframePNG(t, 64, 48, true, false)), 0, CodeAlphaTypeMismatch},
-		{e.upload(key, "square.png", pngBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
-		{e.upload(key, "half.png", pngBytes(t, 32, 24, true)), 0, ""},
+		{e.Upload(key, "colour.png", PNGBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
+		{e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, false, true)), 0, ""},
+		{e.Upload(key, "deep.png", KeyframePNG(t, 64, 48, true, true)), 0, ""},
+		{e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false)), 0, CodeAlphaTypeMismatch},
+		{e.Upload(key, "empty16.png", KeyframePNG(t, 64, 48, true, false)), 0, CodeAlphaTypeMismatch},
+		{e.Upload(key, "square.png", PNGBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
+		{e.Upload(key, "half.png", PNGBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
-		_, err := e.srv.checkMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
+		_, err := e.srv.CheckMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
 			AlphaURI: tc.alpha, AlphaKeyframeIndex: tc.index})
-		var ae *apiError
+		var ae *Error
 		if tc.code == "" {
 			if err != nil {
 				t.Fatalf("index %d: %v", tc.index, err)

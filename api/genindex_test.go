@@ -18,16 +18,16 @@ import (
 // record when orphan: an index entry of a submission that failed) and
 // indexes it, as create does.
 func (e *env) seedJob(ctx context.Context, owner string, t time.Time, orphan bool) string {
-	e.t.Helper()
-	id := newJobID()
+	e.T.Helper()
+	id := NewJobID()
 	if !orphan {
-		if _, err := e.q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: owner,
+		if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: owner,
 			Request: []byte(`{"generation_type":"image","alpha_mode":"auto"}`), CreatedAt: t, ModifiedAt: t}); err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 	}
 	if err := e.srv.indexAdd(ctx, owner, t, id); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
@@ -63,8 +63,8 @@ func TestListIndexMatchesReference(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
 	e.srv.chunk = 4
-	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
-	otherAcct, _ := e.newAccount(account.KindOrganization, account.AccountInput{})
+	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
+	otherAcct, _ := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	acct := keyPart(a.ID)
 	rng := rand.New(rand.NewPCG(1, 2))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -83,8 +83,8 @@ func TestListIndexMatchesReference(t *testing.T) {
 	// chunks, with records: migrated when a Server starts.
 	for i := range 9 {
 		tm := base.Add(time.Duration(i) * time.Second)
-		id := newJobID()
-		if _, err := e.q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: a.ID, CreatedAt: tm, ModifiedAt: tm,
+		id := NewJobID()
+		if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: a.ID, CreatedAt: tm, ModifiedAt: tm,
 			Request: []byte(`{"generation_type":"image","alpha_mode":"auto"}`)}); err != nil {
 			t.Fatal(err)
 		}
@@ -172,11 +172,11 @@ func TestListIndexMatchesReference(t *testing.T) {
 		if token != "" {
 			p += "&page_token=" + token
 		}
-		r := e.do("GET", p, key, nil)
-		if r.status != 200 {
-			t.Fatalf("list %s: %d %s", p, r.status, r.body)
+		r := e.Do("GET", p, key, nil)
+		if r.Status != 200 {
+			t.Fatalf("list %s: %d %s", p, r.Status, r.Body)
 		}
-		m := r.json(t)
+		m := r.JSON(t)
 		var got []string
 		for _, j := range m["jobs"].([]any) {
 			got = append(got, j.(map[string]any)["id"].(string))

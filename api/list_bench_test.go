@@ -24,12 +24,12 @@ func BenchmarkListGenerations(b *testing.B) {
 			base := time.Now().UTC().Add(-time.Hour)
 			for i := range n {
 				t := base.Add(time.Duration(i) * time.Millisecond)
-				id := newJobID()
-				if _, err := e.q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: e.owner, CreatedAt: t, ModifiedAt: t,
+				id := NewJobID()
+				if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: e.Owner, CreatedAt: t, ModifiedAt: t,
 					Request: []byte(`{"generation_type":"image","alpha_mode":"fill"}`)}); err != nil {
 					b.Fatal(err)
 				}
-				if err := e.srv.indexAdd(ctx, e.owner, t, id); err != nil {
+				if err := e.srv.indexAdd(ctx, e.Owner, t, id); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -40,7 +40,7 @@ func BenchmarkListGenerations(b *testing.B) {
 				if token != "" {
 					p += "&page_token=" + token
 				}
-				status, body := e.do(b, "GET", p, nil)
+				status, body := e.Do(b, "GET", p, nil)
 				var page struct {
 					Jobs []json.RawMessage `json:"jobs"`
 					Next *string           `json:"next_page_token"`

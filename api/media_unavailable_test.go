@@ -24,15 +24,15 @@ import (
 func TestMediaErrorStoreDown(t *testing.T) {
 	down := fmt.Errorf("store: open uploads/x.png: %w",
 		&url.Error{Op: "Head", URL: "http://127.0.0.1:9/b/uploads/x.png", Err: syscall.ECONNREFUSED})
-	var ae *apiError
-	if err := mediaError("source", down); !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable ||
+	var ae *Error
+	if err := MediaError("source", down); !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable ||
 		ae.Code != CodeUnavailable || ae.Header.Get("Retry-After") == "" {
 		t.Fatalf("store down: %#v", err)
 	}
-	if err := mediaError("source", fmt.Errorf("fetch: %w", store.ErrNotFound)); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+	if err := MediaError("source", fmt.Errorf("fetch: %w", store.ErrNotFound)); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		t.Fatalf("missing upload: %#v, want a 400", err)
 	}
-	if err := mediaError("source", context.Canceled); errors.As(err, &ae) {
+	if err := MediaError("source", context.Canceled); errors.As(err, &ae) {
 		t.Fatalf("cancelled: %#v, want a plain error", err)
 	}
 }

@@ -99,14 +99,14 @@ var genFields = [...]struct {
 
 // decodeObject parses body as one JSON object into its raw fields (slices
 // of body), or answers 422 like FastAPI; a repeated key is refused.
-func decodeObject(body []byte) (map[string]json.RawMessage, error) {
-	ms, err := parseObject(body)
+func DecodeObject(body []byte) (map[string]json.RawMessage, error) {
+	ms, err := ParseObject(body)
 	if err != nil {
 		return nil, err
 	}
 	fields := make(map[string]json.RawMessage, len(ms))
 	for _, m := range ms {
-		fields[m.key] = m.raw
+		fields[m.Key] = m.Raw
 	}
 	return fields, nil
 }
@@ -114,15 +114,15 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 func jsonSyntaxDetail(err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return unprocessable([]any{"body", int(se.Offset)}, "JSON decode error: "+se.Error(), "json_invalid")
+		return Unprocessable([]any{"body", int(se.Offset)}, "JSON decode error: "+se.Error(), "json_invalid")
 	}
-	return unprocessable([]any{"body", 0}, "JSON decode error: "+err.Error(), "json_invalid")
+	return Unprocessable([]any{"body", 0}, "JSON decode error: "+err.Error(), "json_invalid")
 }
 
 // decodeGenRequest parses the body of POST /v1/vfx/generations; wrong
 // JSON types give 422 with one detail element per field.
 func decodeGenRequest(body []byte) (genRequest, error) {
-	fields, err := decodeObject(body)
+	fields, err := DecodeObject(body)
 	if err != nil {
 		return genRequest{}, err
 	}
@@ -154,7 +154,7 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 			}
 			*strs[f.name] = &v
 		case kindInt:
-			v, err := parseJSONInt(raw)
+			v, err := ParseJSONInt(raw)
 			if err != nil {
 				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
 				continue
@@ -182,7 +182,7 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 // parseJSONInt reads a JSON number that is an integer (1e3 and 3.0 count,
 // 3.5 does not). Values beyond int64 saturate, so range checks still fail
 // them with the field's 400 code.
-func parseJSONInt(raw json.RawMessage) (int64, error) {
+func ParseJSONInt(raw json.RawMessage) (int64, error) {
 	var n json.Number
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -241,10 +241,10 @@ func (g genRequest) hash() string {
 		switch {
 		case f.s != nil:
 			field(f.name)
-			writeString(h, *f.s)
+			WriteString(h, *f.s)
 		case f.i != nil:
 			field(f.name)
-			writeInt(h, *f.i)
+			WriteInt(h, *f.i)
 		}
 	}
 	if g.Foreground != nil && *g.Foreground { // false is the SPEC behaviour: hashed as omitted
@@ -255,11 +255,11 @@ func (g genRequest) hash() string {
 	// behaviour (mp4 is hashed as omitted).
 	if g.OutputFormat != nil && *g.OutputFormat != job.OutputFormatMP4 {
 		field("output_format")
-		writeString(h, *g.OutputFormat)
+		WriteString(h, *g.OutputFormat)
 	}
 	if g.Frames != nil {
 		field("frames")
-		writeString(h, *g.Frames)
+		WriteString(h, *g.Frames)
 	}
 	h.Write([]byte{'}'})
 	return hex.EncodeToString(h.Sum(nil))
@@ -280,7 +280,7 @@ func str(p *string) string {
 // of step. It returns the normalised request without a seed.
 func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
 	jr := g.jobRequest()
-	_, verr := s.validateJob(jr)
+	_, verr := s.ValidateJob(jr)
 	if err := firstProblem(g, jr, verr); err != nil {
 		return jr, err
 	}
@@ -303,12 +303,12 @@ func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, er
 		if u.uri == "" {
 			continue
 		}
-		if err := s.checkInputURI(ctx, u.name, u.uri); err != nil {
+		if err := s.CheckInputURI(ctx, u.name, u.uri); err != nil {
 			return jr, err
 		}
 	}
 	if g.CallbackURL != nil {
-		if err := s.checkCallbackURL(ctx, *g.CallbackURL); err != nil {
+		if err := s.CheckCallbackURL(ctx, *g.CallbackURL); err != nil {
 			return jr, err
 		}
 	}
@@ -358,48 +358,48 @@ const (
 // SPEC's already.
 var specWords = map[job.Code]struct {
 	step  step
-	words func(g genRequest, jr job.JobRequest) *apiError
+	words func(g genRequest, jr job.JobRequest) *Error
 }{
-	job.CodeInvalidGenerationType: {stepGenerationType, func(g genRequest, jr job.JobRequest) *apiError {
+	job.CodeInvalidGenerationType: {stepGenerationType, func(g genRequest, jr job.JobRequest) *Error {
 		if jr.GenerationType == "" {
-			return badRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
+			return BadRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
 		}
-		return badRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
+		return BadRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
 	}},
-	job.CodeInvalidAlphaMode: {stepAlphaMode, func(g genRequest, jr job.JobRequest) *apiError {
+	job.CodeInvalidAlphaMode: {stepAlphaMode, func(g genRequest, jr job.JobRequest) *Error {
 		if jr.AlphaMode == "" {
-			return badRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
+			return BadRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
 		}
-		return badRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
+		return BadRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
 	}},
-	job.CodeMissingSource: {stepSource, func(genRequest, job.JobRequest) *apiError {
-		return badRequest(CodeMissingSource, "source_uri is required")
+	job.CodeMissingSource: {stepSource, func(genRequest, job.JobRequest) *Error {
+		return BadRequest(CodeMissingSource, "source_uri is required")
 	}},
-	job.CodeMissingAlpha: {stepAlpha, func(g genRequest, jr job.JobRequest) *apiError {
-		return badRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", jr.AlphaMode)
+	job.CodeMissingAlpha: {stepAlpha, func(g genRequest, jr job.JobRequest) *Error {
+		return BadRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", jr.AlphaMode)
 	}},
-	job.CodeMissingStyleInput: {stepStyle, func(genRequest, job.JobRequest) *apiError {
-		return badRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
+	job.CodeMissingStyleInput: {stepStyle, func(genRequest, job.JobRequest) *Error {
+		return BadRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
 	}},
 	job.CodePromptTooLong: {stepPromptLength, nil},
-	job.CodeInvalidMaxResolution: {stepMaxResolution, func(g genRequest, jr job.JobRequest) *apiError {
-		return badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", int64(jr.MaxResolution)))
+	job.CodeInvalidMaxResolution: {stepMaxResolution, func(g genRequest, jr job.JobRequest) *Error {
+		return BadRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", int64(jr.MaxResolution)))
 	}},
 	// A negative keyframe (stepKeyframe) or one outside the frame range
 	// (stepFrames, job.Validate's words): see problemStep.
-	job.CodeInvalidKeyframeIndex: {stepKeyframe, func(g genRequest, jr job.JobRequest) *apiError {
+	job.CodeInvalidKeyframeIndex: {stepKeyframe, func(g genRequest, jr job.JobRequest) *Error {
 		if jr.AlphaKeyframeIndex >= 0 {
 			return nil
 		}
 		return keyframeRange(g, int64(jr.AlphaKeyframeIndex))
 	}},
 	job.CodeInvalidOutputFormat: {stepOutputFormat, nil},
-	job.CodeInvalidFrameRange: {stepFrames, func(g genRequest, jr job.JobRequest) *apiError {
+	job.CodeInvalidFrameRange: {stepFrames, func(g genRequest, jr job.JobRequest) *Error {
 		first, last, err := job.ParseFrames(jr.Frames)
 		if err != nil {
 			return nil // its own words
 		}
-		return badRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
+		return BadRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
 	}},
 }
 
@@ -413,22 +413,22 @@ var bodyRules = []struct {
 }{
 	{stepPromptText, func(g genRequest) error {
 		if g.badUTF8 == "prompt" {
-			return badRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
+			return BadRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
 		}
-		if err := checkPromptChars(str(g.Prompt)); err != nil {
-			return badRequest(CodeInvalidPrompt, "%v", err)
+		if err := CheckPromptChars(str(g.Prompt)); err != nil {
+			return BadRequest(CodeInvalidPrompt, "%v", err)
 		}
 		return nil
 	}},
 	{stepMaxResolution, func(g genRequest) error {
 		if g.MaxResolution != nil && *g.MaxResolution == 0 {
-			return badRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", 0))
+			return BadRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", 0))
 		}
 		return nil
 	}},
 	{stepSeed, func(g genRequest) error {
 		if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
-			return badRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
+			return BadRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
 		}
 		return nil
 	}},
@@ -440,21 +440,21 @@ var bodyRules = []struct {
 	}},
 	{stepOutputFormat, func(g genRequest) error {
 		if g.OutputFormat != nil && *g.OutputFormat == "" {
-			return badRequest(CodeInvalidOutputFormat, "output_format \"\": want mp4 or exr")
+			return BadRequest(CodeInvalidOutputFormat, "output_format \"\": want mp4 or exr")
 		}
 		return nil
 	}},
 	{stepFrames, func(g genRequest) error {
 		if g.Frames != nil && *g.Frames == "" {
 			_, _, err := job.ParseFrames("")
-			return mediaError("frames", err)
+			return MediaError("frames", err)
 		}
 		return nil
 	}},
 	{stepIdempotencyKey, func(g genRequest) error {
 		if g.IdempotencyKey != nil {
 			if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
-				return badRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
+				return BadRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
 			}
 		}
 		return nil
@@ -462,8 +462,8 @@ var bodyRules = []struct {
 }
 
 // keyframeRange is the answer to an alpha_keyframe_index outside 0..2^31-1.
-func keyframeRange(g genRequest, v int64) *apiError {
-	return badRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", v), math.MaxInt32)
+func keyframeRange(g genRequest, v int64) *Error {
+	return BadRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", v), math.MaxInt32)
 }
 
 // firstProblem is the answer to the body's first problem: the earlier of
@@ -492,7 +492,7 @@ func firstProblem(g genRequest, jr job.JobRequest, verr error) error {
 			}
 		}
 	}
-	return mediaError("request", verr)
+	return MediaError("request", verr)
 }
 
 // problemStep is the step of job.Validate's refusal err (the first step
@@ -510,25 +510,25 @@ func problemStep(err error, jr job.JobRequest) step {
 
 // checkInputURI parses an input URI and, for https://, resolves its host
 // and refuses non-public addresses (unless private networks are allowed).
-func (s *Server) checkInputURI(ctx context.Context, name, uri string) error {
+func (s *Server) CheckInputURI(ctx context.Context, name, uri string) error {
 	u, err := s.resolver.Parse(uri)
 	if err != nil {
 		if errors.Is(err, store.ErrTooLarge) {
-			return badRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
+			return BadRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
 				s.resolver.MaxDataBytesOrDefault(), strings.TrimPrefix(err.Error(), "store: "))
 		}
-		return badRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
+		return BadRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
 	}
 	if u.Kind == store.KindJobInput {
 		// Only the API writes these references, never a client.
-		return badRequest(CodeInvalidURI, "%s: want vfx://uploads/{id}/{filename}, https:// or data:", name)
+		return BadRequest(CodeInvalidURI, "%s: want vfx://uploads/{id}/{filename}, https:// or data:", name)
 	}
-	if u.Kind == store.KindHTTP && !s.cfg.AllowPrivateNetworks {
+	if u.Kind == store.KindHTTP && !s.Cfg.AllowPrivateNetworks {
 		if err := s.checkHost(ctx, u.URL.Hostname()); err != nil {
 			if errors.Is(err, store.ErrForbiddenAddress) {
-				return badRequest(CodeInvalidURI, "%s: %v", name, err)
+				return BadRequest(CodeInvalidURI, "%s: %v", name, err)
 			}
-			return badRequest(CodeSourceUnreachable, "%s: %v", name, err)
+			return BadRequest(CodeSourceUnreachable, "%s: %v", name, err)
 		}
 	}
 	return nil
@@ -542,7 +542,7 @@ func (s *Server) checkHost(ctx context.Context, host string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := s.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := s.Cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return fmt.Errorf("host %q does not resolve", trunc.String(host, 80))
 	}
@@ -561,26 +561,26 @@ func (s *Server) checkHost(ctx context.Context, host string) error {
 // URL (http:// when allowed) of at most 2048 bytes, without user info,
 // whose host resolves only to public addresses unless private networks
 // are allowed.
-func (s *Server) checkCallbackURL(ctx context.Context, raw string) error {
+func (s *Server) CheckCallbackURL(ctx context.Context, raw string) error {
 	if raw == "" || len(raw) > MaxCallbackURLLen {
-		return badRequest(CodeInvalidCallbackURL, "callback_url must be 1 to %d characters", MaxCallbackURLLen)
+		return BadRequest(CodeInvalidCallbackURL, "callback_url must be 1 to %d characters", MaxCallbackURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return badRequest(CodeInvalidCallbackURL, "callback_url is not an absolute URL")
+		return BadRequest(CodeInvalidCallbackURL, "callback_url is not an absolute URL")
 	}
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && s.cfg.AllowHTTPCallbacks:
+	case u.Scheme == "http" && s.Cfg.AllowHTTPCallbacks:
 	default:
-		return badRequest(CodeInvalidCallbackURL, "callback_url must use https://")
+		return BadRequest(CodeInvalidCallbackURL, "callback_url must use https://")
 	}
 	if u.User != nil {
-		return badRequest(CodeInvalidCallbackURL, "callback_url must not carry user info")
+		return BadRequest(CodeInvalidCallbackURL, "callback_url must not carry user info")
 	}
-	if !s.cfg.AllowPrivateNetworks {
+	if !s.Cfg.AllowPrivateNetworks {
 		if err := s.checkHost(ctx, u.Hostname()); err != nil {
-			return badRequest(CodeInvalidCallbackURL, "callback_url: %v", err)
+			return BadRequest(CodeInvalidCallbackURL, "callback_url: %v", err)
 		}
 	}
 	return nil
@@ -590,7 +590,7 @@ func (s *Server) checkCallbackURL(ctx context.Context, raw string) error {
 // other than tab, line feed and carriage return, DEL and the C1 controls
 // (U+0080 to U+009F). (Invalid UTF-8 is caught on the JSON text, before
 // decoding replaces it.)
-func checkPromptChars(p string) error {
+func CheckPromptChars(p string) error {
 	for i, r := range p {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':

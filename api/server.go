@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -160,17 +161,6 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// LedgerReconcileEvery is the pause between two passes of the credit
-	// ledger reconciler (ReconcileLedger) that RunLedgerReconciler runs; 0 means
-	// DefaultLedgerReconcileEvery, negative turns it off.
-	LedgerReconcileEvery time.Duration
-	// LedgerReconcileGrace is how old a credit reservation must be before
-	// the reconciler gives it up when its job record does not exist; 0
-	// means DefaultLedgerReconcileGrace. It must exceed SubmitRetryFor.
-	LedgerReconcileGrace time.Duration
-	// LedgerReconcileLimit is the open ledger entries one pass examines;
-	// 0 means DefaultLedgerReconcileLimit.
-	LedgerReconcileLimit int
 	// StreamEvery is how often an event stream (GET /v1/vfx/events) looks
 	// at its page of jobs; 0 means DefaultStreamEvery.
 	StreamEvery time.Duration
@@ -197,21 +187,18 @@ type Config struct {
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use.
 type Server struct {
-	cfg      Config
-	log      *zap.Logger
-	q        *queue.Queue
-	st       store.Store
-	acc      Accounts
+	Cfg      Config
+	Log      *zap.Logger
+	Queue    *queue.Queue
+	Store    store.Store
+	Acc      Accounts
 	prices   account.PriceTable
 	meta     jetstream.KeyValue
 	idem     jetstream.KeyValue
 	index    jetstream.KeyValue
 	chunk    int // entries per chunk of the job index (DefaultIndexChunk)
-	pmeta    jetstream.KeyValue
-	pidem    jetstream.KeyValue
-	products []*productDef
 	mux      *http.ServeMux
-	routes   []route
+	routes   []Route
 	methods  *http.ServeMux // one pattern per route path, answering 405
 	resolver *store.Resolver
 	guard    *store.AddressGuard
@@ -224,10 +211,18 @@ type Server struct {
 	idemWait time.Duration
 	// validateJob is job.Validate, the contract's field rules, run once per
 	// submission of either API; a test wraps it to count the calls.
-	validateJob job.Validator
-	// gclaims and pclaims are the idempotency claims of the generation
-	// and product APIs (buckets gen_idem and product_idem).
-	gclaims, pclaims *idemClaims
+	ValidateJob job.Validator
+	// gclaims are the idempotency claims of the generation API (bucket
+	// gen_idem).
+	gclaims *Claims
+	// docs add the parts of the other APIs to the OpenAPI document
+	// (AddDoc); jobAPIs are their parts in billing and webhooks
+	// (AddJobAPI).
+	docs    []func(Obj)
+	jobAPIs map[string]dispatch.API
+	// giveBack gives back a dead submission's holdings, by kind, for the
+	// other APIs (AddGiveBack).
+	giveBack map[string]func(ctx context.Context, jobID string, ps PendingSub) error
 	// pending holds the records of submissions in progress (BucketPending).
 	pending jetstream.KeyValue
 }
@@ -237,12 +232,15 @@ type Server struct {
 // before answering 503 with Retry-After.
 const idemCreateWait = 15 * time.Second
 
-// route is one registered pattern, kept for the OpenAPI check and the
+// Route is one registered pattern, kept for the OpenAPI check and the
 // 405 answers; Product marks the product API's routes (detail shape).
-type route struct {
+type Route struct {
 	Method, Path string
 	Product      bool
 }
+
+// RouteTable lists the registered API routes in the order of registration.
+func (s *Server) RouteTable() []Route { return slices.Clone(s.routes) }
 
 // New opens (creating when missing) the API's buckets and builds the
 // Server's routes. ctx bounds the bucket set-up.
@@ -250,10 +248,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
-	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams(), validateJob: job.Validate}
-	if s.log == nil {
-		s.log = zap.NewNop()
+	s := &Server{Cfg: cfg, Queue: cfg.Queue, Store: cfg.Store, Acc: cfg.Accounts, prices: cfg.Prices, Log: cfg.Logger, now: cfg.Now,
+		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams(), ValidateJob: job.Validate}
+	if s.Log == nil {
+		s.Log = zap.NewNop()
 	}
 	if s.prices == nil {
 		s.prices = account.DefaultPrices()
@@ -261,73 +259,60 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.cfg.MaxBodyBytes <= 0 {
-		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	if s.Cfg.MaxBodyBytes <= 0 {
+		s.Cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if s.cfg.MaxInflightBodyBytes <= 0 {
-		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	if s.Cfg.MaxInflightBodyBytes <= 0 {
+		s.Cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
-	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
-	if s.cfg.MinBodyRate <= 0 {
-		s.cfg.MinBodyRate = DefaultMinBodyRate
+	s.budget = &byteBudget{limit: s.Cfg.MaxInflightBodyBytes}
+	if s.Cfg.MinBodyRate <= 0 {
+		s.Cfg.MinBodyRate = DefaultMinBodyRate
 	}
-	if s.cfg.MinBodyGrace <= 0 {
-		s.cfg.MinBodyGrace = DefaultMinBodyGrace
+	if s.Cfg.MinBodyGrace <= 0 {
+		s.Cfg.MinBodyGrace = DefaultMinBodyGrace
 	}
-	if s.cfg.MaxOpenUploads <= 0 {
-		s.cfg.MaxOpenUploads = DefaultMaxOpenUploads
+	if s.Cfg.MaxOpenUploads <= 0 {
+		s.Cfg.MaxOpenUploads = DefaultMaxOpenUploads
 	}
-	if s.cfg.MaxUploadBytesPerDay <= 0 {
-		s.cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
+	if s.Cfg.MaxUploadBytesPerDay <= 0 {
+		s.Cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
 	}
-	if s.cfg.UploadExpiry <= 0 {
-		s.cfg.UploadExpiry = DefaultUploadExpiry
+	if s.Cfg.UploadExpiry <= 0 {
+		s.Cfg.UploadExpiry = DefaultUploadExpiry
 	}
-	if s.cfg.UploadSweepEvery == 0 {
-		s.cfg.UploadSweepEvery = DefaultUploadSweepEvery
+	if s.Cfg.UploadSweepEvery == 0 {
+		s.Cfg.UploadSweepEvery = DefaultUploadSweepEvery
 	}
-	if s.cfg.SubmitRetryFor <= 0 {
-		s.cfg.SubmitRetryFor = DefaultSubmitRetryFor
+	if s.Cfg.SubmitRetryFor <= 0 {
+		s.Cfg.SubmitRetryFor = DefaultSubmitRetryFor
 	}
-	if s.cfg.LedgerReconcileEvery == 0 {
-		s.cfg.LedgerReconcileEvery = DefaultLedgerReconcileEvery
+	if s.Cfg.StreamEvery <= 0 {
+		s.Cfg.StreamEvery = DefaultStreamEvery
 	}
-	if s.cfg.LedgerReconcileGrace <= 0 {
-		s.cfg.LedgerReconcileGrace = DefaultLedgerReconcileGrace
+	if s.Cfg.StreamMaxAge <= 0 {
+		s.Cfg.StreamMaxAge = DefaultStreamMaxAge
 	}
-	if s.cfg.LedgerReconcileGrace <= s.cfg.SubmitRetryFor {
-		return nil, fmt.Errorf("api: LedgerReconcileGrace %s must exceed SubmitRetryFor %s: a reservation whose job is still being submitted would be refunded",
-			s.cfg.LedgerReconcileGrace, s.cfg.SubmitRetryFor)
+	if s.Cfg.MaxStreamsPerAccount <= 0 {
+		s.Cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
 	}
-	if s.cfg.StreamEvery <= 0 {
-		s.cfg.StreamEvery = DefaultStreamEvery
+	if s.Cfg.IdemClaimLease <= 0 {
+		s.Cfg.IdemClaimLease = DefaultIdemClaimLease
 	}
-	if s.cfg.StreamMaxAge <= 0 {
-		s.cfg.StreamMaxAge = DefaultStreamMaxAge
+	if s.Cfg.PendingGrace <= 0 {
+		s.Cfg.PendingGrace = DefaultPendingGrace
 	}
-	if s.cfg.MaxStreamsPerAccount <= 0 {
-		s.cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
+	if s.Cfg.PendingGrace <= s.Cfg.SubmitRetryFor {
+		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.Cfg.PendingGrace, s.Cfg.SubmitRetryFor)
 	}
-	if s.cfg.IdemClaimLease <= 0 {
-		s.cfg.IdemClaimLease = DefaultIdemClaimLease
+	if s.Cfg.Instance == "" {
+		s.Cfg.Instance = "api-" + randomToken(6)
 	}
-	if s.cfg.PendingGrace <= 0 {
-		s.cfg.PendingGrace = DefaultPendingGrace
+	if s.Cfg.Replicas <= 0 {
+		s.Cfg.Replicas = 1
 	}
-	if s.cfg.PendingGrace <= s.cfg.SubmitRetryFor {
-		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.cfg.PendingGrace, s.cfg.SubmitRetryFor)
-	}
-	if s.cfg.Instance == "" {
-		s.cfg.Instance = "api-" + randomToken(6)
-	}
-	if s.cfg.LedgerReconcileLimit <= 0 {
-		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
-	}
-	if s.cfg.Replicas <= 0 {
-		s.cfg.Replicas = 1
-	}
-	if s.cfg.Resolver == nil {
-		s.cfg.Resolver = netResolver{}
+	if s.Cfg.Resolver == nil {
+		s.Cfg.Resolver = netResolver{}
 	}
 	var allow []string
 	if cfg.AllowPrivateNetworks {
@@ -337,55 +322,60 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.resolver = &store.Resolver{Store: cfg.Store, AllowHosts: allow, AllowHTTP: cfg.AllowHTTPSources}
 
 	var err error
-	open := func(name, desc string, history uint8) (jetstream.KeyValue, error) {
-		kv, err := cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: name, Description: desc, History: history, Replicas: s.cfg.Replicas, Storage: jetstream.FileStorage,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("api: bucket %s: %w", name, err)
-		}
-		return kv, nil
-	}
-	if s.meta, err = open(BucketMeta, "vfx generation jobs: owner, callback, webhook state", 1); err != nil {
+	if s.meta, err = s.OpenBucket(ctx, BucketMeta, "vfx generation jobs: owner, callback, webhook state"); err != nil {
 		return nil, err
 	}
-	if s.idem, err = open(BucketIdem, "vfx generation idempotency keys", 1); err != nil {
+	if s.idem, err = s.OpenBucket(ctx, BucketIdem, "vfx generation idempotency keys"); err != nil {
 		return nil, err
 	}
-	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
+	if s.index, err = s.OpenBucket(ctx, BucketIndex, "vfx generation jobs by account, newest first"); err != nil {
 		return nil, err
 	}
 	if n, err := s.migrateIndex(ctx); err != nil {
 		return nil, err
 	} else if n > 0 {
-		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
+		s.Log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
 	}
 	if s.uploads, err = cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.cfg.Replicas,
+		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.Cfg.Replicas,
 		Storage: jetstream.FileStorage, TTL: DefaultUploadRecordTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("api: bucket %s: %w", BucketUploads, err)
 	}
-	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
+	if s.pending, err = s.OpenBucket(ctx, BucketPending, "vfx submissions in progress: what each holds until its job exists"); err != nil {
 		return nil, err
 	}
-	if s.pidem, err = open(BucketProductIdem, "vfx product idempotency keys", 1); err != nil {
-		return nil, err
-	}
-	if s.pending, err = open(BucketPending, "vfx submissions in progress: what each holds until its job exists", 1); err != nil {
-		return nil, err
-	}
-	claims := func(kv jetstream.KeyValue, newID func() string) *idemClaims {
-		return &idemClaims{kv: kv, lease: s.cfg.IdemClaimLease, wait: s.idemWait, holder: s.cfg.Instance,
-			newID: newID, now: s.now, log: s.log.Named("idem")}
-	}
-	s.gclaims, s.pclaims = claims(s.idem, newJobID), claims(s.pidem, newProductJobID)
-	if s.products, err = catalogue(); err != nil {
-		return nil, err
-	}
+	s.gclaims = s.NewClaims(s.idem, NewJobID)
+	s.jobAPIs = map[string]dispatch.API{queue.KindGeneration: genDispatch{s}}
+	s.giveBack = map[string]func(context.Context, string, PendingSub) error{}
 	s.buildRoutes()
 	return s, nil
 }
+
+// OpenBucket opens (creating when missing) the API's key-value bucket
+// name, with one value a key and the Server's replicas; ctx bounds it.
+// The other API packages open theirs with it.
+func (s *Server) OpenBucket(ctx context.Context, name, desc string) (jetstream.KeyValue, error) {
+	kv, err := s.Cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Description: desc, History: 1, Replicas: s.Cfg.Replicas, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("api: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// NewClaims returns the idempotency claims kept in kv (see idem.go), with
+// newID naming the job a new claim is for.
+func (s *Server) NewClaims(kv jetstream.KeyValue, newID func() string) *Claims {
+	return &Claims{kv: kv, lease: s.Cfg.IdemClaimLease, wait: s.idemWait, holder: s.Cfg.Instance,
+		newID: newID, now: s.now, log: s.Log.Named("idem")}
+}
+
+// AddDoc adds an API's part to the OpenAPI document that
+// /v1/openapi.json serves (add runs on each request, after the
+// generation API's part). Call it before serving.
+func (s *Server) AddDoc(add func(doc Obj)) { s.docs = append(s.docs, add) }
 
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.mux }
@@ -403,11 +393,12 @@ func (s *Server) Routes() []string {
 	return out
 }
 
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // handle registers an API route answered with errors through writeError.
-func (s *Server) handle(method, path string, h handlerFunc) {
-	s.routes = append(s.routes, route{Method: method, Path: path})
+func (s *Server) Handle(method, path string, h HandlerFunc) {
+	s.routes = append(s.routes, Route{Method: method, Path: path})
+	s.buildMethodRoutes()
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		r, release := s.withCharge(r)
 		defer release()
@@ -419,35 +410,20 @@ func (s *Server) handle(method, path string, h handlerFunc) {
 
 func (s *Server) buildRoutes() {
 	s.mux = http.NewServeMux()
-	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
-	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
-	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
-	s.handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
-	s.handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
-	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
-	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
-	s.handle("GET", "/v1/openapi.json", s.openAPI)
-	s.handle("POST", "/admin/v1/accounts", s.withAdmin(s.adminCreateAccount))
-	s.handle("PATCH", "/admin/v1/accounts/{id}", s.withAdmin(s.adminUpdateAccount))
-	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
-	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
-	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
-	s.handle("GET", "/admin/v1/queue", s.withAdmin(s.adminQueue))
-	s.handleProduct("GET", "/v1/products", s.withOrgKey(s.listProducts))
-	s.handleProduct("GET", "/v1/products/{product}/models", s.withOrgKey(s.listModels))
-	s.handleProduct("POST", "/v1/products/{product}/estimate", s.withOrgKey(s.estimate))
-	s.handleProduct("POST", "/v1/products/{product}/jobs", s.withOrgKey(s.postProductJob))
-	s.handleProduct("GET", "/v1/product-jobs/{job_id}", s.withOrgKey(s.getProductJob))
-	s.handleProduct("POST", "/v1/product-jobs/{job_id}/cancel", s.withOrgKey(s.cancelProductJob))
-	s.handle("POST", "/admin/v1/orgs", s.withAdmin(s.adminCreateOrg))
-	s.handle("GET", "/admin/v1/orgs/{id}", s.withAdmin(s.adminGetOrg))
-	s.handle("POST", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminAddCredits))
-	s.handle("GET", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminGetCredits))
-	s.handle("POST", "/admin/v1/orgs/{id}/teams", s.withAdmin(s.adminCreateTeam))
-	s.handle("POST", "/admin/v1/orgs/{id}/keys", s.withAdmin(s.adminCreateOrgKey))
-	s.handle("PUT", "/admin/v1/orgs/{id}/products/{product}", s.withAdmin(s.adminSetProduct))
-	s.handle("PUT", "/admin/v1/orgs/{id}/models/{model_id}/consent", s.withAdmin(s.adminSetConsent))
-	s.handle("GET", "/admin/v1/orgs/{id}/webhook-secret", s.withAdmin(s.adminOrgWebhookSecret))
+	s.Handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
+	s.Handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
+	s.Handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
+	s.Handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
+	s.Handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
+	s.Handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
+	s.Handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
+	s.Handle("GET", "/v1/openapi.json", s.openAPI)
+	s.Handle("POST", "/admin/v1/accounts", s.WithAdmin(s.adminCreateAccount))
+	s.Handle("PATCH", "/admin/v1/accounts/{id}", s.WithAdmin(s.adminUpdateAccount))
+	s.Handle("POST", "/admin/v1/accounts/{id}/keys", s.WithAdmin(s.adminCreateKey))
+	s.Handle("DELETE", "/admin/v1/keys/{key_id}", s.WithAdmin(s.adminRevokeKey))
+	s.Handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.WithAdmin(s.adminWebhookSecret))
+	s.Handle("GET", "/admin/v1/queue", s.WithAdmin(s.adminQueue))
 	s.buildMethodRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path of some route reached with another method: 405.
@@ -455,7 +431,7 @@ func (s *Server) buildRoutes() {
 			h.ServeHTTP(w, r)
 			return
 		}
-		s.writeError(w, r, newError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), envelopeShape)
+		s.writeError(w, r, NewError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), envelopeShape)
 	})
 }
 
@@ -497,7 +473,7 @@ func (s *Server) buildMethodRoutes() {
 			if product {
 				sh = detailShape
 			}
-			s.writeError(w, r, newError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
+			s.writeError(w, r, NewError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
 		})
 	}
 }
@@ -513,37 +489,37 @@ func principalOf(ctx context.Context) account.Principal {
 // withKey authenticates the x-api-key header: a missing, unknown or revoked
 // key gets 401 INVALID_API_KEY; an organisation key of the product API gets
 // 403 ACCOUNT_KEY_REQUIRED.
-func (s *Server) withKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, false) }
+func (s *Server) withKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, false) }
 
 // withAnyKey is withKey that also accepts organisation keys of the product
 // API (uploads serve both families).
-func (s *Server) withAnyKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, true) }
+func (s *Server) withAnyKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, true) }
 
 // authenticate resolves the request's x-api-key: 401 INVALID_API_KEY when
 // it is missing, unknown or revoked.
 func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
 	secret := strings.TrimSpace(r.Header.Get("x-api-key"))
 	if secret == "" {
-		return account.Principal{}, newError(CodeInvalidAPIKey, "missing x-api-key header")
+		return account.Principal{}, NewError(CodeInvalidAPIKey, "missing x-api-key header")
 	}
-	p, err := s.acc.Authenticate(r.Context(), secret)
+	p, err := s.Acc.Authenticate(r.Context(), secret)
 	if err != nil {
 		if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-			return account.Principal{}, newError(CodeInvalidAPIKey, "invalid or revoked API key")
+			return account.Principal{}, NewError(CodeInvalidAPIKey, "invalid or revoked API key")
 		}
 		return account.Principal{}, fmt.Errorf("api: authenticate: %w", err)
 	}
 	return p, nil
 }
 
-func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
+func (s *Server) withKeyOf(h HandlerFunc, orgKeys bool) HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.authenticate(r)
 		if err != nil {
 			return err
 		}
 		if p.Key.OrgID != "" && !orgKeys {
-			return newError(CodeAccountKeyRequired,
+			return NewError(CodeAccountKeyRequired,
 				"this organization key is for the product API (/v1/products, /v1/product-jobs); the generation API needs an account key")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
@@ -551,12 +527,12 @@ func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
 }
 
 // withAdmin checks Authorization: Bearer <admin token> in constant time.
-func (s *Server) withAdmin(h handlerFunc) handlerFunc {
+func (s *Server) WithAdmin(h HandlerFunc) HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if s.cfg.AdminToken == "" || !ok ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.AdminToken)) != 1 {
-			return newError(CodeUnauthorized, "missing or invalid operator token")
+		if s.Cfg.AdminToken == "" || !ok ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Cfg.AdminToken)) != 1 {
+			return NewError(CodeUnauthorized, "missing or invalid operator token")
 		}
 		return h(w, r)
 	}
@@ -569,13 +545,13 @@ func (s *Server) limit(ctx context.Context, w http.ResponseWriter, class account
 	if p.Key.Kind != account.KindPersonal {
 		return nil
 	}
-	d, err := s.acc.Allow(ctx, p.Account, class)
+	d, err := s.Acc.Allow(ctx, p.Account, class)
 	if err != nil {
 		return fmt.Errorf("api: rate limit: %w", err)
 	}
 	h := rateHeaders(d)
 	if !d.Allowed {
-		e := newError(CodeRateLimitExceeded,
+		e := NewError(CodeRateLimitExceeded,
 			"rate limit of %d %s requests per minute exceeded; retry in %d s", d.Limit, class, retrySeconds(d.RetryAfter))
 		e.Header = h
 		return e

@@ -18,8 +18,8 @@ func TestSlowBodyRefused(t *testing.T) {
 		c.MinBodyRate = 1000
 		c.MinBodyGrace = 100 * time.Millisecond
 	}})
-	key := e.orgKey()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	key := e.OrgKey()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func TestSlowBodyRefused(t *testing.T) {
 	if n := e.srv.budget.inUse(); n != 0 {
 		t.Fatalf("%d budget bytes still held", n)
 	}
-	if r := e.do("POST", "/v1/uploads", key, map[string]any{"filename": "a.png"}); r.status != 200 {
-		t.Fatalf("a body at full speed: %d %s", r.status, r.body)
+	if r := e.Do("POST", "/v1/uploads", key, map[string]any{"filename": "a.png"}); r.Status != 200 {
+		t.Fatalf("a body at full speed: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -48,21 +48,21 @@ func TestSlowBodyRefused(t *testing.T) {
 // does not gets 503 SERVICE_UNAVAILABLE with Retry-After, at the edge.
 func TestBodyBudget(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) { c.MaxInflightBodyBytes = 1000 }})
-	key := e.orgKey()
+	key := e.OrgKey()
 	body := `{"filename":"a.png"}`
 	// Hold all but len(body) bytes of the budget, as concurrent requests would.
 	if !e.srv.budget.take(1000 - int64(len(body))) {
 		t.Fatal("take")
 	}
-	if r := e.do("POST", "/v1/uploads", key, body); r.status != 200 {
-		t.Fatalf("a body that just fits: %d %s", r.status, r.body)
+	if r := e.Do("POST", "/v1/uploads", key, body); r.Status != 200 {
+		t.Fatalf("a body that just fits: %d %s", r.Status, r.Body)
 	}
-	if r := e.do("POST", "/v1/uploads", key, body+" "); r.status != 503 || r.code() != CodeUnavailable || r.header.Get("Retry-After") == "" {
-		t.Fatalf("one byte over: %d %v %s", r.status, r.header, r.body)
+	if r := e.Do("POST", "/v1/uploads", key, body+" "); r.Status != 503 || r.Code() != CodeUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("one byte over: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	e.srv.budget.give(1000 - int64(len(body)))
-	if r := e.do("POST", "/v1/uploads", key, body+" "); r.status != 200 {
-		t.Fatalf("after the budget was returned: %d %s", r.status, r.body)
+	if r := e.Do("POST", "/v1/uploads", key, body+" "); r.Status != 200 {
+		t.Fatalf("after the budget was returned: %d %s", r.Status, r.Body)
 	}
 	if n := e.srv.budget.inUse(); n != 0 {
 		t.Fatalf("%d budget bytes still held", n)

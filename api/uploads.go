@@ -64,7 +64,7 @@ type uploadEntry struct {
 
 // accountOwner and teamOwner name upload owners.
 func accountOwner(accountID string) string { return "acct-" + accountID }
-func teamOwner(orgID, teamID string) string {
+func TeamOwner(orgID, teamID string) string {
 	if teamID == "" {
 		return "org-" + orgID
 	}
@@ -86,18 +86,18 @@ func (s *Server) uploadOwner(r *http.Request) (string, error) {
 	header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 	switch {
 	case team != "" && header != "" && header != team:
-		return "", newError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, trunc.String(header, 80))
+		return "", NewError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, trunc.String(header, 80))
 	case team == "" && header != "":
-		t, err := s.acc.GetTeam(r.Context(), header)
+		t, err := s.Acc.GetTeam(r.Context(), header)
 		if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != p.Key.OrgID) {
-			return "", newError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
+			return "", NewError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
 		}
 		if err != nil {
 			return "", fmt.Errorf("api: team: %w", err)
 		}
 		team = t.ID
 	}
-	return teamOwner(p.Key.OrgID, team), nil
+	return TeamOwner(p.Key.OrgID, team), nil
 }
 
 // uploadQuota refuses a new upload with 429 RATE_LIMIT_EXCEEDED when the
@@ -139,7 +139,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 		}
 		size := ent.Size
 		if size < 0 {
-			obj, err := s.st.Stat(ctx, store.UploadKey(ent.ID, ent.Filename))
+			obj, err := s.Store.Stat(ctx, store.UploadKey(ent.ID, ent.Filename))
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				size = 0
@@ -158,18 +158,18 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 		}
 		bytes += size
 	}
-	if open >= s.cfg.MaxOpenUploads {
-		return rateLimitedUploads(fmt.Sprintf("%d uploads are open (URL not expired, not used by a job), the limit is %d", open, s.cfg.MaxOpenUploads), retry)
+	if open >= s.Cfg.MaxOpenUploads {
+		return rateLimitedUploads(fmt.Sprintf("%d uploads are open (URL not expired, not used by a job), the limit is %d", open, s.Cfg.MaxOpenUploads), retry)
 	}
-	if bytes >= s.cfg.MaxUploadBytesPerDay {
-		return rateLimitedUploads(fmt.Sprintf("uploads of the last 24 hours hold %d bytes, the limit is %d", bytes, s.cfg.MaxUploadBytesPerDay), time.Hour)
+	if bytes >= s.Cfg.MaxUploadBytesPerDay {
+		return rateLimitedUploads(fmt.Sprintf("uploads of the last 24 hours hold %d bytes, the limit is %d", bytes, s.Cfg.MaxUploadBytesPerDay), time.Hour)
 	}
 	return nil
 }
 
 func rateLimitedUploads(why string, retry time.Duration) error {
 	secs := max(1, int((retry+time.Second-1)/time.Second))
-	e := newError(CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
+	e := NewError(CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
 	e.Header = http.Header{"Retry-After": {fmt.Sprint(secs)}}
 	return e
 }
@@ -202,10 +202,10 @@ func (s *Server) recordUpload(ctx context.Context, owner, id, filename string) e
 // owner's exactly as a missing upload (the store's not-found, as a 400
 // SOURCE_UNREACHABLE through mediaError), and returns the record keys of
 // those that are.
-func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []namedURI) ([]string, error) {
+func (s *Server) CheckOwnedUploads(ctx context.Context, owner string, uris []NamedURI) ([]string, error) {
 	var keys []string
 	for _, in := range uris {
-		u, err := s.resolver.Parse(in.uri)
+		u, err := s.resolver.Parse(in.URI)
 		if err != nil || u.Kind != store.KindUpload {
 			continue
 		}
@@ -215,7 +215,7 @@ func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []nam
 			err = jetstream.ErrKeyNotFound
 		}
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, mediaError(in.what, fmt.Errorf("store: open %s: %w", u, store.ErrNotFound))
+			return nil, MediaError(in.What, fmt.Errorf("store: open %s: %w", u, store.ErrNotFound))
 		}
 		if err != nil {
 			return nil, err
@@ -226,11 +226,11 @@ func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []nam
 }
 
 // namedURI is an input URI and what it is for.
-type namedURI struct{ what, uri string }
+type NamedURI struct{ What, URI string }
 
 // markUsed records the first job that used each upload (which keeps it
 // from expiring) and its final size.
-func (s *Server) markUsed(ctx context.Context, keys []string, jobID string) {
+func (s *Server) MarkUsed(ctx context.Context, keys []string, jobID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, k := range keys {
@@ -239,12 +239,12 @@ func (s *Server) markUsed(ctx context.Context, keys []string, jobID string) {
 			continue
 		}
 		ent.UsedBy = jobID
-		if obj, err := s.st.Stat(ctx, store.UploadKey(ent.ID, ent.Filename)); err == nil {
+		if obj, err := s.Store.Stat(ctx, store.UploadKey(ent.ID, ent.Filename)); err == nil {
 			ent.Size = obj.Size
 		}
 		v, _ := json.Marshal(ent)
 		if _, err := s.uploads.Update(ctx, k, v, e.Revision()); err != nil {
-			s.log.Warn("upload: mark used", zap.String("key", k), zap.Error(err))
+			s.Log.Warn("upload: mark used", zap.String("key", k), zap.Error(err))
 		}
 	}
 }
@@ -272,10 +272,10 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if ent.UsedBy != "" || now.Sub(ent.CreatedAt) < s.cfg.UploadExpiry {
+		if ent.UsedBy != "" || now.Sub(ent.CreatedAt) < s.Cfg.UploadExpiry {
 			continue
 		}
-		if err := s.st.Delete(ctx, store.UploadKey(ent.ID, ent.Filename)); err != nil {
+		if err := s.Store.Delete(ctx, store.UploadKey(ent.ID, ent.Filename)); err != nil {
 			return n, fmt.Errorf("api: delete upload %s: %w", ent.ID, err)
 		}
 		// Only if no job took it meanwhile (compare and delete).
@@ -291,12 +291,12 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 // once when that is negative: off), SweepUploads and then SweepPending.
 // The command's wiring starts it beside the Server.
 func (s *Server) RunUploadSweeper(ctx context.Context) {
-	if s.cfg.UploadSweepEvery <= 0 {
+	if s.Cfg.UploadSweepEvery <= 0 {
 		return
 	}
-	log := s.log.Named("uploads")
+	log := s.Log.Named("uploads")
 	for {
-		pctx, cancel := context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))
+		pctx, cancel := context.WithTimeout(ctx, max(s.Cfg.UploadSweepEvery, time.Minute))
 		n, err := s.SweepUploads(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -311,7 +311,7 @@ func (s *Server) RunUploadSweeper(ctx context.Context) {
 		// Submissions that died (their process crashed) and whose
 		// idempotency key was not resent: their slots, credits and inline
 		// inputs go back (pending.go).
-		pctx, cancel = context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))
+		pctx, cancel = context.WithTimeout(ctx, max(s.Cfg.UploadSweepEvery, time.Minute))
 		n, err = s.SweepPending(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -323,7 +323,7 @@ func (s *Server) RunUploadSweeper(ctx context.Context) {
 		if n > 0 {
 			log.Info("dead submissions recovered", zap.Int("submissions", n))
 		}
-		if retry.Sleep(ctx, s.cfg.UploadSweepEvery) != nil {
+		if retry.Sleep(ctx, s.Cfg.UploadSweepEvery) != nil {
 			return
 		}
 	}

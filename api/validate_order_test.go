@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -19,6 +20,8 @@ import (
 // two faults must keep the answer it had (which fault wins, its code and
 // its words). Rewrite it with -update-corpus only for a deliberate change.
 const orderFile = "testdata/validate_order.golden"
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/validate_order.golden from the answers of this build")
 
 func p[T any](v T) *T { return &v }
 
@@ -77,8 +80,8 @@ var validateFaults = []struct {
 // every fault and every pair of faults, and compares each answer (and the
 // normalised request of the accepted ones) with the recorded file.
 func TestValidateOrder(t *testing.T) {
-	s := &Server{cfg: Config{AllowPrivateNetworks: true}, resolver: &store.Resolver{}, guard: &store.AddressGuard{},
-		validateJob: job.Validate}
+	s := &Server{Cfg: Config{AllowPrivateNetworks: true}, resolver: &store.Resolver{}, guard: &store.AddressGuard{},
+		ValidateJob: job.Validate}
 	base := func() genRequest {
 		return genRequest{GenerationType: p("video"), SourceURI: p("vfx://uploads/upload_abcdefgh12/src.mp4"),
 			AlphaMode: p("select"), AlphaURI: p("vfx://uploads/upload_abcdefgh12/alpha.png"), Prompt: p("warm key light"),

@@ -60,18 +60,18 @@ func (rc *receiver) calls() []hookCall {
 }
 
 func (e *env) submitWithHook(key, hook string) string {
-	e.t.Helper()
-	src := e.upload(key, "src.png", pngBytes(e.t, 64, 48, false))
-	r := e.do("POST", "/v1/vfx/generations", key, with(validReq(src), "callback_url", hook))
-	if r.status != 201 {
-		e.t.Fatalf("%d %s", r.status, r.body)
+	e.T.Helper()
+	src := e.Upload(key, "src.png", PNGBytes(e.T, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), "callback_url", hook))
+	if r.Status != 201 {
+		e.T.Fatalf("%d %s", r.Status, r.Body)
 	}
-	return r.json(e.t)["id"].(string)
+	return r.JSON(e.T)["id"].(string)
 }
 
 func (e *env) webhookState(key, id string) map[string]any {
-	e.t.Helper()
-	j := e.do("GET", "/v1/vfx/generations/"+id, key, nil).json(e.t)
+	e.T.Helper()
+	j := e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(e.T)
 	w, _ := j["webhook"].(map[string]any)
 	return w
 }
@@ -92,11 +92,11 @@ func verify(t *testing.T, secret string, c hookCall) {
 
 func TestWebhookRetriesThenDelivered(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
+	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	rc := newReceiver(t, 2)
 	id := e.submitWithHook(key, rc.URL+"/hook")
-	e.finish(id, true)
-	eventually(t, 10*time.Second, "delivered", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
+	e.Finish(id, true)
+	Eventually(t, 10*time.Second, "delivered", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	w := e.webhookState(key, id)
 	if w["attempts"].(float64) != 3 || w["last_error"] != "" {
 		t.Fatalf("state %v", w)
@@ -105,7 +105,7 @@ func TestWebhookRetriesThenDelivered(t *testing.T) {
 	if len(calls) != 3 {
 		t.Fatalf("%d calls", len(calls))
 	}
-	sec := e.adminDo("GET", "/admin/v1/accounts/"+a.ID+"/webhook-secret", nil).json(t)["secret"].(string)
+	sec := e.AdminDo("GET", "/admin/v1/accounts/"+a.ID+"/webhook-secret", nil).JSON(t)["secret"].(string)
 	for i, c := range calls {
 		if c.header.Get("webhook-id") != calls[0].header.Get("webhook-id") || c.header.Get("webhook-id") == "" {
 			t.Fatalf("webhook-id not stable: %q vs %q", c.header.Get("webhook-id"), calls[0].header.Get("webhook-id"))
@@ -130,11 +130,11 @@ func TestWebhookRetriesThenDelivered(t *testing.T) {
 
 func TestWebhookFailedAfterFiveAttempts(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	key := e.orgKey()
+	key := e.OrgKey()
 	rc := newReceiver(t, 100)
 	id := e.submitWithHook(key, rc.URL)
-	e.finish(id, false)
-	eventually(t, 10*time.Second, "failed", func() bool { return e.webhookState(key, id)["status"] == "failed" })
+	e.Finish(id, false)
+	Eventually(t, 10*time.Second, "failed", func() bool { return e.webhookState(key, id)["status"] == "failed" })
 	w := e.webhookState(key, id)
 	if w["attempts"].(float64) != 5 || w["last_error"] != "callback answered HTTP 500" {
 		t.Fatalf("state %v", w)
@@ -156,14 +156,14 @@ func TestWebhookFailedAfterFiveAttempts(t *testing.T) {
 
 func TestWebhookSurvivesRestart(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true, delays: []time.Duration{700 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
-	key := e.orgKey()
+	key := e.OrgKey()
 	rc := newReceiver(t, 1)
 	id := e.submitWithHook(key, rc.URL)
 	ctx1, stop1 := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = runBackground(ctx1, e.srv, e.dcfg); close(done) }()
-	e.finish(id, true)
-	eventually(t, 10*time.Second, "first attempt", func() bool { return rc.n.Load() == 1 })
+	e.Finish(id, true)
+	Eventually(t, 10*time.Second, "first attempt", func() bool { return rc.n.Load() == 1 })
 	stop1()
 	<-done
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 1 || w["status"] != "pending" {
@@ -178,7 +178,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { _ = runBackground(ctx2, srv2, e.dcfg); close(done2) }()
 	defer func() { stop2(); <-done2 }()
-	eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
+	Eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 2 {
 		t.Fatalf("state %v", w)
 	}
@@ -209,8 +209,8 @@ func TestSSRFGuard(t *testing.T) {
 			"mixed.test":   {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("127.0.0.1")},
 		}
 	}})
-	key := e.orgKey()
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
+	key := e.OrgKey()
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	for _, tc := range []struct {
 		field, url string
 		code       job.Code
@@ -228,17 +228,17 @@ func TestSSRFGuard(t *testing.T) {
 		{"reference_image_uri", "https://meta.test/a.png", CodeInvalidURI},
 		{"source_uri", "https://nowhere.test/a.png", CodeSourceUnreachable},
 	} {
-		r := e.do("POST", "/v1/vfx/generations", key, with(validReq(src), tc.field, tc.url))
-		if r.status != 400 || r.code() != tc.code {
-			t.Fatalf("%s %s: %d %s", tc.field, tc.url, r.status, r.body)
+		r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), tc.field, tc.url))
+		if r.Status != 400 || r.Code() != tc.code {
+			t.Fatalf("%s %s: %d %s", tc.field, tc.url, r.Status, r.Body)
 		}
 	}
 	for _, b := range []map[string]any{
 		with(validReq(src), "callback_url", "https://public.test/hook"),
 		with(validReq("https://public.test/a.png")),
 	} {
-		if r := e.do("POST", "/v1/vfx/generations", key, b); r.status != 201 {
-			t.Fatalf("%v: %d %s", b, r.status, r.body)
+		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
+			t.Fatalf("%v: %d %s", b, r.Status, r.Body)
 		}
 	}
 	// The webhook client's guard at dial time: dispatch's TestDialGuard.

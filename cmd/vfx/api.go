@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/product"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -274,6 +275,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	var acc *account.Service
 	var st store.Store
 	var srv *api.Server
+	var prod *product.API
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("api: jetstream: %w", err)
@@ -292,10 +294,13 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 			srv, err = api.New(ctx, api.Config{
 				Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: cfg.adminToken,
 				AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-				AllowHTTPSources:     cfg.allowHTTPSources,
-				LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace,
-				Replicas: cfg.replicas, Logger: log.Named("api"),
+				AllowHTTPSources: cfg.allowHTTPSources,
+				Replicas:         cfg.replicas, Logger: log.Named("api"),
 			})
+			if err != nil {
+				return err
+			}
+			prod, err = product.New(ctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
 			return err
 		}},
 	}
@@ -323,7 +328,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
-		runAPIBackground(bgCtx, log, srv, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+		runAPIBackground(bgCtx, log, srv, prod, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
 			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {
@@ -385,12 +390,13 @@ func s3Origin(c store.S3Config) string {
 
 // runAPIBackground runs beside the HTTP API until ctx ends: the dispatcher
 // (the charging of finished jobs and their webhooks, on the Server's two
-// job APIs) and the API's background passes (the credit ledger reconciler
-// and the upload sweeper). vfx serve and vfx api both start it.
-func runAPIBackground(ctx context.Context, log *zap.Logger, srv *api.Server, dc dispatch.Config) {
+// job APIs) and the APIs' background passes (the product API's credit
+// ledger reconciler and the upload sweeper). vfx serve and vfx api both
+// start it.
+func runAPIBackground(ctx context.Context, log *zap.Logger, srv *api.Server, prod *product.API, dc dispatch.Config) {
 	dc.APIs, dc.Logger = srv.Dispatch(), log.Named("dispatch")
 	var wg sync.WaitGroup
-	wg.Go(func() { srv.RunLedgerReconciler(ctx) })
+	wg.Go(func() { prod.RunLedgerReconciler(ctx) })
 	wg.Go(func() { srv.RunUploadSweeper(ctx) })
 	d, err := dispatch.New(dc)
 	if err == nil {

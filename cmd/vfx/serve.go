@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/product"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
@@ -207,8 +208,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	srv, err := api.New(sctx, api.Config{
 		Queue: q, JetStream: js, Store: local, Accounts: acc, AdminToken: cfg.adminToken,
 		AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-		LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace, Logger: log.Named("api"),
+		Logger: log.Named("api"),
 	})
+	if err != nil {
+		return err
+	}
+	prod, err := product.New(sctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
 	if err != nil {
 		return err
 	}
@@ -287,7 +292,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	defer stopBG()
 	var bg sync.WaitGroup
 	bg.Go(func() {
-		runAPIBackground(bgCtx, log, srv, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+		runAPIBackground(bgCtx, log, srv, prod, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
 			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {

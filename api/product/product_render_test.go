@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 
 // waitProduct polls a product job until it is terminal.
 func (e *env) waitProduct(key, id string) ProductJob {
-	e.t.Helper()
+	e.T.Helper()
 	var j ProductJob
-	eventually(e.t, 120*time.Second, "job "+id+" to finish", func() bool {
-		j = productJob(e.t, e.do("GET", "/v1/product-jobs/"+id, key, nil))
+	Eventually(e.T, 120*time.Second, "job "+id+" to finish", func() bool {
+		j = productJob(e.T, e.Do("GET", "/v1/product-jobs/"+id, key, nil))
 		switch j.Status {
 		case ProductSuccess, ProductFailed, ProductCancelled, ProductCreditRequired:
 			return true
@@ -75,16 +75,16 @@ func TestProductRenderAndFinish(t *testing.T) {
 	}
 	e := newEnv(t, envOpts{workers: true})
 	o := e.newOrg(10000, nil)
-	fx := videoFixture(t, 96, 64, 8)
-	src := "data:video/mp4;base64," + base64.StdEncoding.EncodeToString(readFile(t, fx.Source))
+	fx := VideoFixture(t, 96, 64, 8)
+	src := "data:video/mp4;base64," + base64.StdEncoding.EncodeToString(ReadFile(t, fx.Source))
 
-	std := productJob(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("std", src)))
+	std := productJob(t, e.Do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("std", src)))
 	fastBody := vfxJob("fast", src)
 	fastBody["inputs"].(map[string]any)["mode"] = "fast"
-	fast := productJob(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, fastBody))
+	fast := productJob(t, e.Do("POST", "/v1/products/vfx/jobs", o.Key, fastBody))
 	autoBody := vfxJob("auto", src)
 	autoBody["inputs"].(map[string]any)["alpha_mode"] = "auto"
-	auto := productJob(t, e.do("POST", "/v1/products/vfx/jobs", o.Key, autoBody))
+	auto := productJob(t, e.Do("POST", "/v1/products/vfx/jobs", o.Key, autoBody))
 
 	j := e.waitProduct(o.Key, std.ID)
 	if j.Status != ProductSuccess || *j.CreditsCharged != 16 || j.Outputs["alpha"] == "" {
@@ -116,10 +116,10 @@ func TestProductRenderAndFinish(t *testing.T) {
 		t.Fatalf("auto-matte alpha: %d frames, want 8", n)
 	}
 
-	r := e.do("POST", "/v1/products/vfx_finish/jobs", o.Key, map[string]any{"model_id": "vfx-2.0", "idempotency_key": "finish",
+	r := e.Do("POST", "/v1/products/vfx_finish/jobs", o.Key, map[string]any{"model_id": "vfx-2.0", "idempotency_key": "finish",
 		"inputs": map[string]any{"parent_job_id": std.ID, "target_resolution": 2160}})
-	if r.status != 202 {
-		t.Fatalf("finish: %d %s", r.status, r.body)
+	if r.Status != 202 {
+		t.Fatalf("finish: %d %s", r.Status, r.Body)
 	}
 	child := e.waitProduct(o.Key, productJob(t, r).ID)
 	if child.Status != ProductSuccess || len(child.Outputs) != 1 || *child.CreditsCharged != 8*3 {

@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"context"
@@ -32,16 +32,16 @@ const (
 // reservations abandoned while being made, and refunds reservations older
 // than Config.LedgerReconcileGrace whose product job record does not
 // exist in the queue (the process died between reserving and submitting).
-func (s *Server) ReconcileLedger(ctx context.Context, after uint64) (account.ReconcileReport, error) {
-	return s.acc.ReconcileCredits(ctx, "", account.ReconcileOptions{
+func (s *API) ReconcileLedger(ctx context.Context, after uint64) (account.ReconcileReport, error) {
+	return s.Acc.ReconcileCredits(ctx, "", account.ReconcileOptions{
 		Grace: s.cfg.LedgerReconcileGrace, Limit: s.cfg.LedgerReconcileLimit, After: after,
 		JobExists: s.productJobExists,
 	})
 }
 
 // productJobExists reports whether the queue holds a job record.
-func (s *Server) productJobExists(ctx context.Context, jobID string) (bool, error) {
-	_, _, err := s.q.Get(ctx, jobID)
+func (s *API) productJobExists(ctx context.Context, jobID string) (bool, error) {
+	_, _, err := s.Queue.Get(ctx, jobID)
 	switch {
 	case err == nil:
 		return true, nil
@@ -55,11 +55,11 @@ func (s *Server) productJobExists(ctx context.Context, jobID string) (bool, erro
 // Config.LedgerReconcileEvery until ctx ends (at once when that is
 // negative: off); a pass that stopped at its limit is resumed by the next
 // one. The command's wiring starts it beside the Server.
-func (s *Server) RunLedgerReconciler(ctx context.Context) {
+func (s *API) RunLedgerReconciler(ctx context.Context) {
 	if s.cfg.LedgerReconcileEvery <= 0 {
 		return
 	}
-	log := s.log.Named("ledger")
+	log := s.Log.Named("ledger")
 	var after uint64
 	for {
 		pctx, cancel := context.WithTimeout(ctx, max(s.cfg.LedgerReconcileEvery, 30*time.Second))

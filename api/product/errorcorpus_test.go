@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"bytes"
@@ -40,29 +40,29 @@ func TestErrorCorpus(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, key := e.newAccount(account.KindOrganization, account.AccountInput{Email: "corpus@example.com"})
+	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{Email: "corpus@example.com"})
 	o := e.newOrg(1000, nil)
 	src := dataPNG(t, 64, 64)
 	var out bytes.Buffer
 	// ids hides what differs from run to run (ids, times) behind stable names.
 	ids := regexp.MustCompile(`\b(vfx|dap|acct|key|org|team|upload)_[A-Za-z0-9]{8,}\b|"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"`)
-	record := func(name string, r resp) {
+	record := func(name string, r Resp) {
 		t.Helper()
-		body := ids.ReplaceAllStringFunc(string(r.body), func(s string) string {
+		body := ids.ReplaceAllStringFunc(string(r.Body), func(s string) string {
 			if strings.HasPrefix(s, `"`) {
 				return `"<time>"`
 			}
 			return s[:strings.Index(s, "_")] + "_<id>"
 		})
-		fmt.Fprintf(&out, "== %s\n%d\n%s\n", name, r.status, strings.TrimRight(body, "\n"))
+		fmt.Fprintf(&out, "== %s\n%d\n%s\n", name, r.Status, strings.TrimRight(body, "\n"))
 	}
-	gen := func(kv ...any) resp { return e.do("POST", "/v1/vfx/generations", key, with(validReq(src), kv...)) }
+	gen := func(kv ...any) Resp { return e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), kv...)) }
 
 	// Generation API (envelope; 422 detail arrays for malformed bodies).
-	record("no key", e.do("GET", "/v1/vfx/generations/vfx_x", "", nil))
-	record("bad key", e.do("GET", "/v1/vfx/generations/vfx_x", "vfx_notakey", nil))
-	record("job not found", e.do("GET", "/v1/vfx/generations/vfx_nosuchjob", key, nil))
-	record("malformed JSON", e.do("POST", "/v1/vfx/generations", key, "{not json"))
+	record("no key", e.Do("GET", "/v1/vfx/generations/vfx_x", "", nil))
+	record("bad key", e.Do("GET", "/v1/vfx/generations/vfx_x", "vfx_notakey", nil))
+	record("job not found", e.Do("GET", "/v1/vfx/generations/vfx_nosuchjob", key, nil))
+	record("malformed JSON", e.Do("POST", "/v1/vfx/generations", key, "{not json"))
 	record("wrong type", gen("prompt", 5))
 	record("generation type", gen("generation_type", "gif"))
 	record("alpha mode", gen("alpha_mode", "x"))
@@ -80,23 +80,23 @@ func TestErrorCorpus(t *testing.T) {
 	record("callback url", gen("callback_url", "ftp://example.com/hook"))
 	record("idempotency key", gen("idempotency_key", strings.Repeat("k", 300)))
 	record("video source an image", gen("generation_type", "video"))
-	record("method not allowed", e.do("DELETE", "/v1/vfx/generations", key, nil))
-	record("no route", e.do("GET", "/v1/nothing-here", key, nil))
-	record("upload filename", e.do("POST", "/v1/uploads", key, map[string]any{"filename": "a.exe"}))
-	record("upload no filename", e.do("POST", "/v1/uploads", key, map[string]any{}))
+	record("method not allowed", e.Do("DELETE", "/v1/vfx/generations", key, nil))
+	record("no route", e.Do("GET", "/v1/nothing-here", key, nil))
+	record("upload filename", e.Do("POST", "/v1/uploads", key, map[string]any{"filename": "a.exe"}))
+	record("upload no filename", e.Do("POST", "/v1/uploads", key, map[string]any{}))
 
 	// Operator API (envelope).
-	record("admin no token", e.do("POST", "/admin/v1/accounts", "", map[string]any{"email": "x@example.com"}))
-	record("admin bad email", e.adminDo("POST", "/admin/v1/accounts", map[string]any{"email": "not an address"}))
-	record("admin account exists", e.adminDo("POST", "/admin/v1/accounts", map[string]any{"email": "corpus@example.com"}))
-	record("admin account not found", e.adminDo("PATCH", "/admin/v1/accounts/acct_nosuch", map[string]any{"spending_limit": 1}))
-	record("admin negative limit", e.adminDo("PATCH", "/admin/v1/accounts/acct_nosuch", map[string]any{"spending_limit": -1}))
-	record("admin key not found", e.adminDo("DELETE", "/admin/v1/keys/key_nosuch", nil))
-	record("admin org not found", e.adminDo("GET", "/admin/v1/orgs/org_nosuch", nil))
-	record("admin org bad credits", e.adminDo("POST", "/admin/v1/orgs/"+o.ID+"/credits", map[string]any{"amount": -5}))
+	record("admin no token", e.Do("POST", "/admin/v1/accounts", "", map[string]any{"email": "x@example.com"}))
+	record("admin bad email", e.AdminDo("POST", "/admin/v1/accounts", map[string]any{"email": "not an address"}))
+	record("admin account exists", e.AdminDo("POST", "/admin/v1/accounts", map[string]any{"email": "corpus@example.com"}))
+	record("admin account not found", e.AdminDo("PATCH", "/admin/v1/accounts/acct_nosuch", map[string]any{"spending_limit": 1}))
+	record("admin negative limit", e.AdminDo("PATCH", "/admin/v1/accounts/acct_nosuch", map[string]any{"spending_limit": -1}))
+	record("admin key not found", e.AdminDo("DELETE", "/admin/v1/keys/key_nosuch", nil))
+	record("admin org not found", e.AdminDo("GET", "/admin/v1/orgs/org_nosuch", nil))
+	record("admin org bad credits", e.AdminDo("POST", "/admin/v1/orgs/"+o.ID+"/credits", map[string]any{"amount": -5}))
 
 	// Product API (detail).
-	pj := func(k string, body any) resp { return e.do("POST", "/v1/products/vfx/jobs", k, body) }
+	pj := func(k string, body any) Resp { return e.Do("POST", "/v1/products/vfx/jobs", k, body) }
 	record("product no key", pj("", vfxJob("c1", src)))
 	record("product account key", pj(key, vfxJob("c1", src)))
 	record("product malformed JSON", pj(o.Key, "{not json"))
@@ -116,15 +116,15 @@ func TestErrorCorpus(t *testing.T) {
 	bad = vfxJob("c1", src)
 	bad["model_id"] = "vfx-9"
 	record("product model not found", pj(o.Key, bad))
-	record("product not found", e.do("POST", "/v1/products/nothing/jobs", o.Key, vfxJob("c1", src)))
-	record("product job not found", e.do("GET", "/v1/product-jobs/dap_nosuchjob", o.Key, nil))
-	record("product cancel not found", e.do("POST", "/v1/product-jobs/dap_nosuchjob/cancel", o.Key, nil))
+	record("product not found", e.Do("POST", "/v1/products/nothing/jobs", o.Key, vfxJob("c1", src)))
+	record("product job not found", e.Do("GET", "/v1/product-jobs/dap_nosuchjob", o.Key, nil))
+	record("product cancel not found", e.Do("POST", "/v1/product-jobs/dap_nosuchjob/cancel", o.Key, nil))
 	fj := map[string]any{"model_id": "vfx-2.0", "idempotency_key": "f", "inputs": map[string]any{"parent_job_id": "dap_nosuchparent", "target_resolution": 2160}}
-	record("finish parent not found", e.do("POST", "/v1/products/vfx_finish/jobs", o.Key, fj))
+	record("finish parent not found", e.Do("POST", "/v1/products/vfx_finish/jobs", o.Key, fj))
 
 	// Failed jobs, as a worker fails them (Delivery.Fail), and as the API
 	// does.
-	cons, err := e.q.Consumer(ctx)
+	cons, err := e.Q.Consumer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,43 +151,43 @@ func TestErrorCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	jobError := func(id string) resp {
-		r := e.do("GET", "/v1/vfx/generations/"+id, key, nil)
+	jobError := func(id string) Resp {
+		r := e.Do("GET", "/v1/vfx/generations/"+id, key, nil)
 		var j struct {
 			Status string `json:"status"`
 			Error  string `json:"error"`
 		}
-		if err := json.Unmarshal(r.body, &j); err != nil {
-			t.Fatalf("%s: %s", id, r.body)
+		if err := json.Unmarshal(r.Body, &j); err != nil {
+			t.Fatalf("%s: %s", id, r.Body)
 		}
 		b, _ := json.Marshal(j)
-		return resp{status: r.status, body: b}
+		return Resp{Status: r.Status, Body: b}
 	}
-	productError := func(id string) resp {
-		r := e.do("GET", "/v1/product-jobs/"+id, o.Key, nil)
+	productError := func(id string) Resp {
+		r := e.Do("GET", "/v1/product-jobs/"+id, o.Key, nil)
 		var j struct {
 			Status string           `json:"status"`
 			Error  *productJobError `json:"error"`
 		}
-		if err := json.Unmarshal(r.body, &j); err != nil {
-			t.Fatalf("%s: %s", id, r.body)
+		if err := json.Unmarshal(r.Body, &j); err != nil {
+			t.Fatalf("%s: %s", id, r.Body)
 		}
 		b, _ := json.Marshal(j)
-		return resp{status: r.status, body: b}
+		return Resp{Status: r.Status, Body: b}
 	}
 	submitGen := func(ik string) string {
 		t.Helper()
 		r := gen("idempotency_key", ik)
-		if r.status != 201 {
-			t.Fatalf("submit: %d %s", r.status, r.body)
+		if r.Status != 201 {
+			t.Fatalf("submit: %d %s", r.Status, r.Body)
 		}
-		return r.json(t)["id"].(string)
+		return r.JSON(t)["id"].(string)
 	}
 	submitProduct := func(ik string) string {
 		t.Helper()
 		r := pj(o.Key, vfxJob(ik, src))
-		if r.status != 202 {
-			t.Fatalf("submit product: %d %s", r.status, r.body)
+		if r.Status != 202 {
+			t.Fatalf("submit product: %d %s", r.Status, r.Body)
 		}
 		return productJob(t, r).ID
 	}
@@ -205,7 +205,7 @@ func TestErrorCorpus(t *testing.T) {
 	if err := take(id).Done(ctx); err != nil {
 		t.Fatalf("take the abandoned job's message: %v", err)
 	}
-	e.srv.abandon(ctx, id, errors.New("test"))
+	e.srv.Abandon(ctx, id, errors.New("test"))
 	record("generation abandoned", jobError(id))
 	// A record written before the error_code field: the code only as the
 	// prefix of its error.
@@ -223,7 +223,7 @@ func TestErrorCorpus(t *testing.T) {
 	failNext(id, errors.New("worker: render: out of memory"))
 	record("product failed, internal", productError(id))
 	id = submitProduct("p-cancel")
-	record("product cancelled", e.do("POST", "/v1/product-jobs/"+id+"/cancel", o.Key, nil))
+	record("product cancelled", e.Do("POST", "/v1/product-jobs/"+id+"/cancel", o.Key, nil))
 	record("product cancelled, read", productError(id))
 	id = submitProduct("p-fail-old")
 	if err := take(id).Done(ctx); err != nil {
@@ -265,7 +265,7 @@ func TestErrorCorpus(t *testing.T) {
 func oldRecord(t *testing.T, e *env, id, text string) {
 	t.Helper()
 	ctx := context.Background()
-	kv, err := e.js.KeyValue(ctx, queue.BucketJobs)
+	kv, err := e.JS.KeyValue(ctx, queue.BucketJobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -18,7 +19,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	served := map[string][]string{} // path → methods
 	product := map[string]bool{}
-	for _, rt := range e.srv.routes {
+	for _, rt := range e.srv.RouteTable() {
 		served[rt.Path] = append(served[rt.Path], rt.Method)
 		product[rt.Path] = product[rt.Path] || rt.Product
 	}
@@ -42,12 +43,12 @@ func TestMethodNotAllowed(t *testing.T) {
 			if slices.Contains(want, m) {
 				continue
 			}
-			r := e.do(m, concrete(path), "", nil)
-			if r.status != http.StatusMethodNotAllowed {
-				t.Errorf("%s %s: status %d body %s", m, path, r.status, r.body)
+			r := e.Do(m, concrete(path), "", nil)
+			if r.Status != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: status %d body %s", m, path, r.Status, r.Body)
 				continue
 			}
-			if got := r.header.Get("Allow"); got != strings.Join(want, ", ") {
+			if got := r.Header.Get("Allow"); got != strings.Join(want, ", ") {
 				t.Errorf("%s %s: Allow %q, want %q", m, path, got, strings.Join(want, ", "))
 			}
 			if product[path] {
@@ -60,15 +61,15 @@ func TestMethodNotAllowed(t *testing.T) {
 					} `json:"detail"`
 					Error any `json:"error"`
 				}
-				if err := json.Unmarshal(r.body, &b); err != nil || b.Detail == nil || b.Error != nil ||
-					b.Detail.ErrorCode != CodeMethodNotAllowed || b.Detail.Message == "" || b.Detail.UnknownFields == nil || b.Detail.MissingFields == nil {
-					t.Errorf("%s %s: product body %s (%v)", m, path, r.body, err)
+				if err := json.Unmarshal(r.Body, &b); err != nil || b.Detail == nil || b.Error != nil ||
+					b.Detail.ErrorCode != api.CodeMethodNotAllowed || b.Detail.Message == "" || b.Detail.UnknownFields == nil || b.Detail.MissingFields == nil {
+					t.Errorf("%s %s: product body %s (%v)", m, path, r.Body, err)
 				}
 			} else {
 				var b map[string]any
-				_ = json.Unmarshal(r.body, &b)
-				if r.code() != CodeMethodNotAllowed || b["detail"] != nil || !strings.Contains(string(r.body), m) {
-					t.Errorf("%s %s: envelope body %s", m, path, r.body)
+				_ = json.Unmarshal(r.Body, &b)
+				if r.Code() != api.CodeMethodNotAllowed || b["detail"] != nil || !strings.Contains(string(r.Body), m) {
+					t.Errorf("%s %s: envelope body %s", m, path, r.Body)
 				}
 			}
 			checked++
@@ -78,18 +79,18 @@ func TestMethodNotAllowed(t *testing.T) {
 		t.Fatalf("only %d wrong-method requests checked", checked)
 	}
 	// A served method still reaches its handler (401 without a key, not 405).
-	if r := e.do("GET", "/v1/vfx/generations", "", nil); r.status != 401 || r.header.Get("Allow") != "" {
-		t.Errorf("GET list without key: %d %s", r.status, r.body)
+	if r := e.Do("GET", "/v1/vfx/generations", "", nil); r.Status != 401 || r.Header.Get("Allow") != "" {
+		t.Errorf("GET list without key: %d %s", r.Status, r.Body)
 	}
 	// HEAD on a GET route is served by the GET handler.
-	if r := e.do("HEAD", "/v1/openapi.json", "", nil); r.status != 200 {
-		t.Errorf("HEAD openapi: %d", r.status)
+	if r := e.Do("HEAD", "/v1/openapi.json", "", nil); r.Status != 200 {
+		t.Errorf("HEAD openapi: %d", r.Status)
 	}
 	// Unknown paths, and known paths with an extra segment, stay 404.
 	for _, p := range []string{"/v1/nothing", "/v1/vfx/generations/a/b", "/v1/uploads/x", "/"} {
 		for _, m := range []string{"GET", "DELETE"} {
-			if r := e.do(m, p, "", nil); r.status != 404 || r.code() != CodeNotFound || r.header.Get("Allow") != "" {
-				t.Errorf("%s %s: %d %s", m, p, r.status, r.body)
+			if r := e.Do(m, p, "", nil); r.Status != 404 || r.Code() != api.CodeNotFound || r.Header.Get("Allow") != "" {
+				t.Errorf("%s %s: %d %s", m, p, r.Status, r.Body)
 			}
 		}
 	}

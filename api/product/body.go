@@ -1,12 +1,13 @@
 // Parsing of product job and estimate request bodies.
 
-package api
+package product
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/vfxrender/vfx/api"
 	"strings"
 	"unicode/utf8"
 
@@ -27,7 +28,7 @@ type productBody struct {
 // request. allowed lists the fields of the route; required those it needs.
 func parseProductBody(body []byte, product string, allowed, required []string) (productBody, error) {
 	var pb productBody
-	fields, err := decodeObject(body)
+	fields, err := api.DecodeObject(body)
 	if err != nil {
 		return pb, err
 	}
@@ -44,7 +45,7 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 	}
 	if len(unknown) > 0 || len(missing) > 0 {
 		sortStrings(unknown)
-		e := invalidInput("request body: unknown fields [%s], missing fields [%s]", strings.Join(unknown, ", "), strings.Join(missing, ", "))
+		e := api.InvalidInput("request body: unknown fields [%s], missing fields [%s]", strings.Join(unknown, ", "), strings.Join(missing, ", "))
 		e.Unknown, e.Missing = unknown, missing
 		return pb, e
 	}
@@ -55,7 +56,7 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		}
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", false, invalidInput("%s must be a string", name)
+			return "", false, api.InvalidInput("%s must be a string", name)
 		}
 		return v, true, nil
 	}
@@ -65,23 +66,23 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		switch bu {
 		case "credits":
 		case "usd":
-			return pb, newError(CodeUnsupportedBillingUnit, "billing_unit usd is not supported by product endpoints; omit it or use credits")
+			return pb, api.NewError(api.CodeUnsupportedBillingUnit, "billing_unit usd is not supported by product endpoints; omit it or use credits")
 		default:
-			return pb, invalidInput("billing_unit %q: want credits", trunc.String(bu, 40))
+			return pb, api.InvalidInput("billing_unit %q: want credits", trunc.String(bu, 40))
 		}
 	}
 	if pb.ModelID, _, err = str("model_id"); err != nil {
 		return pb, err
 	}
 	if n := utf8.RuneCountInString(pb.ModelID); n < 1 || n > 256 {
-		return pb, invalidInput("model_id must be 1 to 256 characters")
+		return pb, api.InvalidInput("model_id must be 1 to 256 characters")
 	}
 	if contains(allowed, "idempotency_key") {
 		if pb.IdempotencyKey, _, err = str("idempotency_key"); err != nil {
 			return pb, err
 		}
-		if n := utf8.RuneCountInString(pb.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
-			return pb, invalidInput("idempotency_key must be 1 to %d characters", MaxIdempotencyKeyLen)
+		if n := utf8.RuneCountInString(pb.IdempotencyKey); n < 1 || n > api.MaxIdempotencyKeyLen {
+			return pb, api.InvalidInput("idempotency_key must be 1 to %d characters", api.MaxIdempotencyKeyLen)
 		}
 	}
 	if cb, ok, err := str("callback_url"); err != nil {
@@ -90,9 +91,9 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		pb.CallbackURL = cb
 	}
 	if raw, ok := fields["max_credits"]; ok && string(raw) != "null" {
-		n, err := parseJSONInt(raw)
+		n, err := api.ParseJSONInt(raw)
 		if err != nil || n < 0 {
-			return pb, invalidInput("max_credits must be an integer of at least 0, or null")
+			return pb, api.InvalidInput("max_credits must be an integer of at least 0, or null")
 		}
 		pb.MaxCredits = &n
 	}
@@ -101,7 +102,7 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 		pb.Inputs = json.RawMessage(`{}`)
 	}
 	if !bytes.HasPrefix(bytes.TrimSpace(pb.Inputs), []byte("{")) {
-		return pb, invalidInput("inputs must be an object")
+		return pb, api.InvalidInput("inputs must be an object")
 	}
 	// The hash covers the request as the job sees it: canonical JSON of
 	// every field but the idempotency key, with billing_unit defaulted
@@ -109,21 +110,21 @@ func parseProductBody(body []byte, product string, allowed, required []string) (
 	// inline data: URI is hashed in place).
 	h := sha256.New()
 	h.Write([]byte(`{"product":`))
-	writeString(h, product)
+	api.WriteString(h, product)
 	h.Write([]byte(`,"model_id":`))
-	writeString(h, pb.ModelID)
+	api.WriteString(h, pb.ModelID)
 	h.Write([]byte(`,"inputs":`))
-	if err := writeCanonical(h, bytes.TrimSpace(pb.Inputs)); err != nil {
-		return pb, invalidInput("inputs: %v", err)
+	if err := api.WriteCanonical(h, bytes.TrimSpace(pb.Inputs)); err != nil {
+		return pb, api.InvalidInput("inputs: %v", err)
 	}
 	h.Write([]byte(`,"max_credits":`))
 	if pb.MaxCredits != nil {
-		writeInt(h, *pb.MaxCredits)
+		api.WriteInt(h, *pb.MaxCredits)
 	} else {
 		h.Write([]byte("null"))
 	}
 	h.Write([]byte(`,"callback_url":`))
-	writeString(h, pb.CallbackURL)
+	api.WriteString(h, pb.CallbackURL)
 	h.Write([]byte{'}'})
 	sum := h.Sum(nil)
 	pb.hash = hex.EncodeToString(sum[:])

@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"sync/atomic"
@@ -18,31 +18,31 @@ func TestValidateOncePerSubmission(t *testing.T) {
 		calls.Add(1)
 		return job.Validate(r)
 	}})
-	count := func(what string, want int64, submit func() resp, status int) {
+	count := func(what string, want int64, submit func() Resp, status int) {
 		t.Helper()
 		before := calls.Load()
 		r := submit()
-		if r.status != status {
-			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, status)
+		if r.Status != status {
+			t.Fatalf("%s: %d %s, want %d", what, r.Status, r.Body, status)
 		}
 		if got := calls.Load() - before; got != want {
 			t.Errorf("%s: job.Validate ran %d times, want %d", what, got, want)
 		}
 	}
-	_, key := e.newAccount(account.KindOrganization, account.AccountInput{})
-	src := e.upload(key, "src.png", pngBytes(t, 64, 48, false))
-	count("generation", 1, func() resp { return e.do("POST", "/v1/vfx/generations", key, validReq(src)) }, 201)
+	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
+	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	count("generation", 1, func() Resp { return e.Do("POST", "/v1/vfx/generations", key, validReq(src)) }, 201)
 	bad := validReq(src)
 	bad["seed"] = "seven"
-	count("generation with a wrong JSON type", 0, func() resp { return e.do("POST", "/v1/vfx/generations", key, bad) }, 422)
+	count("generation with a wrong JSON type", 0, func() Resp { return e.Do("POST", "/v1/vfx/generations", key, bad) }, 422)
 
 	o := e.newOrg(1000, nil)
-	count("product", 1, func() resp {
-		return e.do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("once", dataPNG(t, 64, 64)))
+	count("product", 1, func() Resp {
+		return e.Do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("once", dataPNG(t, 64, 64)))
 	}, 202)
 	// An empty prompt with no reference passes the model's schema and is
 	// refused by the contract's rules: still one call.
 	noStyle := vfxJob("nostyle", dataPNG(t, 64, 64))
 	noStyle["inputs"].(map[string]any)["prompt"] = ""
-	count("product refused by the field rules", 1, func() resp { return e.do("POST", "/v1/products/vfx/jobs", o.Key, noStyle) }, 422)
+	count("product refused by the field rules", 1, func() Resp { return e.Do("POST", "/v1/products/vfx/jobs", o.Key, noStyle) }, 422)
 }

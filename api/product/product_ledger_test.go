@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/api"
 )
 
 // TestProductLedgerReconcile: a reservation left by a process that died
@@ -18,18 +19,18 @@ func TestProductLedgerReconcile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o := e.newOrg(1000, nil)
-	r := e.do("POST", "/v1/products/vfx/jobs", o.TeamKey, vfxJob("kept", dataPNG(t, 64, 64)))
-	if r.status != 202 {
-		t.Fatalf("%d %s", r.status, r.body)
+	r := e.Do("POST", "/v1/products/vfx/jobs", o.TeamKey, vfxJob("kept", dataPNG(t, 64, 64)))
+	if r.Status != 202 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	kept := productJob(t, r)
 	before := e.credits(o.ID)
 	// What createProduct leaves when the process dies right after
 	// ReserveCredits.
-	if _, err := e.acc.ReserveCredits(ctx, ProductJobIDPrefix+"lost1", o.ID, o.TeamID, 40); err != nil {
+	if _, err := e.Acc.ReserveCredits(ctx, ProductJobIDPrefix+"lost1", o.ID, o.TeamID, 40); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.srv.ReconcileLedger(ctx, 0)
+	rep, err := e.prod.ReconcileLedger(ctx, 0)
 	if err != nil || rep.Examined != 2 || rep.Expired != 0 {
 		t.Fatalf("within the grace period: %+v %v", rep, err)
 	}
@@ -39,13 +40,20 @@ func TestProductLedgerReconcile(t *testing.T) {
 
 	// Another API replica whose clock is an hour later: both reservations
 	// are past the grace period.
-	late, err := account.Open(ctx, e.js, account.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	late, err := account.Open(ctx, e.JS, account.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.cfg
 	cfg.Accounts = late
-	srv2, err := New(ctx, cfg)
+	newAPI := func(cfg api.Config, pcfg Config) (*API, error) {
+		srv, err := api.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return New(ctx, srv, pcfg)
+	}
+	srv2, err := newAPI(cfg, e.pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,27 +64,28 @@ func TestProductLedgerReconcile(t *testing.T) {
 	if c := e.credits(o.ID); c != before {
 		t.Fatalf("after expiry %+v, want %+v", c, before)
 	}
-	if en, err := e.acc.Ledger(ctx, ProductJobIDPrefix+"lost1"); err != nil || en.State != account.LedgerRefunded {
+	if en, err := e.Acc.Ledger(ctx, ProductJobIDPrefix+"lost1"); err != nil || en.State != account.LedgerRefunded {
 		t.Fatalf("lost reservation: %+v %v", en, err)
 	}
-	if en, err := e.acc.Ledger(ctx, kept.ID); err != nil || en.State != account.LedgerReserved {
+	if en, err := e.Acc.Ledger(ctx, kept.ID); err != nil || en.State != account.LedgerReserved {
 		t.Fatalf("kept reservation: %+v %v", en, err)
 	}
 
 	// RunLedgerReconciler runs it.
-	if _, err := e.acc.ReserveCredits(ctx, ProductJobIDPrefix+"lost2", o.ID, "", 25); err != nil {
+	if _, err := e.Acc.ReserveCredits(ctx, ProductJobIDPrefix+"lost2", o.ID, "", 25); err != nil {
 		t.Fatal(err)
 	}
-	cfg.LedgerReconcileEvery = 10 * time.Millisecond
-	srv3, err := New(ctx, cfg)
+	pcfg := e.pcfg
+	pcfg.LedgerReconcileEvery = 10 * time.Millisecond
+	srv3, err := newAPI(cfg, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { srv3.RunLedgerReconciler(rctx); done <- nil }()
-	eventually(t, 15*time.Second, "the reconciler of RunLedgerReconciler", func() bool {
-		en, err := e.acc.Ledger(ctx, ProductJobIDPrefix+"lost2")
+	Eventually(t, 15*time.Second, "the reconciler of RunLedgerReconciler", func() bool {
+		en, err := e.Acc.Ledger(ctx, ProductJobIDPrefix+"lost2")
 		return err == nil && en.State == account.LedgerRefunded
 	})
 	rcancel()
@@ -86,7 +95,7 @@ func TestProductLedgerReconcile(t *testing.T) {
 
 	// The kept job settles as usual.
 	e.finishProduct(kept.ID, true, 1)
-	r = e.do("GET", "/v1/product-jobs/"+kept.ID, o.TeamKey, nil)
+	r = e.Do("GET", "/v1/product-jobs/"+kept.ID, o.TeamKey, nil)
 	if j := productJob(t, r); j.Status != ProductSuccess || *j.CreditsCharged != 16 {
 		t.Fatalf("kept job: %+v", j)
 	}
@@ -94,8 +103,8 @@ func TestProductLedgerReconcile(t *testing.T) {
 		t.Fatalf("at the end: %+v", c)
 	}
 
-	cfg.LedgerReconcileGrace = 5 * time.Second
-	if _, err := New(ctx, cfg); err == nil {
+	pcfg.LedgerReconcileGrace = 5 * time.Second
+	if _, err := newAPI(cfg, pcfg); err == nil {
 		t.Fatalf("a grace period under SubmitRetryFor: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package product
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -14,16 +15,16 @@ import (
 // error code of the generation API.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
-	r := e.do("GET", "/v1/openapi.json", "", nil)
-	if r.status != 200 {
-		t.Fatalf("%d", r.status)
+	r := e.Do("GET", "/v1/openapi.json", "", nil)
+	if r.Status != 200 {
+		t.Fatalf("%d", r.Status)
 	}
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Info    struct{ Version string }
 		Paths   map[string]map[string]json.RawMessage
 	}
-	if err := json.Unmarshal(r.body, &doc); err != nil {
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
@@ -53,7 +54,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !slices.Equal(served, documented) {
 		t.Fatalf("routes served %v\ndocumented %v", served, documented)
 	}
-	text := string(r.body)
+	text := string(r.Body)
 	for _, s := range []string{
 		`"201"`, `"200"`, `"400"`, `"401"`, `"402"`, `"404"`, `"405"`, `"409"`, `"413"`, `"422"`, `"429"`, `"204"`,
 		"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "webhook-signature", "webhook-id", "webhook-timestamp",
@@ -65,19 +66,19 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("document lacks %s", s)
 		}
 	}
-	for _, c := range append(slices.Clone(generationCodes), CodeInvalidAPIKey, CodeJobNotFound, CodeRateLimitExceeded,
-		CodeConcurrentLimitExceeded, CodeHardLimitExceeded, CodeInsufficientBalance, CodeIdempotencyConflict, CodeInvalidFilename, CodeMethodNotAllowed,
-		CodeInvalidPrompt, CodeRequestTimeout, CodeUnavailable) {
-		if _, ok := errorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
+	for _, c := range append(slices.Clone(api.GenerationCodes), api.CodeInvalidAPIKey, api.CodeJobNotFound, api.CodeRateLimitExceeded,
+		api.CodeConcurrentLimitExceeded, api.CodeHardLimitExceeded, api.CodeInsufficientBalance, api.CodeIdempotencyConflict, api.CodeInvalidFilename, api.CodeMethodNotAllowed,
+		api.CodeInvalidPrompt, api.CodeRequestTimeout, api.CodeUnavailable) {
+		if _, ok := api.ErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
 			t.Errorf("error code %s not documented", c)
 		}
 	}
 	// Every code of the product API, and its notes.
-	for _, c := range []job.Code{CodeOrgKeyRequired, CodeProductNotEnabled, CodeTeamForbidden, CodeModelConsentRequired, CodeInvalidInput,
-		CodeUnsupportedBillingUnit, CodeBudgetExceeded, CodeJobNotFound, CodeProductNotFound, CodeModelNotFound, CodeIdempotencyConflict,
-		CodeParentNotFound, CodeParentNotOwned, CodeParentNotProductJob, CodeParentFastMode, CodeParentIsFinish, CodeParentNotSuccessful,
-		CodeMethodNotAllowed, CodeRequestTimeout} {
-		if _, ok := productErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
+	for _, c := range []job.Code{api.CodeOrgKeyRequired, api.CodeProductNotEnabled, api.CodeTeamForbidden, api.CodeModelConsentRequired, api.CodeInvalidInput,
+		api.CodeUnsupportedBillingUnit, api.CodeBudgetExceeded, api.CodeJobNotFound, api.CodeProductNotFound, api.CodeModelNotFound, api.CodeIdempotencyConflict,
+		api.CodeParentNotFound, api.CodeParentNotOwned, api.CodeParentNotProductJob, api.CodeParentFastMode, api.CodeParentIsFinish, api.CodeParentNotSuccessful,
+		api.CodeMethodNotAllowed, api.CodeRequestTimeout} {
+		if _, ok := api.ProductErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
 			t.Errorf("product error code %s not documented", c)
 		}
 	}

@@ -1,13 +1,14 @@
 // Planning of product jobs: the inputs of each product checked, stored
 // and priced before the job is created.
 
-package api
+package product
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"strings"
 	"unicode/utf8"
 
@@ -43,14 +44,14 @@ type estimateItem struct {
 // prices the job. Inline data: inputs are stored as input objects of
 // jobID (see storeInline); cleanup deletes them and must run when the job
 // is not created.
-func (s *Server) prepare(ctx context.Context, oc orgCtx, p *productDef, m *modelDef, inputs json.RawMessage, jobID string) (pl plan, cleanup func(), err error) {
+func (s *API) prepare(ctx context.Context, oc api.OrgCtx, p *productDef, m *modelDef, inputs json.RawMessage, jobID string) (pl plan, cleanup func(), err error) {
 	cleanup = func() {}
 	if err := m.schemaProblems(inputs); err != nil {
 		return plan{}, cleanup, err
 	}
 	switch p.Product {
 	case job.ProductVFX:
-		return s.prepareVFX(ctx, inputs, teamOwner(oc.Org.ID, oc.TeamID), jobID)
+		return s.prepareVFX(ctx, inputs, api.TeamOwner(oc.Org.ID, oc.TeamID), jobID)
 	case job.ProductFinish:
 		pl, err := s.prepareFinish(ctx, oc, inputs)
 		return pl, cleanup, err
@@ -73,7 +74,7 @@ type vfxInputs struct {
 	} `json:"outputs"`
 }
 
-func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string) (plan, func(), error) {
+func (s *API) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string) (plan, func(), error) {
 	cleanup := func() {}
 	pl, err := s.planVFX(ctx, inputs, owner, jobID, &cleanup)
 	if err != nil {
@@ -83,17 +84,17 @@ func (s *Server) prepareVFX(ctx context.Context, inputs json.RawMessage, owner, 
 	return pl, cleanup, nil
 }
 
-func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string, cleanup *func()) (plan, error) {
-	if ms, err := parseObject(inputs); err == nil {
+func (s *API) planVFX(ctx context.Context, inputs json.RawMessage, owner, jobID string, cleanup *func()) (plan, error) {
+	if ms, err := api.ParseObject(inputs); err == nil {
 		for _, m := range ms {
-			if m.key == "prompt" && !utf8.Valid(m.raw) {
-				return plan{}, invalidInput("inputs.prompt is not valid UTF-8")
+			if m.Key == "prompt" && !utf8.Valid(m.Raw) {
+				return plan{}, api.InvalidInput("inputs.prompt is not valid UTF-8")
 			}
 		}
 	}
 	var in vfxInputs
 	if err := json.Unmarshal(inputs, &in); err != nil {
-		return plan{}, invalidInput("inputs: %v", err)
+		return plan{}, api.InvalidInput("inputs: %v", err)
 	}
 	if in.ProductMode == "" {
 		in.ProductMode = job.ModeStandard
@@ -101,15 +102,15 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	if in.MaxResolution == 0 {
 		in.MaxResolution = job.DefaultMaxResolution
 	}
-	if err := checkPromptChars(in.Prompt); err != nil {
-		return plan{}, invalidInput("inputs.%v", err)
+	if err := api.CheckPromptChars(in.Prompt); err != nil {
+		return plan{}, api.InvalidInput("inputs.%v", err)
 	}
 	alphaMode, err := job.ParseAlphaMode(in.AlphaMode)
 	if err == nil {
 		err = alphaMode.Supported()
 	}
 	if err != nil {
-		return plan{}, invalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
+		return plan{}, api.InvalidInput("inputs.alpha_mode %s: %v", in.AlphaMode, err)
 	}
 	jr := job.JobRequest{SourceURI: in.Source, AlphaMode: in.AlphaMode, Prompt: in.Prompt,
 		ReferenceImageURI: in.ReferenceImage, MaxResolution: in.MaxResolution, Foreground: in.Outputs.Foreground}
@@ -119,7 +120,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	if in.Seed != nil {
 		jr.Seed = *in.Seed
 	} else {
-		jr.Seed = randomSeed()
+		jr.Seed = api.RandomSeed()
 	}
 	// The contract's field rules, as the worker checks them. The schema
 	// has caught all of them but one: an empty prompt with no reference.
@@ -128,12 +129,12 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 	// INVALID_INPUT (the product API's code for a rule of the inputs).
 	vr := jr
 	vr.GenerationType, vr.AlphaKeyframeIndex = "video", in.AlphaKeyframeIndex
-	if _, err := s.validateJob(vr); err != nil {
+	if _, err := s.ValidateJob(vr); err != nil {
 		var ie *job.InputError
 		if errors.As(err, &ie) {
 			err = ie.Err
 		}
-		return plan{}, invalidInput("inputs: %v", err)
+		return plan{}, api.InvalidInput("inputs: %v", err)
 	}
 	for _, u := range []struct{ name, uri string }{
 		{"inputs.source", jr.SourceURI}, {"inputs.alpha", jr.AlphaURI}, {"inputs.reference_image", jr.ReferenceImageURI},
@@ -141,28 +142,28 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		if u.uri == "" {
 			continue
 		}
-		if err := s.checkInputURI(ctx, u.name, u.uri); err != nil {
+		if err := s.CheckInputURI(ctx, u.name, u.uri); err != nil {
 			return plan{}, err
 		}
 	}
-	uploads, err := s.checkOwnedUploads(ctx, owner, []namedURI{
-		{"source", jr.SourceURI}, {"alpha", jr.AlphaURI}, {"reference_image", jr.ReferenceImageURI}})
+	uploads, err := s.CheckOwnedUploads(ctx, owner, []api.NamedURI{
+		{What: "source", URI: jr.SourceURI}, {What: "alpha", URI: jr.AlphaURI}, {What: "reference_image", URI: jr.ReferenceImageURI}})
 	if err != nil {
 		return plan{}, err
 	}
-	if *cleanup, err = s.storeInline(ctx, "product-jobs", jobID, &jr); err != nil {
+	if *cleanup, err = s.StoreInline(ctx, "product-jobs", jobID, &jr); err != nil {
 		return plan{}, err
 	}
 	// The generation type follows the source's content when it is at hand.
-	src, err := s.input(ctx, "source", jr.SourceURI)
+	src, err := s.Input(ctx, "source", jr.SourceURI)
 	if err != nil {
 		return plan{}, err
 	}
-	frames, video, exact := DefaultVideoFramesEstimate, true, false
+	frames, video, exact := api.DefaultVideoFramesEstimate, true, false
 	if src != nil {
 		info, err := codec.Probe(ctx, *src, codec.DefaultLimits())
 		if err != nil {
-			return plan{}, mediaError("source", err)
+			return plan{}, api.MediaError("source", err)
 		}
 		jr.GenerationType = "image"
 		if info.Kind == codec.KindVideo {
@@ -171,7 +172,7 @@ func (s *Server) planVFX(ctx context.Context, inputs json.RawMessage, owner, job
 		if alphaMode == job.AlphaSelect && jr.GenerationType == "video" {
 			jr.AlphaKeyframeIndex = in.AlphaKeyframeIndex
 		}
-		if frames, err = s.checkMedia(ctx, jr); err != nil {
+		if frames, err = s.CheckMedia(ctx, jr); err != nil {
 			return plan{}, err
 		}
 		video, exact = jr.GenerationType == "video", true
@@ -200,17 +201,17 @@ type finishInputs struct {
 	TargetResolution int    `json:"target_resolution"`
 }
 
-func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMessage) (plan, error) {
+func (s *API) prepareFinish(ctx context.Context, oc api.OrgCtx, inputs json.RawMessage) (plan, error) {
 	var in finishInputs
 	if err := json.Unmarshal(inputs, &in); err != nil {
-		return plan{}, invalidInput("inputs: %v", err)
+		return plan{}, api.InvalidInput("inputs: %v", err)
 	}
-	if strings.HasPrefix(in.ParentJobID, JobIDPrefix) {
-		return plan{}, newError(CodeParentNotProductJob,
+	if strings.HasPrefix(in.ParentJobID, api.JobIDPrefix) {
+		return plan{}, api.NewError(api.CodeParentNotProductJob,
 			"parent_job_id %s is a generation API job; only vfx product jobs (dap_…) can be finished", trunc.String(in.ParentJobID, 80))
 	}
-	notFound := newError(CodeParentNotFound, "parent job %s not found", trunc.String(in.ParentJobID, 80))
-	rec, _, err := s.q.Get(ctx, in.ParentJobID)
+	notFound := api.NewError(api.CodeParentNotFound, "parent job %s not found", trunc.String(in.ParentJobID, 80))
+	rec, _, err := s.Queue.Get(ctx, in.ParentJobID)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalid) {
 		return plan{}, notFound
 	}
@@ -225,16 +226,16 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 		return plan{}, err
 	}
 	if pm.TeamID != oc.TeamID || pm.KeyOwner != oc.KeyOwner {
-		return plan{}, newError(CodeParentNotOwned,
+		return plan{}, api.NewError(api.CodeParentNotOwned,
 			"parent job %s belongs to another key owner or team of this organization", rec.ID)
 	}
 	switch {
 	case pm.Product == job.ProductFinish:
-		return plan{}, newError(CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
+		return plan{}, api.NewError(api.CodeParentIsFinish, "parent job %s is a vfx_finish result; finish its standard vfx parent instead", rec.ID)
 	case pm.Product != job.ProductVFX:
-		return plan{}, newError(CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
+		return plan{}, api.NewError(api.CodeParentNotProductJob, "parent job %s is a %s job", rec.ID, pm.Product)
 	case pm.ProductMode == job.ModeFast:
-		return plan{}, newError(CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
+		return plan{}, api.NewError(api.CodeParentFastMode, "parent job %s is a fast-mode result; only standard-mode jobs can be finished", rec.ID)
 	}
 	pv, err := s.productView(ctx, rec, &pm)
 	if err != nil {
@@ -242,7 +243,7 @@ func (s *Server) prepareFinish(ctx context.Context, oc orgCtx, inputs json.RawMe
 	}
 	render := rec.Outputs[job.OutputRender]
 	if pv.Status != ProductSuccess || render == "" {
-		return plan{}, newError(CodeParentNotSuccessful, "parent job %s is %s; only success-ful jobs can be finished", rec.ID, pv.Status)
+		return plan{}, api.NewError(api.CodeParentNotSuccessful, "parent job %s is %s; only success-ful jobs can be finished", rec.ID, pv.Status)
 	}
 	video := strings.HasSuffix(render, ".mp4")
 	frames := max(rec.Frames, 1)

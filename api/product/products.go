@@ -1,10 +1,11 @@
-package api
+package product
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -137,7 +139,7 @@ func (p *productDef) modelIDs() []string {
 func (m *modelDef) schemaProblems(inputs json.RawMessage) error {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(inputs))
 	if err != nil {
-		return invalidInput("inputs is not valid JSON: %v", err)
+		return api.InvalidInput("inputs is not valid JSON: %v", err)
 	}
 	err = m.schema.Validate(inst)
 	if err == nil {
@@ -184,7 +186,34 @@ func (m *modelDef) schemaProblems(inputs json.RawMessage) error {
 	if len(parts) > 0 {
 		msg += ": " + strings.Join(parts, "; ")
 	}
-	e := invalidInput("%s", msg)
+	e := api.InvalidInput("%s", msg)
 	e.Unknown, e.Missing = unknown, missing
 	return e
+}
+
+// product returns the path's product or 404 PRODUCT_NOT_FOUND.
+func (s *API) product(name string) (*productDef, error) {
+	for _, p := range s.products {
+		if p.Product == name {
+			return p, nil
+		}
+	}
+	return nil, api.NewError(api.CodeProductNotFound, "product %q not found", trunc.String(name, 80))
+}
+
+func modelNotFound(p *productDef, id string) error {
+	return api.NewError(api.CodeModelNotFound, "model %q is not a model of product %s (models: %s)",
+		trunc.String(id, 80), p.Product, strings.Join(p.modelIDs(), ", "))
+}
+
+// checkAccess refuses a product the organisation has not enabled or a
+// model it has not consented to.
+func checkAccess(oc api.OrgCtx, p *productDef, model string) error {
+	if !oc.Org.ProductEnabled(p.Product) {
+		return api.NewError(api.CodeProductNotEnabled, "product %s is not enabled for this organization", p.Product)
+	}
+	if !oc.Org.ModelConsent(model) {
+		return api.NewError(api.CodeModelConsentRequired, "this organization has not consented to model %s", model)
+	}
+	return nil
 }

@@ -1,13 +1,14 @@
 // Product jobs: their record and the view the API answers, and the
 // handlers that estimate, create, read and cancel them.
 
-package api
+package product
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 	"time"
@@ -24,9 +25,6 @@ import (
 
 // ProductJobIDPrefix starts every product job id.
 const ProductJobIDPrefix = "dap_"
-
-// HeaderTeamID carries the team context of product API requests.
-const HeaderTeamID = "X-Service-Team-Id"
 
 // Product job states (docs/api.md, Jobs).
 const (
@@ -97,7 +95,7 @@ type productJobError struct {
 }
 
 // listProducts is GET /v1/products.
-func (s *Server) listProducts(w http.ResponseWriter, _ *http.Request, _ orgCtx) error {
+func (s *API) listProducts(w http.ResponseWriter, _ *http.Request, _ api.OrgCtx) error {
 	type item struct {
 		Product     string   `json:"product"`
 		Name        string   `json:"name"`
@@ -110,30 +108,30 @@ func (s *Server) listProducts(w http.ResponseWriter, _ *http.Request, _ orgCtx) 
 	for _, p := range s.products {
 		out.Products = append(out.Products, item{p.Product, p.Name, p.Description, p.modelIDs()})
 	}
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // listModels is GET /v1/products/{product}/models.
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request, _ orgCtx) error {
+func (s *API) listModels(w http.ResponseWriter, r *http.Request, _ api.OrgCtx) error {
 	p, err := s.product(r.PathValue("product"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	api.WriteJSON(w, http.StatusOK, struct {
 		Models []modelDef `json:"models"`
 	}{p.models})
 	return nil
 }
 
 // estimate is POST /v1/products/{product}/estimate.
-func (s *Server) estimate(w http.ResponseWriter, r *http.Request, oc orgCtx) error {
+func (s *API) estimate(w http.ResponseWriter, r *http.Request, oc api.OrgCtx) error {
 	ctx := r.Context()
 	p, err := s.product(r.PathValue("product"))
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -149,7 +147,7 @@ func (s *Server) estimate(w http.ResponseWriter, r *http.Request, oc orgCtx) err
 		return err
 	}
 	// An estimate stores its inline inputs only while it probes them.
-	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, "est_"+strings.TrimPrefix(newJobID(), JobIDPrefix))
+	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, "est_"+strings.TrimPrefix(api.NewJobID(), api.JobIDPrefix))
 	defer cleanup()
 	if err != nil {
 		return err
@@ -160,22 +158,22 @@ func (s *Server) estimate(w http.ResponseWriter, r *http.Request, oc orgCtx) err
 		BillingUnit string         `json:"billing_unit"`
 		Breakdown   []estimateItem `json:"breakdown"`
 	}{pl.credits, pl.exact, "credits", pl.items}
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func newProductJobID() string {
-	return ProductJobIDPrefix + strings.TrimPrefix(newJobID(), JobIDPrefix)
+	return ProductJobIDPrefix + strings.TrimPrefix(api.NewJobID(), api.JobIDPrefix)
 }
 
 // postProductJob is POST /v1/products/{product}/jobs.
-func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCtx) error {
+func (s *API) postProductJob(w http.ResponseWriter, r *http.Request, oc api.OrgCtx) error {
 	ctx := r.Context()
 	p, err := s.product(r.PathValue("product"))
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -187,58 +185,58 @@ func (s *Server) postProductJob(w http.ResponseWriter, r *http.Request, oc orgCt
 	if !ok {
 		return modelNotFound(p, pb.ModelID)
 	}
-	sub, err := s.beginSubmission(ctx, w, s.pclaims, oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey, pb.hash,
+	sub, err := s.BeginSubmission(ctx, w, s.pclaims, oc.Org.ID+"-"+oc.TeamID, pb.IdempotencyKey, pb.hash,
 		"idempotency_key already names job %s, submitted with a different body; resend that body, or use a new key only for a new job",
 		http.StatusAccepted, func(ctx context.Context, id string) (any, error) { return s.existingProductJob(ctx, id, oc) })
 	if sub == nil {
 		return err // refused, or the job the key names was answered
 	}
-	defer sub.end()
-	ctx, jobID, createdAt := sub.ctx, sub.jobID, sub.createdAt
+	defer sub.End()
+	ctx, jobID, createdAt := sub.Ctx, sub.JobID, sub.CreatedAt
 	if err := checkAccess(oc, p, m.ModelID); err != nil {
 		return err
 	}
 	if pb.CallbackURL != "" {
-		if err := s.checkCallbackURL(ctx, pb.CallbackURL); err != nil {
+		if err := s.CheckCallbackURL(ctx, pb.CallbackURL); err != nil {
 			return err
 		}
 	}
-	if err := s.beginPending(ctx, pendingSub{JobID: jobID, Kind: pendingProduct, Owner: oc.Org.ID, CreatedAt: createdAt}); err != nil {
+	if err := s.BeginPending(ctx, api.PendingSub{JobID: jobID, Kind: api.PendingProduct, Owner: oc.Org.ID, CreatedAt: createdAt}); err != nil {
 		return err
 	}
-	defer s.endPending(ctx, jobID) // created or given back: the record goes
+	defer s.EndPending(ctx, jobID) // created or given back: the record goes
 	pl, cleanup, err := s.prepare(ctx, oc, p, m, pb.Inputs, jobID)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if !sub.created {
+		if !sub.Created {
 			cleanup()
 		}
 	}()
 	reserve := pl.credits
 	if pb.MaxCredits != nil {
 		if pl.exact && pl.credits > *pb.MaxCredits {
-			return newError(CodeBudgetExceeded,
+			return api.NewError(api.CodeBudgetExceeded,
 				"this job costs %d credits, over its max_credits of %d", pl.credits, *pb.MaxCredits)
 		}
 		reserve = min(reserve, *pb.MaxCredits)
 	}
-	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve, createdAt, sub.claim)
+	job, err := s.createProduct(ctx, oc, jobID, p, pb, pl, reserve, createdAt, sub.Claim)
 	if err != nil {
 		return err
 	}
-	sub.created = true
-	s.markUsed(ctx, pl.uploads, jobID)
-	writeJSON(w, http.StatusAccepted, job)
+	sub.Created = true
+	s.MarkUsed(ctx, pl.uploads, jobID)
+	api.WriteJSON(w, http.StatusAccepted, job)
 	return nil
 }
 
 // existingProductJob is the product job an idempotency key of the
 // organisation and team names; a job still queued is resumed (see
 // resumeQueued).
-func (s *Server) existingProductJob(ctx context.Context, jobID string, oc orgCtx) (ProductJob, error) {
-	rec, _, err := s.q.Get(ctx, jobID)
+func (s *API) existingProductJob(ctx context.Context, jobID string, oc api.OrgCtx) (ProductJob, error) {
+	rec, _, err := s.Queue.Get(ctx, jobID)
 	if err != nil {
 		return ProductJob{}, fmt.Errorf("api: job %s: %w", jobID, err)
 	}
@@ -249,27 +247,27 @@ func (s *Server) existingProductJob(ctx context.Context, jobID string, oc orgCtx
 	if m.OrgID != oc.Org.ID {
 		return ProductJob{}, fmt.Errorf("api: idempotency key of %s names job %s of another organisation", oc.Org.ID, jobID)
 	}
-	rec = s.resumeQueued(ctx, rec)
+	rec = s.ResumeQueued(ctx, rec)
 	return s.productView(ctx, rec, &m)
 }
 
 // createProduct reserves the credits, records the job and submits it.
-func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *productDef, pb productBody, pl plan, reserve int64, now time.Time, claim *heldClaim) (ProductJob, error) {
-	if _, err := s.acc.ReserveCredits(ctx, jobID, oc.Org.ID, oc.TeamID, reserve); err != nil {
+func (s *API) createProduct(ctx context.Context, oc api.OrgCtx, jobID string, p *productDef, pb productBody, pl plan, reserve int64, now time.Time, claim *api.HeldClaim) (ProductJob, error) {
+	if _, err := s.Acc.ReserveCredits(ctx, jobID, oc.Org.ID, oc.TeamID, reserve); err != nil {
 		var be *account.BudgetError
 		if errors.As(err, &be) {
 			what := "the organization's credit balance"
 			if be.Scope == account.ScopeTeamBudget {
 				what = "the team's credit budget"
 			}
-			return ProductJob{}, newError(CodeBudgetExceeded,
+			return ProductJob{}, api.NewError(api.CodeBudgetExceeded,
 				"%s has %d credits left; this job reserves %d", what, be.Available, be.Need)
 		}
 		return ProductJob{}, fmt.Errorf("api: reserve credits: %w", err)
 	}
 	release := func(err error) (ProductJob, error) {
-		if _, rerr := s.acc.RefundCredits(context.WithoutCancel(ctx), jobID); rerr != nil {
-			s.log.Warn("refund reservation", zap.String("job_id", jobID), zap.Error(rerr))
+		if _, rerr := s.Acc.RefundCredits(context.WithoutCancel(ctx), jobID); rerr != nil {
+			s.Log.Warn("refund reservation", zap.String("job_id", jobID), zap.Error(rerr))
 		}
 		return ProductJob{}, err
 	}
@@ -289,36 +287,36 @@ func (s *Server) createProduct(ctx context.Context, oc orgCtx, jobID string, p *
 	if pl.req.Generation != nil {
 		seed = pl.req.Generation.Seed
 	}
-	if err := claim.check(ctx); err != nil {
+	if err := claim.Check(ctx); err != nil {
 		if derr := s.pmeta.Delete(context.WithoutCancel(ctx), jobID); derr != nil {
-			s.log.Warn("product meta of a job never queued", zap.String("job_id", jobID), zap.Error(derr))
+			s.Log.Warn("product meta of a job never queued", zap.String("job_id", jobID), zap.Error(derr))
 		}
 		return release(err)
 	}
 	// The same submission as a generation's: retried while NATS fails,
 	// then abandoned (marked failed) and answered 503 with Retry-After.
-	rec, err := s.submit(ctx, queue.Record{ID: jobID, Kind: queue.KindProduct, Owner: oc.Org.ID,
+	rec, err := s.Submit(ctx, queue.Record{ID: jobID, Kind: queue.KindProduct, Owner: oc.Org.ID,
 		Request: reqJSON, Seed: seed, CreatedAt: now, ModifiedAt: now})
 	if err != nil {
-		s.abandon(ctx, jobID, err)
-		return release(unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
+		s.Abandon(ctx, jobID, err)
+		return release(api.Unavailable(1, "the job could not be queued (the job system is unreachable); resend the request"))
 	}
 	return s.productView(ctx, rec, &m)
 }
 
-func (s *Server) getProductMeta(ctx context.Context, id string) (productMeta, error) {
-	return getJSON[productMeta](ctx, s.pmeta, id, "product meta")
+func (s *API) getProductMeta(ctx context.Context, id string) (productMeta, error) {
+	return api.GetJSON[productMeta](ctx, s.pmeta, id, "product meta")
 }
 
 // ownedProduct returns a product job of the caller's organisation and
 // team, or 404 JOB_NOT_FOUND. The product's enablement is not checked: a
 // job stays readable after its product is disabled.
-func (s *Server) ownedProduct(ctx context.Context, oc orgCtx, id string) (queue.Record, productMeta, error) {
-	notFound := newError(CodeJobNotFound, "job %q not found", trunc.String(id, 80))
+func (s *API) ownedProduct(ctx context.Context, oc api.OrgCtx, id string) (queue.Record, productMeta, error) {
+	notFound := api.NewError(api.CodeJobNotFound, "job %q not found", trunc.String(id, 80))
 	if !strings.HasPrefix(id, ProductJobIDPrefix) || len(id) > 200 {
 		return queue.Record{}, productMeta{}, notFound
 	}
-	rec, _, err := s.q.Get(ctx, id)
+	rec, _, err := s.Queue.Get(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalid) {
 		return queue.Record{}, productMeta{}, notFound
 	}
@@ -339,7 +337,7 @@ func (s *Server) ownedProduct(ctx context.Context, oc orgCtx, id string) (queue.
 }
 
 // getProductJob is GET /v1/product-jobs/{job_id}.
-func (s *Server) getProductJob(w http.ResponseWriter, r *http.Request, oc orgCtx) error {
+func (s *API) getProductJob(w http.ResponseWriter, r *http.Request, oc api.OrgCtx) error {
 	rec, m, err := s.ownedProduct(r.Context(), oc, r.PathValue("job_id"))
 	if err != nil {
 		return err
@@ -348,21 +346,21 @@ func (s *Server) getProductJob(w http.ResponseWriter, r *http.Request, oc orgCtx
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, job)
+	api.WriteJSON(w, http.StatusOK, job)
 	return nil
 }
 
 // cancelProductJob is POST /v1/product-jobs/{job_id}/cancel: an unfinished
 // job becomes cancelled and its credits are refunded; a finished job is
 // returned unchanged.
-func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc orgCtx) error {
+func (s *API) cancelProductJob(w http.ResponseWriter, r *http.Request, oc api.OrgCtx) error {
 	ctx := r.Context()
 	rec, m, err := s.ownedProduct(ctx, oc, r.PathValue("job_id"))
 	if err != nil {
 		return err
 	}
 	if !rec.Status.Terminal() {
-		next, err := s.q.Update(ctx, rec.ID, func(r *queue.Record) error {
+		next, err := s.Queue.Update(ctx, rec.ID, func(r *queue.Record) error {
 			r.Status = queue.StatusFailed
 			r.ErrorCode, r.Error = codeCancelled, "cancelled by the client"
 			return nil
@@ -370,8 +368,8 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 		switch {
 		case err == nil:
 			rec = next
-			if err := s.q.PublishEvent(ctx, queue.Event{JobID: rec.ID, Kind: rec.Kind, Status: rec.Status, At: *rec.CompletedAt}); err != nil {
-				s.log.Warn("publish cancel event", zap.String("job_id", rec.ID), zap.Error(err))
+			if err := s.Queue.PublishEvent(ctx, queue.Event{JobID: rec.ID, Kind: rec.Kind, Status: rec.Status, At: *rec.CompletedAt}); err != nil {
+				s.Log.Warn("publish cancel event", zap.String("job_id", rec.ID), zap.Error(err))
 			}
 		case errors.Is(err, queue.ErrTerminal):
 			rec = next // finished meanwhile
@@ -383,7 +381,7 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, job)
+	api.WriteJSON(w, http.StatusOK, job)
 	return nil
 }
 
@@ -392,21 +390,21 @@ func (s *Server) cancelProductJob(w http.ResponseWriter, r *http.Request, oc org
 // entry. It is idempotent: the ledger entry changes state once, whichever
 // of the billing consumer, the webhook dispatcher or a read gets there
 // first, and all compute the same outcome.
-func (s *Server) settleProduct(ctx context.Context, rec queue.Record, m *productMeta) (account.LedgerEntry, error) {
+func (s *API) settleProduct(ctx context.Context, rec queue.Record, m *productMeta) (account.LedgerEntry, error) {
 	switch rec.Status {
 	case queue.StatusCompleted:
-		return s.acc.SettleCredits(ctx, rec.ID, productCost(rec, m))
+		return s.Acc.SettleCredits(ctx, rec.ID, productCost(rec, m))
 	case queue.StatusFailed:
-		return s.acc.RefundCredits(ctx, rec.ID)
+		return s.Acc.RefundCredits(ctx, rec.ID)
 	}
-	return s.acc.Ledger(ctx, rec.ID)
+	return s.Acc.Ledger(ctx, rec.ID)
 }
 
 // productView renders a product job, settling its credits first when it
 // has finished.
-func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMeta) (ProductJob, error) {
+func (s *API) productView(ctx context.Context, rec queue.Record, m *productMeta) (ProductJob, error) {
 	v := ProductJob{ID: rec.ID, Product: m.Product, ModelID: m.ModelID, OrganizationID: m.OrgID, BillingUnit: "credits",
-		CreatedAt: timeString(rec.CreatedAt)}
+		CreatedAt: api.TimeString(rec.CreatedAt)}
 	if m.TeamID != "" {
 		v.TeamID = &m.TeamID
 	}
@@ -435,7 +433,7 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 			v.Status = ProductCancelled
 		}
 		if code == "" {
-			code = CodeInternal
+			code = api.CodeInternal
 		}
 		if msg == "" {
 			msg = "the job failed"
@@ -460,7 +458,7 @@ func (s *Server) productView(ctx context.Context, rec queue.Record, m *productMe
 			if !ok {
 				continue
 			}
-			u, err := s.st.PresignGet(ctx, key, OutputURLTTL)
+			u, err := s.Store.PresignGet(ctx, key, api.OutputURLTTL)
 			if err != nil {
 				return ProductJob{}, fmt.Errorf("api: sign %s of %s: %w", name, rec.ID, err)
 			}

@@ -1,0 +1,149 @@
+package product
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/dispatch"
+	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/queue"
+	"github.com/vfxrender/vfx/store"
+)
+
+func TestMain(m *testing.M) {
+	codec.Quiet()
+	os.Exit(m.Run())
+}
+
+// env is the whole API on loopback (apitest.Env): the Server of package
+// api, which serves the generation API, and the product API on it.
+type env struct {
+	*apitest.Env
+	srv  *api.Server
+	prod *API
+	cfg  api.Config
+	pcfg Config
+	// dcfg is the dispatcher's configuration (its APIs are filled in by
+	// runBackground).
+	dcfg dispatch.Config
+}
+
+type envOpts struct {
+	delays   []time.Duration
+	workers  bool
+	noRun    bool
+	storeDir string
+	natsDir  string
+	mut      func(*api.Config)
+	pmut     func(*Config)
+	// validate, when set, replaces the server's job.Validate (to count
+	// the calls), before the first request.
+	validate job.Validator
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	ae := apitest.Start(t, apitest.Options{StoreDir: o.storeDir, NATSDir: o.natsDir})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	delays := o.delays
+	if delays == nil {
+		delays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
+	}
+	cfg := api.Config{Queue: ae.Q, JetStream: ae.JS, Store: ae.St, Accounts: ae.Acc, AdminToken: ae.Admin,
+		AllowPrivateNetworks: true, AllowHTTPCallbacks: true, Logger: ae.Log}
+	dcfg := dispatch.Config{Queue: ae.Q, RetryDelays: delays, Timeout: 2 * time.Second, AllowPrivateNetworks: true, Logger: ae.Log}
+	if o.mut != nil {
+		o.mut(&cfg)
+	}
+	var pcfg Config
+	if o.pmut != nil {
+		o.pmut(&pcfg)
+	}
+	srv, err := api.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := New(ctx, srv, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.validate != nil {
+		srv.ValidateJob = o.validate
+	}
+	srv.Mount(store.FilesPath, ae.St.Handler())
+	ae.Serve(srv.Handler())
+	e := &env{Env: ae, srv: srv, prod: prod, cfg: cfg, pcfg: pcfg, dcfg: dcfg}
+	if !o.noRun {
+		ae.Go(func(ctx context.Context) {
+			if err := runBackground(ctx, prod, dcfg); err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	if o.workers {
+		ae.StartWorkers()
+	}
+	return e
+}
+
+// runBackground runs what the command's wiring runs beside the API until
+// ctx ends: the dispatcher (billing and webhooks of both APIs) and the
+// passes (the credit ledger reconciler, the upload sweeper).
+func runBackground(ctx context.Context, p *API, dc dispatch.Config) error {
+	dc.APIs = p.Dispatch()
+	return apitest.RunBackground(ctx, dc, p.RunLedgerReconciler, p.RunUploadSweeper)
+}
+
+// settle charges or releases a finished job as the dispatcher's billing
+// does for its event.
+func (e *env) settle(ctx context.Context, id string) error {
+	rec, _, err := e.Q.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return e.srv.Dispatch()[rec.Kind].Settle(ctx, rec)
+}
+
+// The shared helpers of apitest, under the names the tests use.
+var (
+	validReq     = apitest.ValidGeneration
+	with         = apitest.With
+	PNGBytes     = apitest.PNGBytes
+	KeyframePNG  = apitest.KeyframePNG
+	DataURI      = apitest.DataURI
+	VideoFixture = apitest.VideoFixture
+	ReadFile     = apitest.ReadFile
+	Eventually   = apitest.Eventually
+	paddedPNG    = apitest.PaddedPNG
+	inputObjects = apitest.InputObjects
+)
+
+// Resp is an HTTP answer (apitest.Resp).
+type Resp = apitest.Resp
+
+var _ = queue.KindProduct
+
+// pendingCount is the number of submissions in progress (package api's
+// BucketPending).
+func pendingCount(t *testing.T, e *env) int {
+	t.Helper()
+	kv, err := e.JS.KeyValue(context.Background(), api.BucketPending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := kv.ListKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range l.Keys() {
+		n++
+	}
+	return n
+}
