@@ -158,7 +158,7 @@ type adminAccountPatch struct {
 	RateLimits     *account.RateLimits `json:"rate_limits,omitempty"`
 }
 
-// decodeStrict decodes an admin body, refusing unknown fields (422).
+// DecodeStrict decodes an admin body, refusing unknown fields (422).
 func (s *Server) DecodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := s.ReadBody(w, r)
 	if err != nil {

@@ -80,7 +80,7 @@ func busy() error {
 	return Unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
 }
 
-// readBody reads the whole request body once, under the size cap and the
+// ReadBody reads the whole request body once, under the size cap and the
 // in-flight byte budget: a body with a Content-Length takes its length
 // from the budget before a byte is read, one without takes it 1 MiB at a
 // time as it arrives. A body over the cap gets 413 REQUEST_TOO_LARGE, a
@@ -304,7 +304,7 @@ func plainASCII(b []byte) bool {
 	return true
 }
 
-// parseObject parses body as one JSON object in one pass over the bytes it
+// ParseObject parses body as one JSON object in one pass over the bytes it
 // holds: the members' raw values are slices of body. Malformed JSON,
 // another top-level type, and a key repeated in any object of the body
 // get 422 like FastAPI.
@@ -327,7 +327,7 @@ func ParseObject(body []byte) ([]member, error) {
 	return w.object(0)
 }
 
-// writeCanonical writes to h the bytes json.Marshal gives for the value
+// WriteCanonical writes to h the bytes json.Marshal gives for the value
 // raw decodes to with UseNumber (objects with their keys sorted, strings
 // escaped as Marshal escapes them, numbers as written), without building
 // the value: a 67 MB string is hashed in place.
@@ -423,7 +423,7 @@ func writeStringRaw(h hash.Hash, s []byte) error {
 	return nil
 }
 
-// writeString writes the Marshal form of s without copying a plain one.
+// WriteString writes the Marshal form of s without copying a plain one.
 func WriteString(h hash.Hash, s string) {
 	plain := true
 	for i := 0; i < len(s); i++ {
@@ -447,5 +447,5 @@ func WriteString(h hash.Hash, s string) {
 	h.Write([]byte{'"'})
 }
 
-// writeInt writes an integer as Marshal does.
+// WriteInt writes an integer as Marshal does.
 func WriteInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }

@@ -106,7 +106,7 @@ func (g genDispatch) SaveHook(ctx context.Context, jobID string, h dispatch.Hook
 	return SaveHook(ctx, g.s.meta, jobID, h)
 }
 
-// readHook reads the meta record T of jobID in kv with its revision; ok is
+// ReadHook reads the meta record T of jobID in kv with its revision; ok is
 // false when there is none or it does not decode (not ours to fix).
 func ReadHook[T any](ctx context.Context, kv jetstream.KeyValue, jobID, what string) (*T, uint64, bool, error) {
 	entry, err := kv.Get(ctx, jobID)
@@ -123,7 +123,7 @@ func ReadHook[T any](ctx context.Context, kv jetstream.KeyValue, jobID, what str
 	return &m, entry.Revision(), true, nil
 }
 
-// saveHook stores the meta record that holds h's state back at the
+// SaveHook stores the meta record that holds h's state back at the
 // revision it was read at.
 func SaveHook(ctx context.Context, kv jetstream.KeyValue, jobID string, h dispatch.Hook) error {
 	v, err := json.Marshal(h.Record)

@@ -148,7 +148,7 @@ func statusOf(code job.Code) int {
 	return http.StatusInternalServerError
 }
 
-// apiError is an error answered with a code, in the envelope shape
+// Error is an error answered with a code, in the envelope shape
 // {"error":{"code","message"}} on generation, account and operator routes
 // and in the detail shape {"detail":{"error_code","message",
 // "unknown_fields","missing_fields"}} on product routes (see writeError).
@@ -165,12 +165,12 @@ type Error struct {
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// newError is an error with code, its status from codeStatus.
+// NewError is an error with code, its status from codeStatus.
 func NewError(code job.Code, format string, args ...any) *Error {
 	return &Error{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// badRequest is newError for the codes of a request rule (all 400s).
+// BadRequest is newError for the codes of a request rule (all 400s).
 func BadRequest(code job.Code, format string, args ...any) *Error {
 	return NewError(code, format, args...)
 }
@@ -181,7 +181,7 @@ func inputError(ie *job.InputError) *Error {
 	return BadRequest(ie.Code, "%v", ie.Err)
 }
 
-// unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
+// Unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
 // created, the same request can be sent again.
 func Unavailable(retryAfter int, format string, args ...any) *Error {
 	e := NewError(CodeUnavailable, format, args...)
@@ -223,7 +223,7 @@ func Unprocessable(loc []any, msg, typ string) *detailError {
 	return &detailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
 }
 
-// writeJSON writes v with status.
+// WriteJSON writes v with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

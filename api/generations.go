@@ -73,7 +73,7 @@ type Job struct {
 
 func TimeString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// newJobID returns "vfx_" and 24 random letters and digits.
+// NewJobID returns "vfx_" and 24 random letters and digits.
 func NewJobID() string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	b := make([]byte, 24)
@@ -225,7 +225,7 @@ func (s *Server) existingJob(ctx context.Context, jobID, owner string) (Job, err
 	return s.view(ctx, rec)
 }
 
-// resumeQueued re-submits a job record still in_queue, which publishes its
+// ResumeQueued re-submits a job record still in_queue, which publishes its
 // message again if it is missing from the stream (best effort: the queue's
 // sweeper fails a job whose message is lost).
 func (s *Server) ResumeQueued(ctx context.Context, rec queue.Record) queue.Record {
@@ -312,7 +312,7 @@ func (s *Server) forgetIndex(ctx context.Context, owner string, created time.Tim
 	}
 }
 
-// submit queues the record, trying again for up to Config.SubmitRetryFor while
+// Submit queues the record, trying again for up to Config.SubmitRetryFor while
 // NATS fails: queue.Submit resumes a half-done submission (record created,
 // publish lost or unconfirmed) without queueing the job twice.
 func (s *Server) Submit(ctx context.Context, rec queue.Record) (queue.Record, error) {
@@ -336,7 +336,7 @@ func (s *Server) Submit(ctx context.Context, rec queue.Record) (queue.Record, er
 	return out, nil
 }
 
-// abandon marks failed, best effort, a job whose submission gave up, so
+// Abandon marks failed, best effort, a job whose submission gave up, so
 // that it does not stay in_queue in the account's list with no message
 // to run it (a message that did reach the stream finds the record
 // terminal and is acknowledged without work).
@@ -410,7 +410,7 @@ func (s *Server) getMeta(ctx context.Context, id string) (genMeta, error) {
 	return GetJSON[genMeta](ctx, s.meta, id, "job meta")
 }
 
-// getJSON reads the JSON value of id in kv (what names it in errors); a
+// GetJSON reads the JSON value of id in kv (what names it in errors); a
 // key that is not there is jetstream.ErrKeyNotFound, as it is.
 func GetJSON[T any](ctx context.Context, kv jetstream.KeyValue, id, what string) (T, error) {
 	var zero T

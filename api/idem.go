@@ -158,22 +158,22 @@ func (c *Claims) acquire(ctx context.Context, key, hash, request string, exists 
 	}
 }
 
-// submission is one submission's hold on its idempotency key, the one
+// Submission is one submission's hold on its idempotency key, the one
 // create-and-wait of both APIs: the job id and created time it uses, and
 // the claim it holds (none without a key) until end.
 type Submission struct {
 	JobID     string
 	CreatedAt time.Time
-	// created is set once the job record exists: end then keeps the claim
+	// Created is set once the job record exists: end then keeps the claim
 	// as the key's answer instead of releasing it.
 	Created bool
 	Claim   *HeldClaim
-	// ctx ends when the claim is lost to another request.
+	// Ctx ends when the claim is lost to another request.
 	Ctx    context.Context
 	cancel context.CancelFunc
 }
 
-// beginSubmission claims key (of owner, in claims; "" for no key) for a
+// BeginSubmission claims key (of owner, in claims; "" for no key) for a
 // new job of the body whose digest is hash. When the key already names a
 // job, that job (read by existing) is the answer, written to w with
 // status, and the submission is nil: nothing is created. A claim of
@@ -207,7 +207,7 @@ func (s *Server) BeginSubmission(ctx context.Context, w http.ResponseWriter, cla
 	return sub, nil
 }
 
-// end keeps the claim as the key's answer when the job was created, and
+// End keeps the claim as the key's answer when the job was created, and
 // releases it otherwise (a resend starts afresh).
 func (sub *Submission) End() {
 	if sub.Claim != nil {
@@ -220,7 +220,7 @@ func (sub *Submission) End() {
 	sub.cancel()
 }
 
-// heldClaim is a claim this request holds; it is renewed until finish or
+// HeldClaim is a claim this request holds; it is renewed until finish or
 // release.
 type HeldClaim struct {
 	c     *Claims
@@ -302,7 +302,7 @@ func (h *HeldClaim) halt() {
 	<-h.done
 }
 
-// check reports an error unless the claim is still this request's: call
+// Check reports an error unless the claim is still this request's: call
 // it right before the job record is created.
 func (h *HeldClaim) Check(ctx context.Context) error {
 	h.mu.Lock()

@@ -17,7 +17,7 @@ import (
 	"github.com/vfxrender/vfx/store"
 )
 
-// mediaError turns an input error into a 400 with its code, and object
+// MediaError turns an input error into a 400 with its code, and object
 // storage that cannot be reached (a network error, a 5xx) into a 503
 // SERVICE_UNAVAILABLE with Retry-After: nothing was created, the same
 // request can be sent again. Other errors are returned as they are.
@@ -56,7 +56,7 @@ func (s *Server) atHand(uri string) bool {
 	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData || u.Kind == store.KindJobInput)
 }
 
-// input returns a codec input over uri when its content is at hand (an
+// Input returns a codec input over uri when its content is at hand (an
 // upload or a data: URI), nil otherwise. A missing upload or a bad data:
 // payload is reported as such here, not later as a probe failure.
 func (s *Server) Input(ctx context.Context, what, uri string) (*codec.Input, error) {
@@ -74,7 +74,7 @@ func (s *Server) Input(ctx context.Context, what, uri string) (*codec.Input, err
 	}}, nil
 }
 
-// checkMedia runs the content checks of media.Check on the inputs
+// CheckMedia runs the content checks of media.Check on the inputs
 // that are at hand and returns the source's frame count (0 when the source
 // is not at hand).
 func (s *Server) CheckMedia(ctx context.Context, jr job.JobRequest) (int, error) {
@@ -96,7 +96,7 @@ func (s *Server) CheckMedia(ctx context.Context, jr job.JobRequest) (int, error)
 	return m.Frames(), nil
 }
 
-// storeInline streams each data: input of jr (source, alpha, reference)
+// StoreInline streams each data: input of jr (source, alpha, reference)
 // into the object store as an input object of the job
 // ({space}/{jobID}/inputs/{what}.{ext}) under the upload sniffing rule, and
 // replaces its URI by the object's vfx:// reference, so that the queue

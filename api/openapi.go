@@ -15,7 +15,7 @@ func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-// obj is a JSON object of the document.
+// Obj is a JSON object of the document.
 type Obj = map[string]any
 
 func Ref(name string) Obj { return Obj{"$ref": "#/components/schemas/" + name} }
@@ -53,7 +53,7 @@ func sseResponse(r Obj) Obj {
 	return r
 }
 
-// errResp is an envelope error response whose codes are listed.
+// ErrResp is an envelope error response whose codes are listed.
 func ErrResp(desc string, codes ...job.Code) Obj {
 	names := make([]string, len(codes))
 	for i, c := range codes {

@@ -42,7 +42,7 @@ const (
 	PendingProduct    = "product"
 )
 
-// pendingSub is the record of a submission in progress.
+// PendingSub is the record of a submission in progress.
 type PendingSub struct {
 	JobID string `json:"job_id"`
 	// Kind is pendingGeneration or pendingProduct.
@@ -55,7 +55,7 @@ type PendingSub struct {
 	Inputs []string `json:"inputs,omitempty"`
 }
 
-// beginPending records a submission before it holds anything.
+// BeginPending records a submission before it holds anything.
 func (s *Server) BeginPending(ctx context.Context, ps PendingSub) error {
 	v, _ := json.Marshal(ps)
 	if _, err := s.pending.Put(ctx, ps.JobID, v); err != nil {
@@ -83,7 +83,7 @@ func (s *Server) PendingInput(ctx context.Context, jobID, key string) error {
 	return nil
 }
 
-// endPending deletes a submission's record: its job exists, or it gave
+// EndPending deletes a submission's record: its job exists, or it gave
 // back what it held.
 func (s *Server) EndPending(ctx context.Context, jobID string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

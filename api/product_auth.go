@@ -23,7 +23,7 @@ type OrgCtx struct {
 	KeyOwner string
 }
 
-// withOrgKey authenticates an organisation key and resolves the team
+// WithOrgKey authenticates an organisation key and resolves the team
 // context: a key bound to a team acts for that team (the header, when
 // sent, must name it); an organisation-wide key acts for the team the
 // header names (one of its organisation's teams) or for no team.

@@ -45,7 +45,7 @@ type ErrorDetail struct {
 	MissingFields []string `json:"missing_fields"`
 }
 
-// invalidInput is the product API's 422 INVALID_INPUT: its inputs failed
+// InvalidInput is the product API's 422 INVALID_INPUT: its inputs failed
 // their schema or rules (as FastAPI answers). It is the one code whose
 // status is not codeStatus's: elsewhere INVALID_INPUT is a 400.
 func InvalidInput(format string, args ...any) *Error {
@@ -54,7 +54,7 @@ func InvalidInput(format string, args ...any) *Error {
 	return e
 }
 
-// handleProduct registers a product API route: every error is answered in
+// HandleProduct registers a product API route: every error is answered in
 // the detail shape.
 func (s *Server) HandleProduct(method, path string, h HandlerFunc) {
 	s.routes = append(s.routes, Route{Method: method, Path: path, Product: true})

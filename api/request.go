@@ -97,7 +97,7 @@ var genFields = [...]struct {
 	{"output_format", kindString}, {"frames", kindString},
 }
 
-// decodeObject parses body as one JSON object into its raw fields (slices
+// DecodeObject parses body as one JSON object into its raw fields (slices
 // of body), or answers 422 like FastAPI; a repeated key is refused.
 func DecodeObject(body []byte) (map[string]json.RawMessage, error) {
 	ms, err := ParseObject(body)
@@ -179,7 +179,7 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 	return req, nil
 }
 
-// parseJSONInt reads a JSON number that is an integer (1e3 and 3.0 count,
+// ParseJSONInt reads a JSON number that is an integer (1e3 and 3.0 count,
 // 3.5 does not). Values beyond int64 saturate, so range checks still fail
 // them with the field's 400 code.
 func ParseJSONInt(raw json.RawMessage) (int64, error) {
@@ -508,7 +508,7 @@ func problemStep(err error, jr job.JobRequest) step {
 	return stepGenerationType
 }
 
-// checkInputURI parses an input URI and, for https://, resolves its host
+// CheckInputURI parses an input URI and, for https://, resolves its host
 // and refuses non-public addresses (unless private networks are allowed).
 func (s *Server) CheckInputURI(ctx context.Context, name, uri string) error {
 	u, err := s.resolver.Parse(uri)
@@ -557,7 +557,7 @@ func (s *Server) checkHost(ctx context.Context, host string) error {
 	return nil
 }
 
-// checkCallbackURL applies the callback_url rules: an absolute https://
+// CheckCallbackURL applies the callback_url rules: an absolute https://
 // URL (http:// when allowed) of at most 2048 bytes, without user info,
 // whose host resolves only to public addresses unless private networks
 // are allowed.
@@ -586,7 +586,7 @@ func (s *Server) CheckCallbackURL(ctx context.Context, raw string) error {
 	return nil
 }
 
-// checkPromptChars refuses control characters in a prompt: C0 controls
+// CheckPromptChars refuses control characters in a prompt: C0 controls
 // other than tab, line feed and carriage return, DEL and the C1 controls
 // (U+0080 to U+009F). (Invalid UTF-8 is caught on the JSON text, before
 // decoding replaces it.)

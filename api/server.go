@@ -185,7 +185,12 @@ type Config struct {
 	Instance string
 }
 
-// Server is the HTTP API. Create it with New; it is safe for concurrent use.
+// Server is the HTTP API: its core and the generation API; the product
+// API (package api/product) registers on it. Create it with New; it is
+// safe for concurrent use. The exported fields are for the API packages
+// built on it (read them; set ValidateJob only in tests): the
+// configuration with its defaults filled in, the logger, the queue, the
+// store and the account service.
 type Server struct {
 	Cfg      Config
 	Log      *zap.Logger
@@ -209,7 +214,7 @@ type Server struct {
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
-	// validateJob is job.Validate, the contract's field rules, run once per
+	// ValidateJob is job.Validate, the contract's field rules, run once per
 	// submission of either API; a test wraps it to count the calls.
 	ValidateJob job.Validator
 	// gclaims are the idempotency claims of the generation API (bucket
@@ -395,7 +400,7 @@ func (s *Server) Routes() []string {
 
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// handle registers an API route answered with errors through writeError.
+// Handle registers an API route answered with errors through writeError.
 func (s *Server) Handle(method, path string, h HandlerFunc) {
 	s.routes = append(s.routes, Route{Method: method, Path: path})
 	s.buildMethodRoutes()
@@ -526,7 +531,7 @@ func (s *Server) withKeyOf(h HandlerFunc, orgKeys bool) HandlerFunc {
 	}
 }
 
-// withAdmin checks Authorization: Bearer <admin token> in constant time.
+// WithAdmin checks Authorization: Bearer <admin token> in constant time.
 func (s *Server) WithAdmin(h HandlerFunc) HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

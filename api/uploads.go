@@ -198,7 +198,7 @@ func (s *Server) recordUpload(ctx context.Context, owner, id, filename string) e
 	return nil
 }
 
-// checkOwnedUploads answers every upload URI of uris that is not the
+// CheckOwnedUploads answers every upload URI of uris that is not the
 // owner's exactly as a missing upload (the store's not-found, as a 400
 // SOURCE_UNREACHABLE through mediaError), and returns the record keys of
 // those that are.
@@ -225,10 +225,10 @@ func (s *Server) CheckOwnedUploads(ctx context.Context, owner string, uris []Nam
 	return keys, nil
 }
 
-// namedURI is an input URI and what it is for.
+// NamedURI is an input URI and what it is for.
 type NamedURI struct{ What, URI string }
 
-// markUsed records the first job that used each upload (which keeps it
+// MarkUsed records the first job that used each upload (which keeps it
 // from expiring) and its final size.
 func (s *Server) MarkUsed(ctx context.Context, keys []string, jobID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -162,6 +162,16 @@ func (e *Env) StartWorkers() {
 	})
 }
 
+// Dispatch is the tests' dispatcher configuration (without its APIs):
+// webhook attempts 50 ms apart (or after delays, when given), 2 s each,
+// loopback callbacks allowed.
+func (e *Env) Dispatch(delays []time.Duration) dispatch.Config {
+	if delays == nil {
+		delays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
+	}
+	return dispatch.Config{Queue: e.Q, RetryDelays: delays, Timeout: 2 * time.Second, AllowPrivateNetworks: true, Logger: e.Log}
+}
+
 // RunBackground runs what the command's wiring runs beside the API
 // servers until ctx ends: the dispatcher (billing and webhooks, on dc,
 // whose APIs the caller fills in) and the servers' passes.

@@ -51,13 +51,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ae := apitest.Start(t, apitest.Options{StoreDir: o.storeDir, NATSDir: o.natsDir})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	delays := o.delays
-	if delays == nil {
-		delays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
-	}
 	cfg := api.Config{Queue: ae.Q, JetStream: ae.JS, Store: ae.St, Accounts: ae.Acc, AdminToken: ae.Admin,
 		AllowPrivateNetworks: true, AllowHTTPCallbacks: true, Logger: ae.Log}
-	dcfg := dispatch.Config{Queue: ae.Q, RetryDelays: delays, Timeout: 2 * time.Second, AllowPrivateNetworks: true, Logger: ae.Log}
+	dcfg := ae.Dispatch(o.delays)
 	if o.mut != nil {
 		o.mut(&cfg)
 	}
