@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/vfxrender/vfx/internal/trunc"
@@ -23,18 +24,18 @@ const DefaultMaxInflightBodyBytes int64 = 256 << 20
 // bodyReadStep is how much budget a body of unknown length takes at a time.
 const bodyReadStep int64 = 1 << 20
 
-// byteBudget is a semaphore on request body bytes shared by every request
+// ByteBudget is a semaphore on request body bytes shared by every request
 // of a Server: a body is read only while its bytes fit, so that N
 // concurrent maximal bodies cannot hold more than limit bytes.
-type byteBudget struct {
+type ByteBudget struct {
 	mu    sync.Mutex
 	used  int64
 	limit int64
 }
 
-// take reserves n bytes, or reports false without waiting when they do
+// Take reserves n bytes, or reports false without waiting when they do
 // not fit.
-func (b *byteBudget) take(n int64) bool {
+func (b *ByteBudget) Take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n < 0 || b.used+n > b.limit {
@@ -44,15 +45,15 @@ func (b *byteBudget) take(n int64) bool {
 	return true
 }
 
-// give returns n bytes.
-func (b *byteBudget) give(n int64) {
+// Give returns n bytes.
+func (b *ByteBudget) Give(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
 }
 
-// inUse is the bytes reserved now.
-func (b *byteBudget) inUse() int64 {
+// InUse is the bytes reserved now.
+func (b *ByteBudget) InUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
@@ -69,7 +70,7 @@ func (s *Server) withCharge(r *http.Request) (*http.Request, func()) {
 	c := &bodyCharge{}
 	return r.WithContext(context.WithValue(r.Context(), chargeKey{}, c)), func() {
 		if c.n > 0 {
-			s.budget.give(c.n)
+			s.Budget.Give(c.n)
 			c.n = 0
 		}
 	}
@@ -96,7 +97,7 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			"request body over %d bytes (inline data: URIs are limited to 50 MB)", limit)
 	}
 	takeMore := func(n int64) bool {
-		if !s.budget.take(n) {
+		if !s.Budget.Take(n) {
 			return false
 		}
 		c.n += n
@@ -258,7 +259,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 			return out, nil
 		}
 		at := w.i
-		key, err := jsonStringOf(w.str())
+		key, err := JSONStringOf(w.str())
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +283,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 
 // jsonStringOf decodes a raw JSON string. Strings without escapes that are
 // plain printable ASCII are copied once, without the decoder.
-func jsonStringOf(raw []byte) (string, error) {
+func JSONStringOf(raw []byte) (string, error) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainASCII(raw[1:len(raw)-1]) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
@@ -414,7 +415,7 @@ func writeStringRaw(h hash.Hash, s []byte) error {
 		h.Write(s)
 		return nil
 	}
-	v, err := jsonStringOf(s)
+	v, err := JSONStringOf(s)
 	if err != nil {
 		return err
 	}
@@ -449,3 +450,24 @@ func WriteString(h hash.Hash, s string) {
 
 // WriteInt writes an integer as Marshal does.
 func WriteInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }
+
+// DecodeStrict decodes an admin body, refusing unknown fields (422).
+func (s *Server) DecodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	if _, err := DecodeObject(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
+		}
+		return Unprocessable([]any{"body"}, err.Error(), "value_error")
+	}
+	return nil
+}

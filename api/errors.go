@@ -151,7 +151,7 @@ func statusOf(code job.Code) int {
 // Error is an error answered with a code, in the envelope shape
 // {"error":{"code","message"}} on generation, account and operator routes
 // and in the detail shape {"detail":{"error_code","message",
-// "unknown_fields","missing_fields"}} on product routes (see writeError).
+// "unknown_fields","missing_fields"}} on product routes (see WriteError).
 type Error struct {
 	// Status is the HTTP status: codeStatus's, set by newError.
 	Status  int
@@ -189,8 +189,8 @@ func Unavailable(retryAfter int, format string, args ...any) *Error {
 	return e
 }
 
-// envelope is the generation API's error body (docs/api.md, Errors).
-type envelope struct {
+// Envelope is the generation API's error body (docs/api.md, Errors).
+type Envelope struct {
 	Error ErrorBody `json:"error"`
 }
 
@@ -208,19 +208,19 @@ type ValidationError struct {
 }
 
 // detailError is a 422 answered as {"detail":[…]}.
-type detailError struct {
+type DetailError struct {
 	Detail []ValidationError `json:"detail"`
 }
 
-func (e *detailError) Error() string {
+func (e *DetailError) Error() string {
 	if len(e.Detail) == 0 {
 		return "validation error"
 	}
 	return fmt.Sprintf("validation error: %v: %s", e.Detail[0].Loc, e.Detail[0].Msg)
 }
 
-func Unprocessable(loc []any, msg, typ string) *detailError {
-	return &detailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
+func Unprocessable(loc []any, msg, typ string) *DetailError {
+	return &DetailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
 }
 
 // WriteJSON writes v with status.
@@ -236,26 +236,26 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// shape is the form of an error body: the generation API's envelope or
+// Shape is the form of an error body: the generation API's envelope or
 // the product API's detail.
-type shape int
+type Shape int
 
 const (
-	envelopeShape shape = iota
-	detailShape
+	EnvelopeShape Shape = iota
+	DetailShape
 )
 
-// writeError answers err in shape: an *apiError as it says; a
+// WriteError answers err in shape: an *apiError as it says; a
 // *detailError (a FastAPI-style 422 array) as it is in the envelope shape
 // and as 422 INVALID_INPUT in the detail shape; NATS unreachable for a
 // moment as 503 SERVICE_UNAVAILABLE with Retry-After; anything else as a
 // 500 whose message hides the cause (the cause is logged).
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, sh shape) {
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error, sh Shape) {
 	var ae *Error
-	var de *detailError
+	var de *DetailError
 	switch {
 	case errors.As(err, &de):
-		if sh == envelopeShape {
+		if sh == EnvelopeShape {
 			WriteJSON(w, http.StatusUnprocessableEntity, de)
 			return
 		}
@@ -275,8 +275,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, s
 	for k, vs := range ae.Header {
 		w.Header()[k] = vs
 	}
-	if sh == envelopeShape {
-		WriteJSON(w, ae.Status, envelope{Error: ErrorBody{Code: ae.Code, Message: ae.Message}})
+	if sh == EnvelopeShape {
+		WriteJSON(w, ae.Status, Envelope{Error: ErrorBody{Code: ae.Code, Message: ae.Message}})
 		return
 	}
 	body := ErrorDetail{ErrorCode: ae.Code, Message: ae.Message, UnknownFields: ae.Unknown, MissingFields: ae.Missing}
@@ -321,7 +321,7 @@ func retrySeconds(d time.Duration) int {
 }
 
 // accountError maps the account package's reservation errors to answers.
-func accountError(err error) error {
+func AccountError(err error) error {
 	var le *account.LimitError
 	hasLE := errors.As(err, &le)
 	switch {

@@ -183,7 +183,7 @@ type Submission struct {
 // given back first.
 func (s *Server) BeginSubmission(ctx context.Context, w http.ResponseWriter, claims *Claims, owner, key, hash, conflict string,
 	status int, existing func(ctx context.Context, jobID string) (any, error)) (*Submission, error) {
-	sub := &Submission{JobID: claims.newID(), CreatedAt: s.now().UTC(), Ctx: ctx, cancel: func() {}}
+	sub := &Submission{JobID: claims.newID(), CreatedAt: s.Now().UTC(), Ctx: ctx, cancel: func() {}}
 	if key == "" {
 		return sub, nil
 	}

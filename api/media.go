@@ -51,7 +51,7 @@ func storeUnreachable(err error) bool {
 
 // atHand reports whether uri's content can be checked at submission
 // without a network fetch: an upload or an inline data: URI.
-func (s *Server) atHand(uri string) bool {
+func (s *Server) AtHand(uri string) bool {
 	u, err := s.resolver.Parse(uri)
 	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData || u.Kind == store.KindJobInput)
 }
@@ -60,7 +60,7 @@ func (s *Server) atHand(uri string) bool {
 // upload or a data: URI), nil otherwise. A missing upload or a bad data:
 // payload is reported as such here, not later as a probe failure.
 func (s *Server) Input(ctx context.Context, what, uri string) (*codec.Input, error) {
-	if uri == "" || !s.atHand(uri) {
+	if uri == "" || !s.AtHand(uri) {
 		return nil, nil
 	}
 	rc, _, err := s.resolver.Open(ctx, uri)

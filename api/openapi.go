@@ -214,7 +214,7 @@ func (s *Server) OpenAPI() map[string]any {
 		allCodes = append(allCodes, c)
 	}
 	prices := Obj{}
-	for m, p := range s.prices {
+	for m, p := range s.Prices {
 		prices[m] = p
 	}
 	labels := Obj{}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -38,7 +37,7 @@ const DefaultPendingGrace = 5 * time.Minute
 
 // Kinds of pending submissions.
 const (
-	pendingGeneration = "generation"
+	PendingGeneration = "generation"
 	PendingProduct    = "product"
 )
 
@@ -93,8 +92,8 @@ func (s *Server) EndPending(ctx context.Context, jobID string) {
 	}
 }
 
-// getPending reads a submission's record.
-func (s *Server) getPending(ctx context.Context, jobID string) (PendingSub, jetstream.KeyValueEntry, error) {
+// GetPending reads a submission's record.
+func (s *Server) GetPending(ctx context.Context, jobID string) (PendingSub, jetstream.KeyValueEntry, error) {
 	e, err := s.pending.Get(ctx, jobID)
 	if err != nil {
 		return PendingSub{}, nil, err
@@ -113,7 +112,7 @@ func (s *Server) getPending(ctx context.Context, jobID string) (PendingSub, jets
 // A submission without a record held nothing. It reports whether a dead
 // submission was recovered.
 func (s *Server) recoverSubmission(ctx context.Context, jobID string) (bool, error) {
-	ps, e, err := s.getPending(ctx, jobID)
+	ps, e, err := s.GetPending(ctx, jobID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
 	}
@@ -128,23 +127,8 @@ func (s *Server) recoverSubmission(ctx context.Context, jobID string) (bool, err
 		return false, fmt.Errorf("api: job %s: %w", jobID, err)
 	}
 	var errs []error
-	switch ps.Kind {
-	case pendingGeneration:
-		if err := s.Acc.AbandonReservation(ctx, ps.Owner, jobID); err != nil && !errors.Is(err, account.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		if err := s.meta.Delete(ctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			errs = append(errs, fmt.Errorf("api: job meta %s: %w", jobID, err))
-		}
-		if !ps.CreatedAt.IsZero() {
-			if err := s.indexRemove(ctx, ps.Owner, ps.CreatedAt, jobID); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	default:
-		if give := s.giveBack[ps.Kind]; give != nil {
-			errs = append(errs, give(ctx, jobID, ps))
-		}
+	if give := s.giveBack[ps.Kind]; give != nil {
+		errs = append(errs, give(ctx, jobID, ps))
 	}
 	for _, k := range ps.Inputs {
 		if err := s.Store.Delete(ctx, k); err != nil {

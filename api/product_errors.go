@@ -32,7 +32,7 @@ const (
 	CodeTeamNotFound job.Code = "TEAM_NOT_FOUND"
 )
 
-// ProductDetail is the detail shape of an error (see writeError).
+// ProductDetail is the detail shape of an error (see WriteError).
 type ProductDetail struct {
 	Detail ErrorDetail `json:"detail"`
 }
@@ -63,7 +63,7 @@ func (s *Server) HandleProduct(method, path string, h HandlerFunc) {
 		r, release := s.withCharge(r)
 		defer release()
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err, detailShape)
+			s.WriteError(w, r, err, DetailShape)
 		}
 	})
 }

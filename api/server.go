@@ -197,29 +197,21 @@ type Server struct {
 	Queue    *queue.Queue
 	Store    store.Store
 	Acc      Accounts
-	prices   account.PriceTable
-	meta     jetstream.KeyValue
-	idem     jetstream.KeyValue
-	index    jetstream.KeyValue
-	chunk    int // entries per chunk of the job index (DefaultIndexChunk)
+	Prices   account.PriceTable
 	mux      *http.ServeMux
 	routes   []Route
 	methods  *http.ServeMux // one pattern per route path, answering 405
 	resolver *store.Resolver
 	guard    *store.AddressGuard
-	now      func() time.Time
-	budget   *byteBudget
+	Now      func() time.Time
+	Budget   *ByteBudget
 	uploads  jetstream.KeyValue
-	streams  *streams
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
 	// ValidateJob is job.Validate, the contract's field rules, run once per
 	// submission of either API; a test wraps it to count the calls.
 	ValidateJob job.Validator
-	// gclaims are the idempotency claims of the generation API (bucket
-	// gen_idem).
-	gclaims *Claims
 	// docs add the parts of the other APIs to the OpenAPI document
 	// (AddDoc); jobAPIs are their parts in billing and webhooks
 	// (AddJobAPI).
@@ -253,16 +245,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
-	s := &Server{Cfg: cfg, Queue: cfg.Queue, Store: cfg.Store, Acc: cfg.Accounts, prices: cfg.Prices, Log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams(), ValidateJob: job.Validate}
+	s := &Server{Cfg: cfg, Queue: cfg.Queue, Store: cfg.Store, Acc: cfg.Accounts, Prices: cfg.Prices, Log: cfg.Logger, Now: cfg.Now,
+		idemWait: idemCreateWait, ValidateJob: job.Validate}
 	if s.Log == nil {
 		s.Log = zap.NewNop()
 	}
-	if s.prices == nil {
-		s.prices = account.DefaultPrices()
+	if s.Prices == nil {
+		s.Prices = account.DefaultPrices()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.Now == nil {
+		s.Now = time.Now
 	}
 	if s.Cfg.MaxBodyBytes <= 0 {
 		s.Cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -270,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Cfg.MaxInflightBodyBytes <= 0 {
 		s.Cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
-	s.budget = &byteBudget{limit: s.Cfg.MaxInflightBodyBytes}
+	s.Budget = &ByteBudget{limit: s.Cfg.MaxInflightBodyBytes}
 	if s.Cfg.MinBodyRate <= 0 {
 		s.Cfg.MinBodyRate = DefaultMinBodyRate
 	}
@@ -291,15 +283,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.Cfg.SubmitRetryFor <= 0 {
 		s.Cfg.SubmitRetryFor = DefaultSubmitRetryFor
-	}
-	if s.Cfg.StreamEvery <= 0 {
-		s.Cfg.StreamEvery = DefaultStreamEvery
-	}
-	if s.Cfg.StreamMaxAge <= 0 {
-		s.Cfg.StreamMaxAge = DefaultStreamMaxAge
-	}
-	if s.Cfg.MaxStreamsPerAccount <= 0 {
-		s.Cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
 	}
 	if s.Cfg.IdemClaimLease <= 0 {
 		s.Cfg.IdemClaimLease = DefaultIdemClaimLease
@@ -327,20 +310,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.resolver = &store.Resolver{Store: cfg.Store, AllowHosts: allow, AllowHTTP: cfg.AllowHTTPSources}
 
 	var err error
-	if s.meta, err = s.OpenBucket(ctx, BucketMeta, "vfx generation jobs: owner, callback, webhook state"); err != nil {
-		return nil, err
-	}
-	if s.idem, err = s.OpenBucket(ctx, BucketIdem, "vfx generation idempotency keys"); err != nil {
-		return nil, err
-	}
-	if s.index, err = s.OpenBucket(ctx, BucketIndex, "vfx generation jobs by account, newest first"); err != nil {
-		return nil, err
-	}
-	if n, err := s.migrateIndex(ctx); err != nil {
-		return nil, err
-	} else if n > 0 {
-		s.Log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
-	}
 	if s.uploads, err = cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.Cfg.Replicas,
 		Storage: jetstream.FileStorage, TTL: DefaultUploadRecordTTL,
@@ -350,8 +319,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.pending, err = s.OpenBucket(ctx, BucketPending, "vfx submissions in progress: what each holds until its job exists"); err != nil {
 		return nil, err
 	}
-	s.gclaims = s.NewClaims(s.idem, NewJobID)
-	s.jobAPIs = map[string]dispatch.API{queue.KindGeneration: genDispatch{s}}
+	s.jobAPIs = map[string]dispatch.API{}
 	s.giveBack = map[string]func(context.Context, string, PendingSub) error{}
 	s.buildRoutes()
 	return s, nil
@@ -374,7 +342,7 @@ func (s *Server) OpenBucket(ctx context.Context, name, desc string) (jetstream.K
 // newID naming the job a new claim is for.
 func (s *Server) NewClaims(kv jetstream.KeyValue, newID func() string) *Claims {
 	return &Claims{kv: kv, lease: s.Cfg.IdemClaimLease, wait: s.idemWait, holder: s.Cfg.Instance,
-		newID: newID, now: s.now, log: s.Log.Named("idem")}
+		newID: newID, now: s.Now, log: s.Log.Named("idem")}
 }
 
 // AddDoc adds an API's part to the OpenAPI document that
@@ -400,7 +368,7 @@ func (s *Server) Routes() []string {
 
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// Handle registers an API route answered with errors through writeError.
+// Handle registers an API route answered with errors through WriteError.
 func (s *Server) Handle(method, path string, h HandlerFunc) {
 	s.routes = append(s.routes, Route{Method: method, Path: path})
 	s.buildMethodRoutes()
@@ -408,27 +376,15 @@ func (s *Server) Handle(method, path string, h HandlerFunc) {
 		r, release := s.withCharge(r)
 		defer release()
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err, envelopeShape)
+			s.WriteError(w, r, err, EnvelopeShape)
 		}
 	})
 }
 
 func (s *Server) buildRoutes() {
 	s.mux = http.NewServeMux()
-	s.Handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
-	s.Handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
-	s.Handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
-	s.Handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
-	s.Handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
-	s.Handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
-	s.Handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
+	s.Handle("POST", "/v1/uploads", s.WithAnyKey(s.postUpload))
 	s.Handle("GET", "/v1/openapi.json", s.openAPI)
-	s.Handle("POST", "/admin/v1/accounts", s.WithAdmin(s.adminCreateAccount))
-	s.Handle("PATCH", "/admin/v1/accounts/{id}", s.WithAdmin(s.adminUpdateAccount))
-	s.Handle("POST", "/admin/v1/accounts/{id}/keys", s.WithAdmin(s.adminCreateKey))
-	s.Handle("DELETE", "/admin/v1/keys/{key_id}", s.WithAdmin(s.adminRevokeKey))
-	s.Handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.WithAdmin(s.adminWebhookSecret))
-	s.Handle("GET", "/admin/v1/queue", s.WithAdmin(s.adminQueue))
 	s.buildMethodRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path of some route reached with another method: 405.
@@ -436,7 +392,7 @@ func (s *Server) buildRoutes() {
 			h.ServeHTTP(w, r)
 			return
 		}
-		s.writeError(w, r, NewError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), envelopeShape)
+		s.WriteError(w, r, NewError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), EnvelopeShape)
 	})
 }
 
@@ -474,11 +430,11 @@ func (s *Server) buildMethodRoutes() {
 		product := pi.product
 		s.methods.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			sh := envelopeShape
+			sh := EnvelopeShape
 			if product {
-				sh = detailShape
+				sh = DetailShape
 			}
-			s.writeError(w, r, NewError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
+			s.WriteError(w, r, NewError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
 		})
 	}
 }
@@ -486,19 +442,19 @@ func (s *Server) buildMethodRoutes() {
 // principalKey is the context key of the authenticated principal.
 type principalKey struct{}
 
-func principalOf(ctx context.Context) account.Principal {
+func PrincipalOf(ctx context.Context) account.Principal {
 	p, _ := ctx.Value(principalKey{}).(account.Principal)
 	return p
 }
 
-// withKey authenticates the x-api-key header: a missing, unknown or revoked
+// WithKey authenticates the x-api-key header: a missing, unknown or revoked
 // key gets 401 INVALID_API_KEY; an organisation key of the product API gets
 // 403 ACCOUNT_KEY_REQUIRED.
-func (s *Server) withKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, false) }
+func (s *Server) WithKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, false) }
 
-// withAnyKey is withKey that also accepts organisation keys of the product
+// WithAnyKey is WithKey that also accepts organisation keys of the product
 // API (uploads serve both families).
-func (s *Server) withAnyKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, true) }
+func (s *Server) WithAnyKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, true) }
 
 // authenticate resolves the request's x-api-key: 401 INVALID_API_KEY when
 // it is missing, unknown or revoked.
@@ -545,8 +501,8 @@ func (s *Server) WithAdmin(h HandlerFunc) HandlerFunc {
 
 // limit applies the rate limit of class to personal keys; organization
 // keys have none. Allowed decisions set the X-RateLimit-* headers on w.
-func (s *Server) limit(ctx context.Context, w http.ResponseWriter, class account.Class) error {
-	p := principalOf(ctx)
+func (s *Server) Limit(ctx context.Context, w http.ResponseWriter, class account.Class) error {
+	p := PrincipalOf(ctx)
 	if p.Key.Kind != account.KindPersonal {
 		return nil
 	}

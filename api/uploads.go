@@ -43,8 +43,8 @@ const (
 	DefaultUploadRecordTTL = 7 * 24 * time.Hour
 	// DefaultUploadSweepEvery is the pause between two expiry sweeps.
 	DefaultUploadSweepEvery = 10 * time.Minute
-	// uploadQuotaWindow is the window of the bytes-a-day limit.
-	uploadQuotaWindow = 24 * time.Hour
+	// UploadQuotaWindow is the window of the bytes-a-day limit.
+	UploadQuotaWindow = 24 * time.Hour
 	// maxUploadRecordsScanned bounds one owner's records read per check.
 	maxUploadRecordsScanned = 10000
 )
@@ -63,7 +63,7 @@ type uploadEntry struct {
 }
 
 // accountOwner and teamOwner name upload owners.
-func accountOwner(accountID string) string { return "acct-" + accountID }
+func AccountOwner(accountID string) string { return "acct-" + accountID }
 func TeamOwner(orgID, teamID string) string {
 	if teamID == "" {
 		return "org-" + orgID
@@ -71,16 +71,16 @@ func TeamOwner(orgID, teamID string) string {
 	return "org-" + orgID + "-" + teamID
 }
 
-func uploadKVKey(owner, id string) string { return keyPart(owner) + "." + id }
+func uploadKVKey(owner, id string) string { return KeyPart(owner) + "." + id }
 
 // uploadOwner is who an upload request acts for: the account of an
 // account key; the organisation and team of an organisation key (its own
 // team, or the team its X-Service-Team-Id header names, as the product
 // API resolves it).
 func (s *Server) uploadOwner(r *http.Request) (string, error) {
-	p := principalOf(r.Context())
+	p := PrincipalOf(r.Context())
 	if p.Key.OrgID == "" {
-		return accountOwner(p.Account.ID), nil
+		return AccountOwner(p.Account.ID), nil
 	}
 	team := p.Key.TeamID
 	header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
@@ -104,7 +104,7 @@ func (s *Server) uploadOwner(r *http.Request) (string, error) {
 // owner has MaxOpenUploads open, or its uploads of the last 24 hours hold
 // MaxUploadBytesPerDay bytes or more.
 func (s *Server) uploadQuota(ctx context.Context, owner string) error {
-	lister, err := s.uploads.ListKeysFiltered(ctx, keyPart(owner)+".*")
+	lister, err := s.uploads.ListKeysFiltered(ctx, KeyPart(owner)+".*")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return nil
@@ -117,7 +117,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 			keys = append(keys, k)
 		}
 	}
-	now := s.now()
+	now := s.Now()
 	open, bytes := 0, int64(0)
 	var retry time.Duration
 	for _, k := range keys {
@@ -129,7 +129,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 			return err
 		}
 		age := now.Sub(ent.CreatedAt)
-		if age >= uploadQuotaWindow {
+		if age >= UploadQuotaWindow {
 			continue
 		}
 		live := age < UploadURLTTL
@@ -191,7 +191,7 @@ func (s *Server) getUpload(ctx context.Context, k string) (jetstream.KeyValueEnt
 
 // recordUpload writes a new upload's record.
 func (s *Server) recordUpload(ctx context.Context, owner, id, filename string) error {
-	v, _ := json.Marshal(uploadEntry{ID: id, Filename: filename, Owner: owner, CreatedAt: s.now().UTC(), Size: -1})
+	v, _ := json.Marshal(uploadEntry{ID: id, Filename: filename, Owner: owner, CreatedAt: s.Now().UTC(), Size: -1})
 	if _, err := s.uploads.Create(ctx, uploadKVKey(owner, id), v); err != nil {
 		return fmt.Errorf("api: upload record: %w", err)
 	}
@@ -263,7 +263,7 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 	for k := range lister.Keys() {
 		keys = append(keys, k)
 	}
-	now, n := s.now(), 0
+	now, n := s.Now(), 0
 	for _, k := range keys {
 		e, ent, err := s.getUpload(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -327,4 +327,54 @@ func (s *Server) RunUploadSweeper(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// uploadRecord is the body of POST /v1/uploads.
+type uploadRecord struct {
+	ID        string `json:"id"`
+	UploadURL string `json:"upload_url"`
+	VfxURI    string `json:"vfx_uri"`
+}
+
+// postUpload is POST /v1/uploads: a presigned PUT URL (1 h) for a new
+// upload and its vfx:// URI.
+func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	body, err := s.ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	fields, err := DecodeObject(body)
+	if err != nil {
+		return err
+	}
+	raw, ok := fields["filename"]
+	if !ok || strings.TrimSpace(string(raw)) == "null" {
+		return Unprocessable([]any{"body", "filename"}, "Field required", "missing")
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return Unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
+	}
+	if err := store.ValidateUploadFilename(name); err != nil {
+		return BadRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
+			strings.TrimPrefix(err.Error(), "store: "))
+	}
+	owner, err := s.uploadOwner(r)
+	if err != nil {
+		return err
+	}
+	if err := s.uploadQuota(ctx, owner); err != nil {
+		return err
+	}
+	id := store.NewUploadID()
+	u, err := s.Store.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
+	if err != nil {
+		return fmt.Errorf("api: presign upload: %w", err)
+	}
+	if err := s.recordUpload(ctx, owner, id, name); err != nil {
+		return err
+	}
+	WriteJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
+	return nil
 }

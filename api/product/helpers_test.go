@@ -8,6 +8,7 @@ import (
 
 	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/api/apitest"
+	"github.com/vfxrender/vfx/api/gen"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
@@ -63,6 +64,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	srv, err := api.New(ctx, cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.New(ctx, srv); err != nil {
 		t.Fatal(err)
 	}
 	prod, err := New(ctx, srv, pcfg)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
 	"github.com/vfxrender/vfx/api/product"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
@@ -275,6 +276,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	var acc *account.Service
 	var st store.Store
 	var srv *api.Server
+	var gapi *gen.API
 	var prod *product.API
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -298,6 +300,9 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 				Replicas:         cfg.replicas, Logger: log.Named("api"),
 			})
 			if err != nil {
+				return err
+			}
+			if gapi, err = gen.New(ctx, srv); err != nil {
 				return err
 			}
 			prod, err = product.New(ctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
@@ -325,7 +330,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	if err := mountWeb(srv, origins); err != nil {
 		return err
 	}
-	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
+	httpSrv.RegisterOnShutdown(gapi.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
 		runAPIBackground(bgCtx, log, srv, prod, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,

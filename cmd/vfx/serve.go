@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
 	"github.com/vfxrender/vfx/api/product"
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
@@ -213,6 +214,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	if err != nil {
 		return err
 	}
+	gapi, err := gen.New(sctx, srv)
+	if err != nil {
+		return err
+	}
 	prod, err := product.New(sctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
 	if err != nil {
 		return err
@@ -280,7 +285,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	httpSrv := api.NewHTTPServer(srv.Handler())
-	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
+	httpSrv.RegisterOnShutdown(gapi.StopStreams) // end the page's event streams, or Shutdown waits for them
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {

@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "codec", "frame", "infer"}
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "api/product", "codec", "dispatch", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
+var library = []string{"account", "api", "api/gen", "api/product", "codec", "dispatch", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "matte", "media", "queue", "render", "store", "web", "worker"}
 
 // rules is the one table of forbidden imports. A rule forbids each package
 // of from to depend on each package of to, directly or through others.
@@ -33,13 +33,17 @@ var rules = []struct {
 	from, to []string
 	why      string
 }{
-	{[]string{"api", "api/product"}, []string{"worker", "render", "matte", "kernels", "infer"},
+	{[]string{"api", "api/gen", "api/product"}, []string{"worker", "render", "matte", "kernels", "infer"},
 		"the API speaks the job contract (package job) and checks media with package media; the pipeline, the look, the network and the compute device stay out of it (its tests may still run a real worker)"},
-	{[]string{"api"}, []string{"api/product"},
-		"api is the core the product API is built on (routing, auth, errors, bodies, idempotency): the product API registers itself on an *api.Server"},
-	{[]string{"dispatch"}, append([]string{"api", "api/product", "worker", "account", "media"}, pixel...),
+	{[]string{"api"}, []string{"api/gen", "api/product"},
+		"api is the core the two APIs are built on (routing, auth, errors, bodies, idempotency): each registers itself on an *api.Server"},
+	{[]string{"api/gen"}, []string{"api/product"},
+		"the generation and product APIs are siblings on the core: what they share is the core's"},
+	{[]string{"api/product"}, []string{"api/gen"},
+		"the generation and product APIs are siblings on the core: what they share is the core's"},
+	{[]string{"dispatch"}, append([]string{"api", "api/gen", "api/product", "worker", "account", "media"}, pixel...),
 		"billing and webhooks run on the job events beside the API: the APIs hand in their part (dispatch.API), so dispatch knows no route, no API's records and no pixels"},
-	{[]string{"worker"}, []string{"api", "api/product", "account", "dispatch"},
+	{[]string{"worker"}, []string{"api", "api/gen", "api/product", "account", "dispatch"},
 		"the worker is below the API and never bills: both share only the job contract"},
 	{[]string{"render", "matte", "kernels"}, []string{"codec"},
 		"no FFmpeg in the pixel packages, so that their tests and benchmarks build into small binaries that run on a GPU machine without FFmpeg"},
@@ -51,7 +55,7 @@ var rules = []struct {
 		"the look takes a matte as frames; it does not make one"},
 	{[]string{"codec", "frame", "infer"}, others("codec", "frame", "infer", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
-	{[]string{"queue"}, append([]string{"api", "api/product", "dispatch", "worker", "account", "store", "media"}, pixel...),
+	{[]string{"queue"}, append([]string{"api", "api/gen", "api/product", "dispatch", "worker", "account", "store", "media"}, pixel...),
 		"the queue moves job records and messages and knows no pixels; it is below both the API and the worker"},
 	{[]string{"store"}, []string{"queue", "job", "account", "media", "api", "dispatch", "worker"},
 		"object storage knows no jobs"},

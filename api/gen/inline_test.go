@@ -1,8 +1,9 @@
-package api
+package gen
 
 import (
 	"context"
 	"encoding/base64"
+	"github.com/vfxrender/vfx/api"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestInlineFailureLeavesNothing(t *testing.T) {
 	key := e.OrgKey()
 	big := DataURI("image/png", PNGBytes(t, 2000, 1500, true))
 	r := e.Do("POST", "/v1/vfx/generations", key, validReq(big))
-	if r.Status != 400 || r.Code() != CodeSourceTooLarge {
+	if r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 		t.Fatalf("3 MP source: %d %s", r.Status, r.Body)
 	}
 	if got := inputObjects(t, dir); len(got) != 0 {
@@ -30,7 +31,7 @@ func TestInlineFailureLeavesNothing(t *testing.T) {
 	}
 	// A client may not name an API-written input reference.
 	r = e.Do("POST", "/v1/vfx/generations", key, validReq("vfx://jobs/vfx_abc/inputs/source.png"))
-	if r.Status != 400 || r.Code() != CodeInvalidURI {
+	if r.Status != 400 || r.Code() != api.CodeInvalidURI {
 		t.Fatalf("job input uri: %d %s", r.Status, r.Body)
 	}
 }
@@ -42,13 +43,13 @@ func TestIndexRemove(t *testing.T) {
 	ctx := context.Background()
 	owner := "acct_x"
 	now := time.Now()
-	if err := e.srv.indexAdd(ctx, owner, now, "vfx_gone"); err != nil {
+	if err := e.gen.indexAdd(ctx, owner, now, "vfx_gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.indexRemove(ctx, owner, now, "vfx_gone"); err != nil {
+	if err := e.gen.indexRemove(ctx, owner, now, "vfx_gone"); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := e.srv.indexScan(ctx, keyPart(owner), "", -1)
+	cur, err := e.gen.indexScan(ctx, api.KeyPart(owner), "", -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,17 +62,17 @@ func TestIndexRemove(t *testing.T) {
 // (here a record over a 4 KB message cap) is answered 503 and leaves no
 // entry in the account's job list.
 func TestRefusedRecordLeavesNoIndexEntry(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, maxPayload: 4096, mut: func(c *Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
+	e := newEnv(t, envOpts{noRun: true, maxPayload: 4096, mut: func(c *api.Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	long := "https://example.com/" + strings.Repeat("a", 6000) + ".png"
 	r := e.Do("POST", "/v1/vfx/generations", key, validReq(long))
-	if r.Status != 503 || r.Code() != CodeUnavailable {
+	if r.Status != 503 || r.Code() != api.CodeUnavailable {
 		t.Fatalf("oversized record: %d %s", r.Status, r.Body)
 	}
 	if l := e.Do("GET", "/v1/vfx/generations", key, nil).JSON(t); len(l["jobs"].([]any)) != 0 {
 		t.Fatalf("list: %v", l)
 	}
-	cur, err := e.srv.indexScan(context.Background(), keyPart(a.ID), "", -1)
+	cur, err := e.gen.indexScan(context.Background(), api.KeyPart(a.ID), "", -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestInlineDataLimitEdge(t *testing.T) {
 	if len(at) != len(over) {
 		t.Fatalf("the two URIs differ in length (%d, %d): the edge would not be the decoded count", len(at), len(over))
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(over)); r.Status != 400 || r.Code() != CodeSourceTooLarge {
+	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(over)); r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 		t.Fatalf("50,000,001 B: %d %.300s", r.Status, r.Body)
 	}
 	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(at)); r.Status != 201 {

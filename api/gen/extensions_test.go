@@ -1,4 +1,4 @@
-package api
+package gen
 
 import (
 	"archive/tar"
@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"strings"
 	"testing"
 
@@ -48,14 +49,14 @@ func TestFramesAndOutputFormat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
-			code := CodeInvalidFrameRange
+			code := api.CodeInvalidFrameRange
 			switch {
 			case strings.Contains(tc.name, "format"):
-				code = CodeInvalidOutputFormat
+				code = api.CodeInvalidOutputFormat
 			case strings.Contains(tc.name, "keyframe"):
-				code = CodeInvalidKeyframeIndex
+				code = api.CodeInvalidKeyframeIndex
 			}
-			var env envelope
+			var env api.Envelope
 			_ = json.Unmarshal(r.Body, &env)
 			if r.Status != 400 || r.Code() != code || !strings.Contains(env.Error.Message, tc.want) {
 				t.Fatalf("want 400 %s naming %q, got %d %s", code, tc.want, r.Status, trunc.String(string(r.Body), 300))
@@ -83,7 +84,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		if r.Status != 201 {
 			t.Fatalf("%v: %d %s", tc.body, r.Status, r.Body)
 		}
-		var j Job
+		var j api.Job
 		if err := json.Unmarshal(r.Body, &j); err != nil || j.Frames != tc.frames {
 			t.Errorf("%v: frames %d (%v), want %d", tc.body, j.Frames, err, tc.frames)
 		}
@@ -104,7 +105,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 	if r := e.Do("POST", "/v1/vfx/generations", key, idem); r.Status != 201 {
 		t.Fatalf("keyed: %d %s", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.Status != 409 || r.Code() != CodeIdempotencyConflict {
+	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.Status != 409 || r.Code() != api.CodeIdempotencyConflict {
 		t.Errorf("same key, frames 0-2: %d %s, want 409", r.Status, r.Body)
 	}
 	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "exr")); r.Status != 409 {
@@ -116,7 +117,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 
 	// A completed exr job lists its sequences beside render, source and alpha.
 	r := e.Do("POST", "/v1/vfx/generations", key, with(video, "output_format", "exr"))
-	var j Job
+	var j api.Job
 	_ = json.Unmarshal(r.Body, &j)
 	ctx := context.Background()
 	for _, st := range []queue.Status{queue.StatusProcessing, queue.StatusCompleted} {
@@ -137,7 +138,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		}
 	}
 	got := e.Do("GET", "/v1/vfx/generations/"+j.ID, key, nil)
-	var done Job
+	var done api.Job
 	if err := json.Unmarshal(got.Body, &done); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestArchiveUpload(t *testing.T) {
 
 	video := func(uri string) map[string]any { return with(validReq(uri), "generation_type", "video") }
 	r := e.Do("POST", "/v1/vfx/generations", key, video(e.Upload(key, "frames.zip", zipOf(240))))
-	var j Job
+	var j api.Job
 	if err := json.Unmarshal(r.Body, &j); r.Status != 201 || err != nil || j.Frames != 240 {
 		t.Fatalf("240 frames: %d %s", r.Status, trunc.String(string(r.Body), 300))
 	}
@@ -191,11 +192,11 @@ func TestArchiveUpload(t *testing.T) {
 		code       job.Code
 		msg        string
 	}{
-		{"241 frames", "frames.zip", zipOf(241), CodeVideoTooManyFrames, "241 frames, over the limit of 240"},
-		{"symlink", "frames.tar", tb.Bytes(), CodeInvalidArchive, "f.0002.png is a symbolic link"},
-		{"zip named tar", "frames.tar", zipOf(2), CodeInvalidFileFormat, "declared application/x-tar, content is application/zip"},
+		{"241 frames", "frames.zip", zipOf(241), api.CodeVideoTooManyFrames, "241 frames, over the limit of 240"},
+		{"symlink", "frames.tar", tb.Bytes(), api.CodeInvalidArchive, "f.0002.png is a symbolic link"},
+		{"zip named tar", "frames.tar", zipOf(2), api.CodeInvalidFileFormat, "declared application/x-tar, content is application/zip"},
 	} {
-		var env envelope
+		var env api.Envelope
 		r := e.Do("POST", "/v1/vfx/generations", key, video(e.Upload(key, c.file, c.body)))
 		_ = json.Unmarshal(r.Body, &env)
 		if r.Status != 400 || env.Error.Code != c.code || !strings.Contains(env.Error.Message, c.msg) {

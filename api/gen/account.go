@@ -1,66 +1,15 @@
-package api
+package gen
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/internal/trunc"
-	"github.com/vfxrender/vfx/store"
 )
-
-// uploadRecord is the body of POST /v1/uploads.
-type uploadRecord struct {
-	ID        string `json:"id"`
-	UploadURL string `json:"upload_url"`
-	VfxURI    string `json:"vfx_uri"`
-}
-
-// postUpload is POST /v1/uploads: a presigned PUT URL (1 h) for a new
-// upload and its vfx:// URI.
-func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	body, err := s.ReadBody(w, r)
-	if err != nil {
-		return err
-	}
-	fields, err := DecodeObject(body)
-	if err != nil {
-		return err
-	}
-	raw, ok := fields["filename"]
-	if !ok || strings.TrimSpace(string(raw)) == "null" {
-		return Unprocessable([]any{"body", "filename"}, "Field required", "missing")
-	}
-	var name string
-	if err := json.Unmarshal(raw, &name); err != nil {
-		return Unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
-	}
-	if err := store.ValidateUploadFilename(name); err != nil {
-		return BadRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
-			strings.TrimPrefix(err.Error(), "store: "))
-	}
-	owner, err := s.uploadOwner(r)
-	if err != nil {
-		return err
-	}
-	if err := s.uploadQuota(ctx, owner); err != nil {
-		return err
-	}
-	id := store.NewUploadID()
-	u, err := s.Store.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
-	if err != nil {
-		return fmt.Errorf("api: presign upload: %w", err)
-	}
-	if err := s.recordUpload(ctx, owner, id, name); err != nil {
-		return err
-	}
-	WriteJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
-	return nil
-}
 
 // usageLimit is one rate_limits entry of account info.
 type usageLimit struct {
@@ -81,12 +30,12 @@ type accountInfo struct {
 
 // accountInfo is GET /v1/account/info: live usage and limits. It counts
 // against the read rate limit.
-func (s *Server) accountInfo(w http.ResponseWriter, r *http.Request) error {
+func (s *API) accountInfo(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	if err := s.limit(ctx, w, account.ClassRead); err != nil {
+	if err := s.Limit(ctx, w, account.ClassRead); err != nil {
 		return err
 	}
-	p := principalOf(ctx)
+	p := api.PrincipalOf(ctx)
 	acct, err := s.Acc.GetAccount(ctx, p.Account.ID)
 	if err != nil {
 		return fmt.Errorf("api: account: %w", err)
@@ -103,7 +52,7 @@ func (s *Server) accountInfo(w http.ResponseWriter, r *http.Request) error {
 	out.Email, out.BillingType, out.SpendingLimit = acct.Email, acct.BillingType, acct.SpendingLimit
 	out.RateLimits.RPM = usageLimit{Usage: max(0, d.Limit-d.Remaining), Limit: acct.RateLimits.RPM}
 	out.RateLimits.Concurrency = usageLimit{Usage: n, Limit: acct.RateLimits.Concurrency}
-	WriteJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -125,12 +74,12 @@ type billingInfo struct {
 }
 
 // accountBilling is GET /v1/account/billing (billing rate class).
-func (s *Server) accountBilling(w http.ResponseWriter, r *http.Request) error {
+func (s *API) accountBilling(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	if err := s.limit(ctx, w, account.ClassBilling); err != nil {
+	if err := s.Limit(ctx, w, account.ClassBilling); err != nil {
 		return err
 	}
-	b, err := s.Acc.Billing(ctx, principalOf(ctx).Account.ID)
+	b, err := s.Acc.Billing(ctx, api.PrincipalOf(ctx).Account.ID)
 	if err != nil {
 		return fmt.Errorf("api: billing: %w", err)
 	}
@@ -139,7 +88,7 @@ func (s *Server) accountBilling(w http.ResponseWriter, r *http.Request) error {
 	for _, m := range b.Meters {
 		out.Meters = append(out.Meters, billingMeter{ID: m.ID, Label: m.Label, Unit: m.Unit, TotalUsage: m.TotalUsage})
 	}
-	WriteJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -158,45 +107,24 @@ type adminAccountPatch struct {
 	RateLimits     *account.RateLimits `json:"rate_limits,omitempty"`
 }
 
-// DecodeStrict decodes an admin body, refusing unknown fields (422).
-func (s *Server) DecodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := s.ReadBody(w, r)
-	if err != nil {
-		return err
-	}
-	if _, err := DecodeObject(body); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return Unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
-		}
-		return Unprocessable([]any{"body"}, err.Error(), "value_error")
-	}
-	return nil
-}
-
 // adminErr maps account errors of the operator API.
 func adminErr(err error, what string) error {
 	switch {
 	case errors.Is(err, account.ErrNotFound):
-		code := CodeAccountNotFound
+		code := api.CodeAccountNotFound
 		if what == "key" {
-			code = CodeKeyNotFound
+			code = api.CodeKeyNotFound
 		}
-		return NewError(code, "%s not found", what)
+		return api.NewError(code, "%s not found", what)
 	case errors.Is(err, account.ErrInvalid):
-		return BadRequest(CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return api.BadRequest(api.CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	case errors.Is(err, account.ErrExists):
-		return NewError(CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
+		return api.NewError(api.CodeAccountExists, "%s", strings.TrimPrefix(err.Error(), "account: "))
 	}
 	return fmt.Errorf("api: %s: %w", what, err)
 }
 
-func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminCreateAccount(w http.ResponseWriter, r *http.Request) error {
 	var in adminAccountInput
 	if err := s.DecodeStrict(w, r, &in); err != nil {
 		return err
@@ -206,11 +134,11 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	WriteJSON(w, http.StatusCreated, a)
+	api.WriteJSON(w, http.StatusCreated, a)
 	return nil
 }
 
-func (s *Server) adminUpdateAccount(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminUpdateAccount(w http.ResponseWriter, r *http.Request) error {
 	var in adminAccountPatch
 	if err := s.DecodeStrict(w, r, &in); err != nil {
 		return err
@@ -220,7 +148,7 @@ func (s *Server) adminUpdateAccount(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	WriteJSON(w, http.StatusOK, a)
+	api.WriteJSON(w, http.StatusOK, a)
 	return nil
 }
 
@@ -229,7 +157,7 @@ type adminKeyInput struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	in := adminKeyInput{Kind: string(account.KindPersonal)}
 	if r.ContentLength != 0 {
 		if err := s.DecodeStrict(w, r, &in); err != nil {
@@ -240,17 +168,17 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		in.Kind = string(account.KindPersonal)
 	}
 	if in.Kind != string(account.KindPersonal) && in.Kind != string(account.KindOrganization) {
-		return BadRequest(CodeInvalidInput, "kind %q: want personal or organization", trunc.String(in.Kind, 40))
+		return api.BadRequest(api.CodeInvalidInput, "kind %q: want personal or organization", trunc.String(in.Kind, 40))
 	}
 	k, secret, err := s.Acc.CreateKey(r.Context(), r.PathValue("id"), account.Kind(in.Kind))
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	WriteJSON(w, http.StatusCreated, map[string]string{"id": k.ID, "key": secret, "kind": string(k.Kind)})
+	api.WriteJSON(w, http.StatusCreated, map[string]string{"id": k.ID, "key": secret, "kind": string(k.Kind)})
 	return nil
 }
 
-func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Acc.RevokeKey(r.Context(), r.PathValue("key_id")); err != nil {
 		return adminErr(err, "key")
 	}
@@ -258,11 +186,11 @@ func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) adminWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminWebhookSecret(w http.ResponseWriter, r *http.Request) error {
 	secret, err := s.Acc.WebhookSecret(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return adminErr(err, "account")
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"secret": secret})
+	api.WriteJSON(w, http.StatusOK, map[string]string{"secret": secret})
 	return nil
 }

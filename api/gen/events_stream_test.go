@@ -1,9 +1,10 @@
-package api
+package gen
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,9 +70,9 @@ func nextEvent(t *testing.T, ch <-chan sseEvent, d time.Duration) (sseEvent, boo
 	}
 }
 
-func pageOf(t *testing.T, ev sseEvent) JobPage {
+func pageOf(t *testing.T, ev sseEvent) api.JobPage {
 	t.Helper()
-	var p JobPage
+	var p api.JobPage
 	if ev.name != "jobs" || json.Unmarshal([]byte(ev.data), &p) != nil {
 		t.Fatalf("event %q %q", ev.name, ev.data)
 	}
@@ -82,7 +83,7 @@ func pageOf(t *testing.T, ev sseEvent) JobPage {
 // again when a job joins it and when it completes, and ends at its age
 // limit and at shutdown; a sixth stream of an account is refused.
 func TestEventStream(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) {
+	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
 		c.StreamEvery, c.StreamMaxAge, c.MaxStreamsPerAccount = 50*time.Millisecond, 3*time.Second, 2
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -156,8 +157,8 @@ func TestEventStream(t *testing.T) {
 	}
 
 	// Shutdown ends the others at once and refuses new ones.
-	e.srv.StopStreams()
-	e.srv.StopStreams() // idempotent
+	e.gen.StopStreams()
+	e.gen.StopStreams() // idempotent
 	for {
 		ev, ok := nextEvent(t, ch2, 2*time.Second)
 		if !ok {

@@ -1,7 +1,8 @@
-package api
+package gen
 
 import (
 	"context"
+	"github.com/vfxrender/vfx/api"
 	"io"
 	"net/http"
 	"testing"
@@ -63,8 +64,8 @@ func TestEndToEndWithWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, c1 := e.srv.prices.Estimate("image", 1080, 1)
-	_, c2 := e.srv.prices.Estimate("video", 720, 6)
+	_, c1 := e.srv.Prices.Estimate("image", 1080, 1)
+	_, c2 := e.srv.Prices.Estimate("video", 720, 6)
 	if d := bl.CurrentPeriodUsage - (c1 + c2); d > 1e-9 || d < -1e-9 {
 		t.Fatalf("usage %v, want %v", bl.CurrentPeriodUsage, c1+c2)
 	}
@@ -90,7 +91,7 @@ func TestEndToEndMattes(t *testing.T) {
 	if j1.Status != 201 || j2.Status != 201 {
 		t.Fatalf("%d %s / %d %s", j1.Status, j1.Body, j2.Status, j2.Body)
 	}
-	if j3.Status != 400 || j3.Code() != CodeInvalidKeyframeIndex {
+	if j3.Status != 400 || j3.Code() != api.CodeInvalidKeyframeIndex {
 		t.Fatalf("keyframe 6 of 6 frames: %d %s", j3.Status, j3.Body)
 	}
 	for _, id := range []string{j1.JSON(t)["id"].(string), j2.JSON(t)["id"].(string)} {

@@ -1,4 +1,4 @@
-package api
+package gen
 
 import (
 	"bytes"
@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/vfxrender/vfx/job"
-	"github.com/vfxrender/vfx/store"
 )
 
 // orderFile holds the answer of the generation API's field rules to every
@@ -71,7 +71,7 @@ var validateFaults = []struct {
 	{"frames spaced", func(g *genRequest) { g.Frames = p(" 2 - 4 ") }},
 	{"frames omitted", func(g *genRequest) { g.Frames = nil }},
 	{"idempotency_key empty", func(g *genRequest) { g.IdempotencyKey = p("") }},
-	{"idempotency_key long", func(g *genRequest) { g.IdempotencyKey = p(strings.Repeat("k", MaxIdempotencyKeyLen+1)) }},
+	{"idempotency_key long", func(g *genRequest) { g.IdempotencyKey = p(strings.Repeat("k", api.MaxIdempotencyKeyLen+1)) }},
 	{"callback ftp", func(g *genRequest) { g.CallbackURL = p("ftp://example.com/") }},
 	{"callback empty", func(g *genRequest) { g.CallbackURL = p("") }},
 }
@@ -80,8 +80,7 @@ var validateFaults = []struct {
 // every fault and every pair of faults, and compares each answer (and the
 // normalised request of the accepted ones) with the recorded file.
 func TestValidateOrder(t *testing.T) {
-	s := &Server{Cfg: Config{AllowPrivateNetworks: true}, resolver: &store.Resolver{}, guard: &store.AddressGuard{},
-		ValidateJob: job.Validate}
+	s := newEnv(t, envOpts{noRun: true}).gen
 	base := func() genRequest {
 		return genRequest{GenerationType: p("video"), SourceURI: p("vfx://uploads/upload_abcdefgh12/src.mp4"),
 			AlphaMode: p("select"), AlphaURI: p("vfx://uploads/upload_abcdefgh12/alpha.png"), Prompt: p("warm key light"),

@@ -1,8 +1,9 @@
-package api
+package gen
 
 import (
 	"context"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -17,14 +18,18 @@ import (
 // benchAPI is the generation API on apitest's bench harness.
 type benchAPI struct {
 	*apitest.Bench
-	srv *Server
+	srv *api.Server
+	gen *API
 }
 
 func newBenchAPI(b *testing.B) *benchAPI {
 	e := &benchAPI{}
 	e.Bench = apitest.NewBench(b, func(ctx context.Context, in apitest.BenchInfra) (http.Handler, func(context.Context)) {
-		srv, err := New(ctx, Config{Queue: in.Q, JetStream: in.JS, Store: in.St, Accounts: in.Acc, AdminToken: apitest.BenchAdminToken})
+		srv, err := api.New(ctx, api.Config{Queue: in.Q, JetStream: in.JS, Store: in.St, Accounts: in.Acc, AdminToken: apitest.BenchAdminToken})
 		if err != nil {
+			b.Fatal(err)
+		}
+		if e.gen, err = New(ctx, srv); err != nil {
 			b.Fatal(err)
 		}
 		srv.Mount(store.FilesPath, in.St.Handler())

@@ -1,7 +1,8 @@
-package api
+package gen
 
 import (
 	"context"
+	"github.com/vfxrender/vfx/api"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // the fix: the record stayed in_queue while the client's retry made a
 // second job).
 func TestSubmitQueueDown(t *testing.T) {
-	e := newEnv(t, envOpts{mut: func(c *Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
+	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
 	acct, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -25,8 +26,8 @@ func TestSubmitQueueDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.Status != 503 || r.Code() != CodeUnavailable {
-		t.Fatalf("submit with the queue down: %d %s, want 503 %s", r.Status, r.Body, CodeUnavailable)
+	if r.Status != 503 || r.Code() != api.CodeUnavailable {
+		t.Fatalf("submit with the queue down: %d %s, want 503 %s", r.Status, r.Body, api.CodeUnavailable)
 	}
 	list := e.Do("GET", "/v1/vfx/generations", key, nil).JSON(t)
 	jobs, _ := list["jobs"].([]any)
@@ -43,7 +44,7 @@ func TestSubmitQueueDown(t *testing.T) {
 // TestSubmitQueueBack: VFX_JOBS comes back while the request retries: the
 // request answers 201 and the job is queued once.
 func TestSubmitQueueBack(t *testing.T) {
-	e := newEnv(t, envOpts{mut: func(c *Config) { c.SubmitRetryFor = time.Minute }})
+	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
 	key := e.OrgKey()
 	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

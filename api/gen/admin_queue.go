@@ -1,6 +1,7 @@
-package api
+package gen
 
 import (
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"slices"
 	"time"
@@ -36,13 +37,13 @@ type WorkerStatus struct {
 }
 
 // adminQueue answers GET /admin/v1/queue.
-func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) error {
+func (s *API) adminQueue(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.Queue.Stats(r.Context(), adminQueueRunning, adminQueueDead)
 	if err != nil {
 		return err
 	}
 	silentAfter := 2 * s.Queue.Config().RecordHeartbeat
-	now := s.now()
+	now := s.Now()
 	by := map[string]*WorkerStatus{}
 	out := QueueStatus{Stats: st, Workers: []WorkerStatus{}}
 	for _, j := range st.Running {
@@ -76,6 +77,6 @@ func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		return 0
 	})
-	WriteJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -1,9 +1,10 @@
-package api
+package gen
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ func TestUploadQuotas(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	img := PNGBytes(t, 64, 48, false)
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) {
+	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
 		c.MaxOpenUploads = 3
 		c.MaxUploadBytesPerDay = int64(3 * len(img))
 		c.Now = clock
@@ -51,7 +52,7 @@ func TestUploadQuotas(t *testing.T) {
 		urls, uris = append(urls, r.JSON(t)["upload_url"].(string)), append(uris, r.JSON(t)["vfx_uri"].(string))
 	}
 	r := e.newUpload(key, "a.png")
-	if r.Status != 429 || r.Code() != CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" {
+	if r.Status != 429 || r.Code() != api.CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("4th open upload: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	// Another owner is not affected.
@@ -76,7 +77,7 @@ func TestUploadQuotas(t *testing.T) {
 	if put(t, urls[1], img) != 200 {
 		t.Fatal("put")
 	}
-	advance(UploadURLTTL + time.Second) // every URL expired: none open
+	advance(api.UploadURLTTL + time.Second) // every URL expired: none open
 	r = e.newUpload(key, "c.png")
 	if r.Status != 200 {
 		t.Fatalf("2 of 3 uploads' bytes: %d %s", r.Status, r.Body)
@@ -86,10 +87,10 @@ func TestUploadQuotas(t *testing.T) {
 		t.Fatal("put")
 	}
 	r = e.newUpload(key, "d.png")
-	if r.Status != 429 || r.Code() != CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" {
+	if r.Status != 429 || r.Code() != api.CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the bytes a day: %d %s", r.Status, r.Body)
 	}
-	advance(uploadQuotaWindow)
+	advance(api.UploadQuotaWindow)
 	if r := e.newUpload(key, "e.png"); r.Status != 200 {
 		t.Fatalf("a day later: %d %s", r.Status, r.Body)
 	}
@@ -101,7 +102,7 @@ func TestUploadExpiry(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) { c.Now = clock; c.UploadExpiry = 24 * time.Hour }})
+	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.Now = clock; c.UploadExpiry = 24 * time.Hour }})
 	key := e.OrgKey()
 	img := PNGBytes(t, 64, 48, false)
 	unused := e.Upload(key, "a.png", img)
@@ -129,7 +130,7 @@ func TestUploadExpiry(t *testing.T) {
 	if _, err := e.St.Stat(ctx, keyOf(used)); err != nil {
 		t.Fatalf("used upload deleted: %v", err)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(unused)); r.Status != 400 || r.Code() != CodeSourceUnreachable {
+	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(unused)); r.Status != 400 || r.Code() != api.CodeSourceUnreachable {
 		t.Fatalf("expired upload: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package gen
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/vfxrender/vfx/api"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -169,14 +170,14 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 1 || w["status"] != "pending" {
 		t.Fatalf("after first attempt: %v", w)
 	}
-	// A new process (a new Server on the same NATS) takes over.
-	srv2, err := New(context.Background(), e.cfg)
+	// A new process (a new api.Server on the same NATS) takes over.
+	srv2, err := newAPI(context.Background(), e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx2, stop2 := context.WithCancel(context.Background())
 	done2 := make(chan struct{})
-	go func() { _ = runBackground(ctx2, srv2, e.dcfg); close(done2) }()
+	go func() { _ = runBackground(ctx2, srv2.Server, e.dcfg); close(done2) }()
 	defer func() { stop2(); <-done2 }()
 	Eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 2 {
@@ -199,7 +200,7 @@ type netErr struct{}
 func (*netErr) Error() string { return "no such host" }
 
 func TestSSRFGuard(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) {
+	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
 		c.AllowPrivateNetworks = false
 		c.AllowHTTPCallbacks = false
 		c.Resolver = fakeResolver{
@@ -215,18 +216,18 @@ func TestSSRFGuard(t *testing.T) {
 		field, url string
 		code       job.Code
 	}{
-		{"callback_url", "http://public.test/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://127.0.0.1/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://[::1]/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://private.test/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://meta.test/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://mixed.test/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://nowhere.test/hook", CodeInvalidCallbackURL},
-		{"callback_url", "https://user:pw@public.test/hook", CodeInvalidCallbackURL},
-		{"source_uri", "https://127.0.0.1/a.png", CodeInvalidURI},
-		{"source_uri", "https://private.test/a.png", CodeInvalidURI},
-		{"reference_image_uri", "https://meta.test/a.png", CodeInvalidURI},
-		{"source_uri", "https://nowhere.test/a.png", CodeSourceUnreachable},
+		{"callback_url", "http://public.test/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://127.0.0.1/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://[::1]/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://private.test/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://meta.test/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://mixed.test/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://nowhere.test/hook", api.CodeInvalidCallbackURL},
+		{"callback_url", "https://user:pw@public.test/hook", api.CodeInvalidCallbackURL},
+		{"source_uri", "https://127.0.0.1/a.png", api.CodeInvalidURI},
+		{"source_uri", "https://private.test/a.png", api.CodeInvalidURI},
+		{"reference_image_uri", "https://meta.test/a.png", api.CodeInvalidURI},
+		{"source_uri", "https://nowhere.test/a.png", api.CodeSourceUnreachable},
 	} {
 		r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), tc.field, tc.url))
 		if r.Status != 400 || r.Code() != tc.code {

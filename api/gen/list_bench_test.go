@@ -1,9 +1,10 @@
-package api
+package gen
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"testing"
 	"time"
 
@@ -24,12 +25,12 @@ func BenchmarkListGenerations(b *testing.B) {
 			base := time.Now().UTC().Add(-time.Hour)
 			for i := range n {
 				t := base.Add(time.Duration(i) * time.Millisecond)
-				id := NewJobID()
+				id := api.NewJobID()
 				if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: e.Owner, CreatedAt: t, ModifiedAt: t,
 					Request: []byte(`{"generation_type":"image","alpha_mode":"fill"}`)}); err != nil {
 					b.Fatal(err)
 				}
-				if err := e.srv.indexAdd(ctx, e.Owner, t, id); err != nil {
+				if err := e.gen.indexAdd(ctx, e.Owner, t, id); err != nil {
 					b.Fatal(err)
 				}
 			}

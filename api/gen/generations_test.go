@@ -1,10 +1,11 @@
-package api
+package gen
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,12 +23,12 @@ func TestAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range []string{"/v1/vfx/generations", "/v1/account/info", "/v1/account/billing", "/v1/vfx/generations/vfx_x"} {
 				r := e.Do("GET", p, tc.key, nil)
-				if r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+				if r.Status != 401 || r.Code() != api.CodeInvalidAPIKey {
 					t.Fatalf("%s: %d %s", p, r.Status, r.Body)
 				}
 			}
 			r := e.Do("POST", "/v1/uploads", tc.key, map[string]any{"filename": "a.png"})
-			if r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+			if r.Status != 401 || r.Code() != api.CodeInvalidAPIKey {
 				t.Fatalf("uploads: %d %s", r.Status, r.Body)
 			}
 		})
@@ -45,7 +46,7 @@ func TestAuth(t *testing.T) {
 		if r := e.AdminDo("DELETE", "/admin/v1/keys/"+m["id"].(string), nil); r.Status != 204 {
 			t.Fatalf("revoke: %d %s", r.Status, r.Body)
 		}
-		if r := e.Do("GET", "/v1/account/info", k2, nil); r.Status != 401 || r.Code() != CodeInvalidAPIKey {
+		if r := e.Do("GET", "/v1/account/info", k2, nil); r.Status != 401 || r.Code() != api.CodeInvalidAPIKey {
 			t.Fatalf("revoked key: %d %s", r.Status, r.Body)
 		}
 		if r := e.Do("GET", "/v1/account/info", key, nil); r.Status != 200 {
@@ -65,31 +66,31 @@ func TestValidationRules(t *testing.T) {
 		body map[string]any
 		code job.Code
 	}{
-		{"no generation_type", with(base, "generation_type", nil), CodeInvalidGenerationType},
-		{"bad generation_type", with(base, "generation_type", "gif"), CodeInvalidGenerationType},
-		{"no alpha_mode", with(base, "alpha_mode", nil), CodeInvalidAlphaMode},
-		{"bad alpha_mode", with(base, "alpha_mode", "magic"), CodeInvalidAlphaMode},
-		{"max_resolution", with(base, "max_resolution", 480), CodeInvalidMaxResolution},
-		{"no style", with(base, "prompt", nil), CodeMissingStyleInput},
-		{"empty prompt", with(base, "prompt", ""), CodeMissingStyleInput},
-		{"no source", with(base, "source_uri", nil), CodeMissingSource},
-		{"custom without alpha", with(base, "alpha_mode", "custom"), CodeMissingAlpha},
-		{"prompt too long", with(base, "prompt", long), CodePromptTooLong},
-		{"seed negative", with(base, "seed", -1), CodeInvalidSeed},
-		{"seed too big", with(base, "seed", 4294967296), CodeInvalidSeed},
-		{"seed huge", with(base, "seed", 1e30), CodeInvalidSeed},
-		{"keyframe negative", with(base, "alpha_keyframe_index", -1), CodeInvalidKeyframeIndex},
-		{"idempotency empty", with(base, "idempotency_key", ""), CodeInvalidIdempotencyKey},
-		{"idempotency long", with(base, "idempotency_key", strings.Repeat("k", 257)), CodeInvalidIdempotencyKey},
-		{"uri scheme", with(base, "source_uri", "ftp://x/y.png"), CodeInvalidURI},
-		{"uri http", with(base, "source_uri", "http://example.com/a.png"), CodeInvalidURI},
-		{"uri upload id", with(base, "source_uri", "vfx://uploads/bad/a.png"), CodeInvalidURI},
-		{"reference uri", with(base, "reference_image_uri", "nope"), CodeInvalidURI},
-		{"data mime", with(base, "source_uri", "data:text/plain;base64,aGk="), CodeInvalidURI},
-		{"callback ftp", with(base, "callback_url", "ftp://example.com/hook"), CodeInvalidCallbackURL},
-		{"callback relative", with(base, "callback_url", "/hook"), CodeInvalidCallbackURL},
-		{"callback too long", with(base, "callback_url", "https://example.com/"+strings.Repeat("a", 2048)), CodeInvalidCallbackURL},
-		{"missing upload", with(base, "source_uri", "vfx://uploads/upload_AAAAAAAAAAAAAAAAAAAAAAAA/x.png"), CodeSourceUnreachable},
+		{"no generation_type", with(base, "generation_type", nil), api.CodeInvalidGenerationType},
+		{"bad generation_type", with(base, "generation_type", "gif"), api.CodeInvalidGenerationType},
+		{"no alpha_mode", with(base, "alpha_mode", nil), api.CodeInvalidAlphaMode},
+		{"bad alpha_mode", with(base, "alpha_mode", "magic"), api.CodeInvalidAlphaMode},
+		{"max_resolution", with(base, "max_resolution", 480), api.CodeInvalidMaxResolution},
+		{"no style", with(base, "prompt", nil), api.CodeMissingStyleInput},
+		{"empty prompt", with(base, "prompt", ""), api.CodeMissingStyleInput},
+		{"no source", with(base, "source_uri", nil), api.CodeMissingSource},
+		{"custom without alpha", with(base, "alpha_mode", "custom"), api.CodeMissingAlpha},
+		{"prompt too long", with(base, "prompt", long), api.CodePromptTooLong},
+		{"seed negative", with(base, "seed", -1), api.CodeInvalidSeed},
+		{"seed too big", with(base, "seed", 4294967296), api.CodeInvalidSeed},
+		{"seed huge", with(base, "seed", 1e30), api.CodeInvalidSeed},
+		{"keyframe negative", with(base, "alpha_keyframe_index", -1), api.CodeInvalidKeyframeIndex},
+		{"idempotency empty", with(base, "idempotency_key", ""), api.CodeInvalidIdempotencyKey},
+		{"idempotency long", with(base, "idempotency_key", strings.Repeat("k", 257)), api.CodeInvalidIdempotencyKey},
+		{"uri scheme", with(base, "source_uri", "ftp://x/y.png"), api.CodeInvalidURI},
+		{"uri http", with(base, "source_uri", "http://example.com/a.png"), api.CodeInvalidURI},
+		{"uri upload id", with(base, "source_uri", "vfx://uploads/bad/a.png"), api.CodeInvalidURI},
+		{"reference uri", with(base, "reference_image_uri", "nope"), api.CodeInvalidURI},
+		{"data mime", with(base, "source_uri", "data:text/plain;base64,aGk="), api.CodeInvalidURI},
+		{"callback ftp", with(base, "callback_url", "ftp://example.com/hook"), api.CodeInvalidCallbackURL},
+		{"callback relative", with(base, "callback_url", "/hook"), api.CodeInvalidCallbackURL},
+		{"callback too long", with(base, "callback_url", "https://example.com/"+strings.Repeat("a", 2048)), api.CodeInvalidCallbackURL},
+		{"missing upload", with(base, "source_uri", "vfx://uploads/upload_AAAAAAAAAAAAAAAAAAAAAAAA/x.png"), api.CodeSourceUnreachable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,8 +108,8 @@ func TestValidationRules(t *testing.T) {
 		field, text string
 		code        job.Code
 	}{
-		{"seed", "1e100", CodeInvalidSeed}, {"seed", "-1E+100", CodeInvalidSeed},
-		{"alpha_keyframe_index", "1e100", CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", CodeInvalidMaxResolution},
+		{"seed", "1e100", api.CodeInvalidSeed}, {"seed", "-1E+100", api.CodeInvalidSeed},
+		{"alpha_keyframe_index", "1e100", api.CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", api.CodeInvalidMaxResolution},
 	} {
 		body, _ := json.Marshal(with(base, c.field, nil))
 		raw := strings.Replace(string(body), "{", `{"`+c.field+`":`+c.text+",", 1)
@@ -191,17 +192,17 @@ func TestContentChecks(t *testing.T) {
 		body map[string]any
 		code job.Code
 	}{
-		{"too many pixels", validReq(big), CodeSourceTooLarge},
-		{"aspect", validReq(wide), CodeExtremeAspectRatio},
-		{"frames", with(validReq(longVid), "generation_type", "video"), CodeVideoTooManyFrames},
-		{"not media", validReq(garbage), CodeInvalidFileFormat},
-		{"video for image", validReq(srcVid), CodeInvalidFileFormat},
-		{"image for video", with(validReq(srcImg), "generation_type", "video"), CodeInvalidFileFormat},
-		{"data mime mismatch", validReq(DataURI("image/jpeg", png)), CodeInvalidFileFormat},
-		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), CodeAlphaTypeMismatch},
-		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), CodeAlphaTypeMismatch},
-		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), CodeInvalidFileFormat},
-		{"select empty keyframe", with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), CodeAlphaTypeMismatch},
+		{"too many pixels", validReq(big), api.CodeSourceTooLarge},
+		{"aspect", validReq(wide), api.CodeExtremeAspectRatio},
+		{"frames", with(validReq(longVid), "generation_type", "video"), api.CodeVideoTooManyFrames},
+		{"not media", validReq(garbage), api.CodeInvalidFileFormat},
+		{"video for image", validReq(srcVid), api.CodeInvalidFileFormat},
+		{"image for video", with(validReq(srcImg), "generation_type", "video"), api.CodeInvalidFileFormat},
+		{"data mime mismatch", validReq(DataURI("image/jpeg", png)), api.CodeInvalidFileFormat},
+		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), api.CodeAlphaTypeMismatch},
+		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), api.CodeAlphaTypeMismatch},
+		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), api.CodeInvalidFileFormat},
+		{"select empty keyframe", with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), api.CodeAlphaTypeMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,16 +231,16 @@ func TestBodyCap(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
 	body := `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
-		strings.Repeat("A", int(DefaultMaxBodyBytes)) + `"}`
+		strings.Repeat("A", int(api.DefaultMaxBodyBytes)) + `"}`
 	r := e.Do("POST", "/v1/vfx/generations", key, body)
-	if r.Status != http.StatusRequestEntityTooLarge || r.Code() != CodeRequestTooLarge {
+	if r.Status != http.StatusRequestEntityTooLarge || r.Code() != api.CodeRequestTooLarge {
 		t.Fatalf("%d %s", r.Status, trunc.String(string(r.Body), 200))
 	}
 	// A data: URI over 50 MB but under the body cap.
 	body = `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
 		strings.Repeat("A", 68_000_000) + `"}`
 	r = e.Do("POST", "/v1/vfx/generations", key, body)
-	if r.Status != 400 || r.Code() != CodeSourceTooLarge {
+	if r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 		t.Fatalf("%d %s", r.Status, trunc.String(string(r.Body), 200))
 	}
 }
@@ -284,7 +285,7 @@ func TestCreateGetList(t *testing.T) {
 	// Someone else's job, and a job that does not exist: 404, never 403.
 	other := e.OrgKey()
 	for _, p := range []string{id, "vfx_doesnotexist", "nope"} {
-		if r := e.Do("GET", "/v1/vfx/generations/"+p, other, nil); r.Status != 404 || r.Code() != CodeJobNotFound {
+		if r := e.Do("GET", "/v1/vfx/generations/"+p, other, nil); r.Status != 404 || r.Code() != api.CodeJobNotFound {
 			t.Fatalf("%s: %d %s", p, r.Status, r.Body)
 		}
 	}
@@ -380,7 +381,7 @@ func TestIdempotency(t *testing.T) {
 		t.Fatalf("repeat: %d %s", r2.Status, r2.Body)
 	}
 	r3 := e.Do("POST", "/v1/vfx/generations", key, with(body, "prompt", "cold"))
-	if r3.Status != 409 || r3.Code() != CodeIdempotencyConflict {
+	if r3.Status != 409 || r3.Code() != api.CodeIdempotencyConflict {
 		t.Fatalf("changed body: %d %s", r3.Status, r3.Body)
 	}
 	// Another account may use the same key (with its own upload).
@@ -436,7 +437,7 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.Status != 429 || r.Code() != CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" ||
+	if r.Status != 429 || r.Code() != api.CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" ||
 		r.Header.Get("X-RateLimit-Limit") != "5" || r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("X-RateLimit-Reset") == "" {
 		t.Fatalf("6th: %d %v %s", r.Status, r.Header, r.Body)
 	}
@@ -458,7 +459,7 @@ func TestRateLimits(t *testing.T) {
 			t.Fatalf("billing: %d %s", r.Status, r.Body)
 		}
 	}
-	if r := e.Do("GET", "/v1/account/billing", key, nil); r.Status != 429 || r.Code() != CodeRateLimitExceeded {
+	if r := e.Do("GET", "/v1/account/billing", key, nil); r.Status != 429 || r.Code() != api.CodeRateLimitExceeded {
 		t.Fatalf("6th billing: %d", r.Status)
 	}
 	// Organization keys: no limits (per-account counting: TestRateLimitPerAccount).
@@ -507,7 +508,7 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 		}
 	}
 	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
-	if r.Status != 429 || r.Code() != CodeConcurrentLimitExceeded || r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "2" {
+	if r.Status != 429 || r.Code() != api.CodeConcurrentLimitExceeded || r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "2" {
 		t.Fatalf("3rd: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	info := e.Do("GET", "/v1/account/info", key, nil).JSON(t)
@@ -525,7 +526,7 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	_, bkey, _ := e.Acc.CreateKey(ctx, b.ID, account.KindOrganization)
 	bsrc := e.Upload(bkey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
 	r = e.Do("POST", "/v1/vfx/generations", bkey, with(validReq(bsrc), "generation_type", "video"))
-	if r.Status != 402 || r.Code() != CodeHardLimitExceeded || !strings.Contains(string(r.Body), "$") {
+	if r.Status != 402 || r.Code() != api.CodeHardLimitExceeded || !strings.Contains(string(r.Body), "$") {
 		t.Fatalf("hard limit: %d %s", r.Status, r.Body)
 	}
 	// Prepaid balance below the cost.
@@ -534,7 +535,7 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	_, ckey, _ := e.Acc.CreateKey(ctx, c.ID, account.KindOrganization)
 	csrc := e.Upload(ckey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
 	r = e.Do("POST", "/v1/vfx/generations", ckey, with(validReq(csrc), "generation_type", "video"))
-	if r.Status != 402 || r.Code() != CodeInsufficientBalance {
+	if r.Status != 402 || r.Code() != api.CodeInsufficientBalance {
 		t.Fatalf("balance: %d %s", r.Status, r.Body)
 	}
 }
@@ -553,20 +554,20 @@ func TestSelectMatteChecks(t *testing.T) {
 		index int
 		code  job.Code
 	}{
-		{matteVid, 0, CodeAlphaMustBeImage},
-		{kf, 4, CodeInvalidKeyframeIndex},
+		{matteVid, 0, api.CodeAlphaMustBeImage},
+		{kf, 4, api.CodeInvalidKeyframeIndex},
 		{e.Upload(key, "colour.png", PNGBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
 		{e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, false, true)), 0, ""},
 		{e.Upload(key, "deep.png", KeyframePNG(t, 64, 48, true, true)), 0, ""},
-		{e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false)), 0, CodeAlphaTypeMismatch},
-		{e.Upload(key, "empty16.png", KeyframePNG(t, 64, 48, true, false)), 0, CodeAlphaTypeMismatch},
-		{e.Upload(key, "square.png", PNGBytes(t, 48, 48, true)), 0, CodeAlphaTypeMismatch},
+		{e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false)), 0, api.CodeAlphaTypeMismatch},
+		{e.Upload(key, "empty16.png", KeyframePNG(t, 64, 48, true, false)), 0, api.CodeAlphaTypeMismatch},
+		{e.Upload(key, "square.png", PNGBytes(t, 48, 48, true)), 0, api.CodeAlphaTypeMismatch},
 		{e.Upload(key, "half.png", PNGBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
 		_, err := e.srv.CheckMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
 			AlphaURI: tc.alpha, AlphaKeyframeIndex: tc.index})
-		var ae *Error
+		var ae *api.Error
 		if tc.code == "" {
 			if err != nil {
 				t.Fatalf("index %d: %v", tc.index, err)

@@ -1,9 +1,10 @@
-package api
+package gen
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,14 +20,14 @@ import (
 // indexes it, as create does.
 func (e *env) seedJob(ctx context.Context, owner string, t time.Time, orphan bool) string {
 	e.T.Helper()
-	id := NewJobID()
+	id := api.NewJobID()
 	if !orphan {
 		if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: owner,
 			Request: []byte(`{"generation_type":"image","alpha_mode":"auto"}`), CreatedAt: t, ModifiedAt: t}); err != nil {
 			e.T.Fatal(err)
 		}
 	}
-	if err := e.srv.indexAdd(ctx, owner, t, id); err != nil {
+	if err := e.gen.indexAdd(ctx, owner, t, id); err != nil {
 		e.T.Fatal(err)
 	}
 	return id
@@ -62,10 +63,10 @@ func refPage(sfx []string, exists map[string]bool, limit int, after string) (ids
 func TestListIndexMatchesReference(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
-	e.srv.chunk = 4
+	e.gen.chunk = 4
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	otherAcct, _ := e.NewAccount(account.KindOrganization, account.AccountInput{})
-	acct := keyPart(a.ID)
+	acct := api.KeyPart(a.ID)
 	rng := rand.New(rand.NewPCG(1, 2))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var all []string // suffixes
@@ -80,24 +81,24 @@ func TestListIndexMatchesReference(t *testing.T) {
 	}
 
 	// Entries of the former flat layout, written before the index had
-	// chunks, with records: migrated when a Server starts.
+	// chunks, with records: migrated when a api.Server starts.
 	for i := range 9 {
 		tm := base.Add(time.Duration(i) * time.Second)
-		id := NewJobID()
+		id := api.NewJobID()
 		if _, err := e.Q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: a.ID, CreatedAt: tm, ModifiedAt: tm,
 			Request: []byte(`{"generation_type":"image","alpha_mode":"auto"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.srv.index.Put(ctx, acct+"."+indexSuffix(tm, id), []byte(id)); err != nil {
+		if _, err := e.gen.index.Put(ctx, acct+"."+indexSuffix(tm, id), []byte(id)); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, indexSuffix(tm, id))
 		exists[id] = true
 	}
-	if _, err := New(ctx, e.cfg); err != nil { // a restart: migrates
+	if _, err := newAPI(ctx, e.cfg); err != nil { // a restart: migrates
 		t.Fatal(err)
 	}
-	if kl, err := e.srv.index.ListKeysFiltered(ctx, acct+".*"); err != nil {
+	if kl, err := e.gen.index.ListKeysFiltered(ctx, acct+".*"); err != nil {
 		t.Fatal(err)
 	} else {
 		for k := range kl.Keys() {
@@ -131,7 +132,7 @@ func TestListIndexMatchesReference(t *testing.T) {
 	// Older than everything, and a re-insert of an indexed job.
 	add(base.Add(-time.Hour), false)
 	for _, i := range []int{3, len(ids) - 1} {
-		if err := e.srv.indexInsert(ctx, acct, sfxOf[ids[i]], ids[i]); err != nil {
+		if err := e.gen.indexInsert(ctx, acct, sfxOf[ids[i]], ids[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,14 +143,14 @@ func TestListIndexMatchesReference(t *testing.T) {
 
 	// The chunks are ordered: every suffix of chunk c+1 sorts before every
 	// suffix of chunk c, and their union is the whole list.
-	h, ok, err := e.srv.indexHeadOf(ctx, acct)
+	h, ok, err := e.gen.indexHeadOf(ctx, acct)
 	if err != nil || !ok || h.Chunk < 10 {
 		t.Fatalf("head %+v %v %v", h, ok, err)
 	}
 	var union []string
 	prevMin := ""
 	for c := 0; c <= h.Chunk; c++ {
-		sfx, err := e.srv.chunkSuffixes(ctx, acct, c)
+		sfx, err := e.gen.chunkSuffixes(ctx, acct, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,8 +230,8 @@ func TestListIndexMatchesReference(t *testing.T) {
 func TestIndexConcurrentInserts(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
-	e.srv.chunk = 3
-	acct := keyPart("acct_concurrent")
+	e.gen.chunk = 3
+	acct := api.KeyPart("acct_concurrent")
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const workers, each = 4, 25
 	errs := make(chan error, workers)
@@ -242,7 +243,7 @@ func TestIndexConcurrentInserts(t *testing.T) {
 				tm := base.Add(time.Duration(i*workers+(w*7)%workers) * time.Millisecond)
 				id := fmt.Sprintf("vfx_w%di%d", w, i)
 				sfxs[w] = append(sfxs[w], indexSuffix(tm, id))
-				if err := e.srv.indexInsert(ctx, acct, indexSuffix(tm, id), id); err != nil {
+				if err := e.gen.indexInsert(ctx, acct, indexSuffix(tm, id), id); err != nil {
 					errs <- err
 					return
 				}
@@ -260,14 +261,14 @@ func TestIndexConcurrentInserts(t *testing.T) {
 		all = append(all, s...)
 	}
 	slices.Sort(all)
-	h, ok, err := e.srv.indexHeadOf(ctx, acct)
+	h, ok, err := e.gen.indexHeadOf(ctx, acct)
 	if err != nil || !ok || h.Chunk < 5 {
 		t.Fatalf("head %+v %v %v", h, ok, err)
 	}
 	var union []string
 	prevMin := ""
 	for c := 0; c <= h.Chunk; c++ {
-		sfx, err := e.srv.chunkSuffixes(ctx, acct, c)
+		sfx, err := e.gen.chunkSuffixes(ctx, acct, c)
 		if err != nil {
 			t.Fatal(err)
 		}

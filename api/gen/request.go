@@ -1,4 +1,4 @@
-package api
+package gen
 
 import (
 	"bytes"
@@ -8,34 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"math"
-	"net"
-	"net/netip"
-	"net/url"
 	"strconv"
-	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/vfxrender/vfx/internal/trunc"
 	"github.com/vfxrender/vfx/job"
-	"github.com/vfxrender/vfx/store"
 )
-
-// MaxSeed is the largest seed (2^32-1).
-const MaxSeed = math.MaxUint32
-
-// HostResolver looks up the addresses of a host name; net.Resolver
-// satisfies it.
-type HostResolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
-type netResolver struct{}
-
-func (netResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, network, host)
-}
 
 // genRequest is the body of POST /v1/vfx/generations as given: nil means
 // the field was omitted (or null).
@@ -97,37 +77,15 @@ var genFields = [...]struct {
 	{"output_format", kindString}, {"frames", kindString},
 }
 
-// DecodeObject parses body as one JSON object into its raw fields (slices
-// of body), or answers 422 like FastAPI; a repeated key is refused.
-func DecodeObject(body []byte) (map[string]json.RawMessage, error) {
-	ms, err := ParseObject(body)
-	if err != nil {
-		return nil, err
-	}
-	fields := make(map[string]json.RawMessage, len(ms))
-	for _, m := range ms {
-		fields[m.Key] = m.Raw
-	}
-	return fields, nil
-}
-
-func jsonSyntaxDetail(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return Unprocessable([]any{"body", int(se.Offset)}, "JSON decode error: "+se.Error(), "json_invalid")
-	}
-	return Unprocessable([]any{"body", 0}, "JSON decode error: "+err.Error(), "json_invalid")
-}
-
 // decodeGenRequest parses the body of POST /v1/vfx/generations; wrong
 // JSON types give 422 with one detail element per field.
 func decodeGenRequest(body []byte) (genRequest, error) {
-	fields, err := DecodeObject(body)
+	fields, err := api.DecodeObject(body)
 	if err != nil {
 		return genRequest{}, err
 	}
 	var req genRequest
-	var details []ValidationError
+	var details []api.ValidationError
 	strs := map[string]**string{
 		"generation_type": &req.GenerationType, "source_uri": &req.SourceURI, "alpha_mode": &req.AlphaMode,
 		"prompt": &req.Prompt, "reference_image_uri": &req.ReferenceImageURI, "alpha_uri": &req.AlphaURI,
@@ -147,16 +105,16 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 			if req.badUTF8 == "" && !utf8.Valid(raw) {
 				req.badUTF8 = f.name
 			}
-			v, err := jsonStringOf(raw)
+			v, err := api.JSONStringOf(raw)
 			if err != nil {
-				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
+				details = append(details, api.ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid string", Type: "string_type"})
 				continue
 			}
 			*strs[f.name] = &v
 		case kindInt:
-			v, err := ParseJSONInt(raw)
+			v, err := api.ParseJSONInt(raw)
 			if err != nil {
-				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
+				details = append(details, api.ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid integer", Type: "int_type"})
 				continue
 			}
 			*ints[f.name] = &v
@@ -167,50 +125,16 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 		case kindBool:
 			var v bool
 			if err := json.Unmarshal(raw, &v); err != nil {
-				details = append(details, ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid boolean", Type: "bool_type"})
+				details = append(details, api.ValidationError{Loc: []any{"body", f.name}, Msg: "Input should be a valid boolean", Type: "bool_type"})
 				continue
 			}
 			req.Foreground = &v
 		}
 	}
 	if len(details) > 0 {
-		return genRequest{}, &detailError{Detail: details}
+		return genRequest{}, &api.DetailError{Detail: details}
 	}
 	return req, nil
-}
-
-// ParseJSONInt reads a JSON number that is an integer (1e3 and 3.0 count,
-// 3.5 does not). Values beyond int64 saturate, so range checks still fail
-// them with the field's 400 code.
-func ParseJSONInt(raw json.RawMessage) (int64, error) {
-	var n json.Number
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return 0, err
-	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, errors.New("not a number")
-	}
-	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-		return i, nil
-	}
-	f, err := strconv.ParseFloat(n.String(), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, err
-	}
-	if f != math.Trunc(f) {
-		return 0, errors.New("not an integer")
-	}
-	switch {
-	case f >= math.MaxInt64:
-		return math.MaxInt64, nil
-	case f <= math.MinInt64:
-		return math.MinInt64, nil
-	}
-	return int64(f), nil
 }
 
 // hash is the digest of the request as given, without its idempotency key:
@@ -241,10 +165,10 @@ func (g genRequest) hash() string {
 		switch {
 		case f.s != nil:
 			field(f.name)
-			WriteString(h, *f.s)
+			api.WriteString(h, *f.s)
 		case f.i != nil:
 			field(f.name)
-			WriteInt(h, *f.i)
+			api.WriteInt(h, *f.i)
 		}
 	}
 	if g.Foreground != nil && *g.Foreground { // false is the SPEC behaviour: hashed as omitted
@@ -255,11 +179,11 @@ func (g genRequest) hash() string {
 	// behaviour (mp4 is hashed as omitted).
 	if g.OutputFormat != nil && *g.OutputFormat != job.OutputFormatMP4 {
 		field("output_format")
-		WriteString(h, *g.OutputFormat)
+		api.WriteString(h, *g.OutputFormat)
 	}
 	if g.Frames != nil {
 		field("frames")
-		WriteString(h, *g.Frames)
+		api.WriteString(h, *g.Frames)
 	}
 	h.Write([]byte{'}'})
 	return hex.EncodeToString(h.Sum(nil))
@@ -278,7 +202,7 @@ func str(p *string) string {
 // words: Validate's refusal through specWords, or one of the few rules
 // only the body can break (bodyRules), whichever comes first in the order
 // of step. It returns the normalised request without a seed.
-func (s *Server) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
+func (s *API) validate(ctx context.Context, g genRequest) (job.JobRequest, error) {
 	jr := g.jobRequest()
 	_, verr := s.ValidateJob(jr)
 	if err := firstProblem(g, jr, verr); err != nil {
@@ -358,48 +282,48 @@ const (
 // SPEC's already.
 var specWords = map[job.Code]struct {
 	step  step
-	words func(g genRequest, jr job.JobRequest) *Error
+	words func(g genRequest, jr job.JobRequest) *api.Error
 }{
-	job.CodeInvalidGenerationType: {stepGenerationType, func(g genRequest, jr job.JobRequest) *Error {
+	job.CodeInvalidGenerationType: {stepGenerationType, func(g genRequest, jr job.JobRequest) *api.Error {
 		if jr.GenerationType == "" {
-			return BadRequest(CodeInvalidGenerationType, "generation_type is required: image or video")
+			return api.BadRequest(api.CodeInvalidGenerationType, "generation_type is required: image or video")
 		}
-		return BadRequest(CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
+		return api.BadRequest(api.CodeInvalidGenerationType, "generation_type %q: want image or video", trunc.String(jr.GenerationType, 40))
 	}},
-	job.CodeInvalidAlphaMode: {stepAlphaMode, func(g genRequest, jr job.JobRequest) *Error {
+	job.CodeInvalidAlphaMode: {stepAlphaMode, func(g genRequest, jr job.JobRequest) *api.Error {
 		if jr.AlphaMode == "" {
-			return BadRequest(CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
+			return api.BadRequest(api.CodeInvalidAlphaMode, "alpha_mode is required: auto, fill, custom or select")
 		}
-		return BadRequest(CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
+		return api.BadRequest(api.CodeInvalidAlphaMode, "alpha_mode %q: want auto, fill, custom or select", trunc.String(jr.AlphaMode, 40))
 	}},
-	job.CodeMissingSource: {stepSource, func(genRequest, job.JobRequest) *Error {
-		return BadRequest(CodeMissingSource, "source_uri is required")
+	job.CodeMissingSource: {stepSource, func(genRequest, job.JobRequest) *api.Error {
+		return api.BadRequest(api.CodeMissingSource, "source_uri is required")
 	}},
-	job.CodeMissingAlpha: {stepAlpha, func(g genRequest, jr job.JobRequest) *Error {
-		return BadRequest(CodeMissingAlpha, "alpha_mode %s needs alpha_uri", jr.AlphaMode)
+	job.CodeMissingAlpha: {stepAlpha, func(g genRequest, jr job.JobRequest) *api.Error {
+		return api.BadRequest(api.CodeMissingAlpha, "alpha_mode %s needs alpha_uri", jr.AlphaMode)
 	}},
-	job.CodeMissingStyleInput: {stepStyle, func(genRequest, job.JobRequest) *Error {
-		return BadRequest(CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
+	job.CodeMissingStyleInput: {stepStyle, func(genRequest, job.JobRequest) *api.Error {
+		return api.BadRequest(api.CodeMissingStyleInput, "at least one of prompt or reference_image_uri is required")
 	}},
 	job.CodePromptTooLong: {stepPromptLength, nil},
-	job.CodeInvalidMaxResolution: {stepMaxResolution, func(g genRequest, jr job.JobRequest) *Error {
-		return BadRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", int64(jr.MaxResolution)))
+	job.CodeInvalidMaxResolution: {stepMaxResolution, func(g genRequest, jr job.JobRequest) *api.Error {
+		return api.BadRequest(api.CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", int64(jr.MaxResolution)))
 	}},
 	// A negative keyframe (stepKeyframe) or one outside the frame range
 	// (stepFrames, job.Validate's words): see problemStep.
-	job.CodeInvalidKeyframeIndex: {stepKeyframe, func(g genRequest, jr job.JobRequest) *Error {
+	job.CodeInvalidKeyframeIndex: {stepKeyframe, func(g genRequest, jr job.JobRequest) *api.Error {
 		if jr.AlphaKeyframeIndex >= 0 {
 			return nil
 		}
 		return keyframeRange(g, int64(jr.AlphaKeyframeIndex))
 	}},
 	job.CodeInvalidOutputFormat: {stepOutputFormat, nil},
-	job.CodeInvalidFrameRange: {stepFrames, func(g genRequest, jr job.JobRequest) *Error {
+	job.CodeInvalidFrameRange: {stepFrames, func(g genRequest, jr job.JobRequest) *api.Error {
 		first, last, err := job.ParseFrames(jr.Frames)
 		if err != nil {
 			return nil // its own words
 		}
-		return BadRequest(CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
+		return api.BadRequest(api.CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
 	}},
 }
 
@@ -413,22 +337,22 @@ var bodyRules = []struct {
 }{
 	{stepPromptText, func(g genRequest) error {
 		if g.badUTF8 == "prompt" {
-			return BadRequest(CodeInvalidPrompt, "prompt is not valid UTF-8")
+			return api.BadRequest(api.CodeInvalidPrompt, "prompt is not valid UTF-8")
 		}
-		if err := CheckPromptChars(str(g.Prompt)); err != nil {
-			return BadRequest(CodeInvalidPrompt, "%v", err)
+		if err := api.CheckPromptChars(str(g.Prompt)); err != nil {
+			return api.BadRequest(api.CodeInvalidPrompt, "%v", err)
 		}
 		return nil
 	}},
 	{stepMaxResolution, func(g genRequest) error {
 		if g.MaxResolution != nil && *g.MaxResolution == 0 {
-			return BadRequest(CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", 0))
+			return api.BadRequest(api.CodeInvalidMaxResolution, "max_resolution %s: want 720 or 1080", g.quoteInt("max_resolution", 0))
 		}
 		return nil
 	}},
 	{stepSeed, func(g genRequest) error {
-		if g.Seed != nil && (*g.Seed < 0 || *g.Seed > MaxSeed) {
-			return BadRequest(CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(MaxSeed))
+		if g.Seed != nil && (*g.Seed < 0 || *g.Seed > api.MaxSeed) {
+			return api.BadRequest(api.CodeInvalidSeed, "seed %s: want an integer from 0 to %d", g.quoteInt("seed", *g.Seed), uint64(api.MaxSeed))
 		}
 		return nil
 	}},
@@ -440,21 +364,21 @@ var bodyRules = []struct {
 	}},
 	{stepOutputFormat, func(g genRequest) error {
 		if g.OutputFormat != nil && *g.OutputFormat == "" {
-			return BadRequest(CodeInvalidOutputFormat, "output_format \"\": want mp4 or exr")
+			return api.BadRequest(api.CodeInvalidOutputFormat, "output_format \"\": want mp4 or exr")
 		}
 		return nil
 	}},
 	{stepFrames, func(g genRequest) error {
 		if g.Frames != nil && *g.Frames == "" {
 			_, _, err := job.ParseFrames("")
-			return MediaError("frames", err)
+			return api.MediaError("frames", err)
 		}
 		return nil
 	}},
 	{stepIdempotencyKey, func(g genRequest) error {
 		if g.IdempotencyKey != nil {
-			if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > MaxIdempotencyKeyLen {
-				return BadRequest(CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, MaxIdempotencyKeyLen)
+			if n := utf8.RuneCountInString(*g.IdempotencyKey); n < 1 || n > api.MaxIdempotencyKeyLen {
+				return api.BadRequest(api.CodeInvalidIdempotencyKey, "idempotency_key has %d characters: want 1 to %d", n, api.MaxIdempotencyKeyLen)
 			}
 		}
 		return nil
@@ -462,8 +386,8 @@ var bodyRules = []struct {
 }
 
 // keyframeRange is the answer to an alpha_keyframe_index outside 0..2^31-1.
-func keyframeRange(g genRequest, v int64) *Error {
-	return BadRequest(CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", v), math.MaxInt32)
+func keyframeRange(g genRequest, v int64) *api.Error {
+	return api.BadRequest(api.CodeInvalidKeyframeIndex, "alpha_keyframe_index %s: want an integer from 0 to %d", g.quoteInt("alpha_keyframe_index", v), math.MaxInt32)
 }
 
 // firstProblem is the answer to the body's first problem: the earlier of
@@ -492,7 +416,7 @@ func firstProblem(g genRequest, jr job.JobRequest, verr error) error {
 			}
 		}
 	}
-	return MediaError("request", verr)
+	return api.MediaError("request", verr)
 }
 
 // problemStep is the step of job.Validate's refusal err (the first step
@@ -506,97 +430,4 @@ func problemStep(err error, jr job.JobRequest) step {
 		return w.step
 	}
 	return stepGenerationType
-}
-
-// CheckInputURI parses an input URI and, for https://, resolves its host
-// and refuses non-public addresses (unless private networks are allowed).
-func (s *Server) CheckInputURI(ctx context.Context, name, uri string) error {
-	u, err := s.resolver.Parse(uri)
-	if err != nil {
-		if errors.Is(err, store.ErrTooLarge) {
-			return BadRequest(CodeSourceTooLarge, "%s: inline data over the limit of %d decoded bytes (%s)", name,
-				s.resolver.MaxDataBytesOrDefault(), strings.TrimPrefix(err.Error(), "store: "))
-		}
-		return BadRequest(CodeInvalidURI, "%s: %s", name, strings.TrimPrefix(err.Error(), "store: "))
-	}
-	if u.Kind == store.KindJobInput {
-		// Only the API writes these references, never a client.
-		return BadRequest(CodeInvalidURI, "%s: want vfx://uploads/{id}/{filename}, https:// or data:", name)
-	}
-	if u.Kind == store.KindHTTP && !s.Cfg.AllowPrivateNetworks {
-		if err := s.checkHost(ctx, u.URL.Hostname()); err != nil {
-			if errors.Is(err, store.ErrForbiddenAddress) {
-				return BadRequest(CodeInvalidURI, "%s: %v", name, err)
-			}
-			return BadRequest(CodeSourceUnreachable, "%s: %v", name, err)
-		}
-	}
-	return nil
-}
-
-// checkHost resolves host and fails when any address is forbidden by the
-// SSRF guard (errors wrap store.ErrForbiddenAddress) or none is found.
-func (s *Server) checkHost(ctx context.Context, host string) error {
-	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		return s.guard.CheckIP(ip.Unmap())
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := s.Cfg.Resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return fmt.Errorf("host %q does not resolve", trunc.String(host, 80))
-	}
-	if len(addrs) == 0 {
-		return fmt.Errorf("host %q has no address", trunc.String(host, 80))
-	}
-	for _, a := range addrs {
-		if err := s.guard.CheckIP(a.Unmap()); err != nil {
-			return fmt.Errorf("host %q: %w", trunc.String(host, 80), err)
-		}
-	}
-	return nil
-}
-
-// CheckCallbackURL applies the callback_url rules: an absolute https://
-// URL (http:// when allowed) of at most 2048 bytes, without user info,
-// whose host resolves only to public addresses unless private networks
-// are allowed.
-func (s *Server) CheckCallbackURL(ctx context.Context, raw string) error {
-	if raw == "" || len(raw) > MaxCallbackURLLen {
-		return BadRequest(CodeInvalidCallbackURL, "callback_url must be 1 to %d characters", MaxCallbackURLLen)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return BadRequest(CodeInvalidCallbackURL, "callback_url is not an absolute URL")
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && s.Cfg.AllowHTTPCallbacks:
-	default:
-		return BadRequest(CodeInvalidCallbackURL, "callback_url must use https://")
-	}
-	if u.User != nil {
-		return BadRequest(CodeInvalidCallbackURL, "callback_url must not carry user info")
-	}
-	if !s.Cfg.AllowPrivateNetworks {
-		if err := s.checkHost(ctx, u.Hostname()); err != nil {
-			return BadRequest(CodeInvalidCallbackURL, "callback_url: %v", err)
-		}
-	}
-	return nil
-}
-
-// CheckPromptChars refuses control characters in a prompt: C0 controls
-// other than tab, line feed and carriage return, DEL and the C1 controls
-// (U+0080 to U+009F). (Invalid UTF-8 is caught on the JSON text, before
-// decoding replaces it.)
-func CheckPromptChars(p string) error {
-	for i, r := range p {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-			return fmt.Errorf("prompt has control character U+%04X at byte %d (tab, line feed and carriage return are allowed)", r, i)
-		}
-	}
-	return nil
 }

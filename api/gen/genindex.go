@@ -1,10 +1,11 @@
-package api
+package gen
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"math"
 	"slices"
 	"strconv"
@@ -67,14 +68,14 @@ func indexSuffix(created time.Time, jobID string) string {
 func chunkToken(c int) string { return "c" + strconv.Itoa(c) }
 
 // indexAdd adds a job to its account's index.
-func (s *Server) indexAdd(ctx context.Context, owner string, created time.Time, jobID string) error {
-	return s.indexInsert(ctx, keyPart(owner), indexSuffix(created, jobID), jobID)
+func (s *API) indexAdd(ctx context.Context, owner string, created time.Time, jobID string) error {
+	return s.indexInsert(ctx, api.KeyPart(owner), indexSuffix(created, jobID), jobID)
 }
 
 // indexRemove deletes a job's entry from its account's index (whatever its
 // chunk): for a submission that left no job record.
-func (s *Server) indexRemove(ctx context.Context, owner string, created time.Time, jobID string) error {
-	acct := keyPart(owner)
+func (s *API) indexRemove(ctx context.Context, owner string, created time.Time, jobID string) error {
+	acct := api.KeyPart(owner)
 	lister, err := s.index.ListKeysFiltered(ctx, acct+".*."+indexSuffix(created, jobID))
 	if err != nil {
 		return fmt.Errorf("api: job index: %w", err)
@@ -96,7 +97,7 @@ func (s *Server) indexRemove(ctx context.Context, owner string, created time.Tim
 // job is the newest), else the closed chunk c with
 // floor(c) > suffix >= floor(c+1). Inserting a suffix already present
 // writes the same key again.
-func (s *Server) indexInsert(ctx context.Context, acct, suffix, jobID string) error {
+func (s *API) indexInsert(ctx context.Context, acct, suffix, jobID string) error {
 	headKey := acct + ".head"
 	var closed *indexHead // the head, when suffix belongs to a closed chunk
 	started := false      // the write started a new chunk
@@ -141,7 +142,7 @@ func (s *Server) indexInsert(ctx context.Context, acct, suffix, jobID string) er
 // skew between replicas, or a migrated entry) into the closed chunk where
 // it belongs. Closed chunks' floors never change: a suffix placed in
 // chunk c is at least floor(c+1) = the smallest suffix of c.
-func (s *Server) indexInsertClosed(ctx context.Context, acct string, h indexHead, suffix, jobID string) error {
+func (s *API) indexInsertClosed(ctx context.Context, acct string, h indexHead, suffix, jobID string) error {
 	c := h.Chunk - 1
 	for c > 0 {
 		floor, err := s.indexFloor(ctx, acct, c)
@@ -170,7 +171,7 @@ type chunkFloor struct {
 // indexFloor returns the floor of chunk c > 0: its A.f.<c> record, or,
 // when that is missing (a crash between starting the chunk and writing
 // it), the smallest suffix of the highest non-empty chunk below c.
-func (s *Server) indexFloor(ctx context.Context, acct string, c int) (chunkFloor, error) {
+func (s *API) indexFloor(ctx context.Context, acct string, c int) (chunkFloor, error) {
 	e, err := s.index.Get(ctx, acct+".f."+strconv.Itoa(c))
 	if err == nil && len(e.Value()) > 0 {
 		return chunkFloor{str: string(e.Value()), below: c - 1}, nil
@@ -191,7 +192,7 @@ func (s *Server) indexFloor(ctx context.Context, acct string, c int) (chunkFloor
 }
 
 // chunkSuffixes returns the suffixes of chunk c of an account, sorted.
-func (s *Server) chunkSuffixes(ctx context.Context, acct string, c int) ([]string, error) {
+func (s *API) chunkSuffixes(ctx context.Context, acct string, c int) ([]string, error) {
 	prefix := acct + "." + chunkToken(c) + "."
 	kl, err := s.index.ListKeysFiltered(ctx, prefix+">")
 	if err != nil {
@@ -213,7 +214,7 @@ func (s *Server) chunkSuffixes(ctx context.Context, acct string, c int) ([]strin
 
 // indexHeadOf returns an account's index head; ok is false for an account
 // without jobs.
-func (s *Server) indexHeadOf(ctx context.Context, acct string) (indexHead, bool, error) {
+func (s *API) indexHeadOf(ctx context.Context, acct string) (indexHead, bool, error) {
 	e, err := s.index.Get(ctx, acct+".head")
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return indexHead{}, false, nil
@@ -242,7 +243,7 @@ func (e indexEntry) jobID() string {
 // indexCursor walks an account's index newest first from after a cursor,
 // listing one chunk at a time.
 type indexCursor struct {
-	s     *Server
+	s     *API
 	acct  string
 	after string // suffixes <= after are skipped
 	chunk int    // next chunk to list; -1 when done
@@ -252,7 +253,7 @@ type indexCursor struct {
 
 // indexScan starts a walk at chunk start (clamped to the account's chunks)
 // skipping the suffixes up to after.
-func (s *Server) indexScan(ctx context.Context, acct, after string, start int) (*indexCursor, error) {
+func (s *API) indexScan(ctx context.Context, acct, after string, start int) (*indexCursor, error) {
 	h, ok, err := s.indexHeadOf(ctx, acct)
 	if err != nil {
 		return nil, err
@@ -313,7 +314,7 @@ func parsePageToken(rest string) (int, string) {
 // into chunks: per account, oldest first, each is inserted and then
 // deleted. A crash midway leaves the rest for the next start; an entry
 // inserted twice lands on the same key.
-func (s *Server) migrateIndex(ctx context.Context) (int, error) {
+func (s *API) migrateIndex(ctx context.Context) (int, error) {
 	kl, err := s.index.ListKeysFiltered(ctx, "*.*")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {

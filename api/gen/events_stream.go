@@ -1,8 +1,9 @@
-package api
+package gen
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vfxrender/vfx/api"
 	"io"
 	"net/http"
 	"strconv"
@@ -61,7 +62,7 @@ func (st *streams) acquire(acct string, max int) (release func(), ok bool) {
 // "end" event and refuses new ones, so that an http.Server's Shutdown
 // does not wait for them: register it with RegisterOnShutdown. It is
 // idempotent.
-func (s *Server) StopStreams() { s.streams.once.Do(func() { close(s.streams.stop) }) }
+func (s *API) StopStreams() { s.streams.once.Do(func() { close(s.streams.stop) }) }
 
 // streamGenerations is GET /v1/vfx/events: the page of the caller's jobs
 // that GET /v1/vfx/generations with the same limit and page_token would
@@ -70,24 +71,24 @@ func (s *Server) StopStreams() { s.streams.once.Do(func() { close(s.streams.stop
 // whenever a job on it changes (status, progress, error) or a job joins
 // it; a comment keeps the connection alive; after Config.StreamMaxAge,
 // or when the server shuts down, an "end" event closes it.
-func (s *Server) streamGenerations(w http.ResponseWriter, r *http.Request) error {
+func (s *API) streamGenerations(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	if err := s.limit(ctx, w, account.ClassRead); err != nil {
+	if err := s.Limit(ctx, w, account.ClassRead); err != nil {
 		return err
 	}
 	limit, token, err := listQuery(r)
 	if err != nil {
 		return err
 	}
-	owner := principalOf(ctx).Account.ID
+	owner := api.PrincipalOf(ctx).Account.ID
 	select {
 	case <-s.streams.stop:
-		return Unavailable(1, "the server is shutting down")
+		return api.Unavailable(1, "the server is shutting down")
 	default:
 	}
 	release, ok := s.streams.acquire(owner, s.Cfg.MaxStreamsPerAccount)
 	if !ok {
-		e := NewError(CodeRateLimitExceeded, "at most %d event streams per account at once; close one, or read GET /v1/vfx/generations", s.Cfg.MaxStreamsPerAccount)
+		e := api.NewError(api.CodeRateLimitExceeded, "at most %d event streams per account at once; close one, or read GET /v1/vfx/generations", s.Cfg.MaxStreamsPerAccount)
 		e.Header = http.Header{"Retry-After": {strconv.Itoa(int(s.Cfg.StreamEvery/time.Second) + 1)}}
 		return e
 	}
@@ -160,7 +161,7 @@ func (s *Server) streamGenerations(w http.ResponseWriter, r *http.Request) error
 
 // pageFingerprint names what a client sees change on a page of jobs
 // (not the signed URLs, which change on every read).
-func pageFingerprint(p JobPage) string {
+func pageFingerprint(p api.JobPage) string {
 	var b strings.Builder
 	for _, j := range p.Jobs {
 		prog := -1

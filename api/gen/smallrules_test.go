@@ -1,7 +1,8 @@
-package api
+package gen
 
 import (
 	"bytes"
+	"github.com/vfxrender/vfx/api"
 	"image"
 	"image/jpeg"
 	"testing"
@@ -21,7 +22,7 @@ func TestOneSniffingRule(t *testing.T) {
 		"jpeg upload named .png": e.Upload(key, "still.png", jb.Bytes()),
 		"jpeg as data:image/png": DataURI("image/png", jb.Bytes()),
 	} {
-		if r := e.Do("POST", "/v1/vfx/generations", key, validReq(src)); r.Status != 400 || r.Code() != CodeInvalidFileFormat {
+		if r := e.Do("POST", "/v1/vfx/generations", key, validReq(src)); r.Status != 400 || r.Code() != api.CodeInvalidFileFormat {
 			t.Errorf("%s: %d %s", name, r.Status, r.Body)
 		}
 	}

@@ -1,8 +1,9 @@
-package api
+package gen
 
 import (
 	"bytes"
 	"context"
+	"github.com/vfxrender/vfx/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestUploads(t *testing.T) {
 	}
 	res.Body.Close()
 	for _, name := range []string{"ab", "noext", "a.exe", strings.Repeat("a", 252) + ".png", "../x.png", ".png", "a/b.png"} {
-		if r := e.Do("POST", "/v1/uploads", key, map[string]any{"filename": name}); r.Status != 400 || r.Code() != CodeInvalidFilename {
+		if r := e.Do("POST", "/v1/uploads", key, map[string]any{"filename": name}); r.Status != 400 || r.Code() != api.CodeInvalidFilename {
 			t.Fatalf("%q: %d %s", name, r.Status, r.Body)
 		}
 	}
@@ -82,7 +83,7 @@ func TestAccountInfoAndBilling(t *testing.T) {
 	e.Finish(bad, false)
 	// The same event again (a redelivery) charges nothing more.
 	_ = e.settle(context.Background(), ok)
-	_, price := e.srv.prices.Estimate("image", 1080, 1)
+	_, price := e.srv.Prices.Estimate("image", 1080, 1)
 	Eventually(t, 10*time.Second, "settled", func() bool {
 		n, _ := e.Acc.InFlight(context.Background(), a.ID)
 		return n == 0
@@ -183,7 +184,7 @@ func TestAdminAPI(t *testing.T) {
 func TestUnknownRoute(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	r := e.Do("GET", "/v1/nothing", "", nil)
-	if r.Status != 404 || r.Code() != CodeNotFound {
+	if r.Status != 404 || r.Code() != api.CodeNotFound {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 }
@@ -225,7 +226,7 @@ func TestBillingChargesRecordedFrames(t *testing.T) {
 	if n, _ := e.Acc.InFlight(ctx, a.ID); n != 0 {
 		t.Fatalf("in flight %d after settling", n)
 	}
-	_, want := e.srv.prices.Estimate("video", 1080, recorded)
+	_, want := e.srv.Prices.Estimate("video", 1080, recorded)
 	b := e.Do("GET", "/v1/account/billing", key, nil).JSON(t)
 	if got := b["current_period_usage"].(float64); got < want-1e-9 || got > want+1e-9 {
 		t.Fatalf("usage %v, want %v for %d frames (%v)", got, want, recorded, b)
