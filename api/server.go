@@ -1,9 +1,15 @@
-// Package api is vfx's HTTP API: the generation API (jobs, uploads,
-// account reads) and the product API, with the decisions of docs/api.md,
-// the operator API under /admin/v1 and the OpenAPI document. The charging
-// of finished jobs and the webhooks are package dispatch's (Dispatch hands
-// it the two APIs' part); the background passes (RunLedgerReconciler,
-// RunUploadSweeper) are started by the command's wiring.
+// Package api is the core of vfx's HTTP API, with the decisions of
+// docs/api.md: routing (and the 405 answers), authentication (API keys,
+// organisation keys, the operator token), error rendering (one table of
+// codes, two shapes), request bodies, the one idempotent create-and-wait
+// both job APIs use (BeginSubmission, with the pending-submission records
+// and their sweeper), uploads, the URI and media checks, and the OpenAPI
+// document. The generation API (package api/gen) and the product API
+// (package api/product) are built on it: each registers its routes, its
+// OpenAPI part, its part in billing and webhooks (package dispatch, which
+// Dispatch hands them to) and its give-back on a Server. The command's
+// wiring starts the background passes (RunUploadSweeper, and the product
+// API's ledger reconciler) and the dispatcher.
 //
 // A Server holds no state of its own beyond its configuration: jobs live in
 // the queue's "jobs" bucket, and the API's own records (callback URL,
@@ -185,9 +191,9 @@ type Config struct {
 	Instance string
 }
 
-// Server is the HTTP API: its core and the generation API; the product
-// API (package api/product) registers on it. Create it with New; it is
-// safe for concurrent use. The exported fields are for the API packages
+// Server is the HTTP API's core; the generation and product APIs
+// (packages api/gen and api/product) register on it. Create it with New;
+// it is safe for concurrent use. The exported fields are for the API packages
 // built on it (read them; set ValidateJob only in tests): the
 // configuration with its defaults filled in, the logger, the queue, the
 // store and the account service.
