@@ -76,20 +76,6 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
-// The shared helpers of apitest, under the names the tests use.
-var (
-	validReq     = apitest.ValidGeneration
-	with         = apitest.With
-	PNGBytes     = apitest.PNGBytes
-	KeyframePNG  = apitest.KeyframePNG
-	DataURI      = apitest.DataURI
-	VideoFixture = apitest.VideoFixture
-	ReadFile     = apitest.ReadFile
-	Eventually   = apitest.Eventually
-	paddedPNG    = apitest.PaddedPNG
-	inputObjects = apitest.InputObjects
-)
-
 // Resp is an HTTP answer (apitest.Resp).
 type Resp = apitest.Resp
 
@@ -99,14 +85,4 @@ type Resp = apitest.Resp
 func runBackground(ctx context.Context, srv *Server, dc dispatch.Config) error {
 	dc.APIs = srv.Dispatch()
 	return apitest.RunBackground(ctx, dc, srv.RunUploadSweeper)
-}
-
-// settle charges or releases a finished job as the dispatcher's billing
-// does for its event.
-func (e *env) settle(ctx context.Context, id string) error {
-	rec, _, err := e.Q.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	return e.srv.Dispatch()[rec.Kind].Settle(ctx, rec)
 }

@@ -172,6 +172,25 @@ func (e *Env) Dispatch(delays []time.Duration) dispatch.Config {
 	return dispatch.Config{Queue: e.Q, RetryDelays: delays, Timeout: 2 * time.Second, AllowPrivateNetworks: true, Logger: e.Log}
 }
 
+// PendingCount is the number of keys in the bucket (the core's
+// submissions in progress, api.BucketPending).
+func (e *Env) PendingCount(bucket string) int {
+	e.T.Helper()
+	kv, err := e.JS.KeyValue(context.Background(), bucket)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	l, err := kv.ListKeys(context.Background())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	n := 0
+	for range l.Keys() {
+		n++
+	}
+	return n
+}
+
 // RunBackground runs what the command's wiring runs beside the API
 // servers until ctx ends: the dispatcher (billing and webhooks, on dc,
 // whose APIs the caller fills in) and the servers' passes.

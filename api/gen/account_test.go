@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,9 +74,9 @@ func TestAccountInfoAndBilling(t *testing.T) {
 	}
 
 	// A completed job is charged once; a failed one is not.
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	ok := e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)["id"].(string)
-	bad := e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)["id"].(string)
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	ok := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)).JSON(t)["id"].(string)
+	bad := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)).JSON(t)["id"].(string)
 	if n, _ := e.Acc.InFlight(context.Background(), a.ID); n != 2 {
 		t.Fatalf("in flight %d", n)
 	}
@@ -84,7 +85,7 @@ func TestAccountInfoAndBilling(t *testing.T) {
 	// The same event again (a redelivery) charges nothing more.
 	_ = e.settle(context.Background(), ok)
 	_, price := e.srv.Prices.Estimate("image", 1080, 1)
-	Eventually(t, 10*time.Second, "settled", func() bool {
+	apitest.Eventually(t, 10*time.Second, "settled", func() bool {
 		n, _ := e.Acc.InFlight(context.Background(), a.ID)
 		return n == 0
 	})
@@ -197,14 +198,14 @@ func TestBillingChargesRecordedFrames(t *testing.T) {
 	ctx := context.Background()
 	bal := 100.0
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &bal, BillingType: "prepaid"})
-	src := e.Upload(key, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
-	r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), "generation_type", "video"))
+	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, apitest.VideoFixture(t, 32, 32, 3).Source))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), "generation_type", "video"))
 	if r.Status != 200 && r.Status != 201 && r.Status != 202 {
 		t.Fatalf("submit: %d %s", r.Status, r.Body)
 	}
 	id := r.JSON(t)["id"].(string)
 	renderKey := "jobs/" + id + "/render.png"
-	if _, err := e.St.Put(ctx, renderKey, bytes.NewReader(PNGBytes(t, 8, 8, false)), -1, "image/png"); err != nil {
+	if _, err := e.St.Put(ctx, renderKey, bytes.NewReader(apitest.PNGBytes(t, 8, 8, false)), -1, "image/png"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Q.Update(ctx, id, func(r *queue.Record) error {

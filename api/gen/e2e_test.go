@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"io"
 	"net/http"
 	"testing"
@@ -21,12 +22,12 @@ func TestEndToEndWithWorkers(t *testing.T) {
 	e := newEnv(t, envOpts{workers: true})
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	rc := newReceiver(t, 0)
-	vid := VideoFixture(t, 64, 48, 6)
-	img := e.Upload(key, "still.png", ReadFile(t, vid.Still))
-	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
-	matte := e.Upload(key, "matte.mp4", ReadFile(t, vid.Matte))
-	ref := e.Upload(key, "ref.png", ReadFile(t, vid.Reference))
-	j1 := e.Do("POST", "/v1/vfx/generations", key, with(validReq(img), "callback_url", rc.URL, "reference_image_uri", ref, "seed", 1))
+	vid := apitest.VideoFixture(t, 64, 48, 6)
+	img := e.Upload(key, "still.png", apitest.ReadFile(t, vid.Still))
+	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
+	matte := e.Upload(key, "matte.mp4", apitest.ReadFile(t, vid.Matte))
+	ref := e.Upload(key, "ref.png", apitest.ReadFile(t, vid.Reference))
+	j1 := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(img), "callback_url", rc.URL, "reference_image_uri", ref, "seed", 1))
 	j2 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "custom", "alpha_uri": matte, "prompt": "blue rim light", "max_resolution": 720})
 	if j1.Status != 201 || j2.Status != 201 {
@@ -36,7 +37,7 @@ func TestEndToEndWithWorkers(t *testing.T) {
 		var job map[string]any
 		// Generous: each job loads and runs the network, and a loaded
 		// 2-core CI machine has taken over 60 s.
-		Eventually(t, 180*time.Second, "job "+id, func() bool {
+		apitest.Eventually(t, 180*time.Second, "job "+id, func() bool {
 			job = e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})
@@ -55,8 +56,8 @@ func TestEndToEndWithWorkers(t *testing.T) {
 			}
 		}
 	}
-	Eventually(t, 10*time.Second, "webhook", func() bool { return rc.n.Load() == 1 })
-	Eventually(t, 10*time.Second, "billing", func() bool {
+	apitest.Eventually(t, 10*time.Second, "webhook", func() bool { return rc.n.Load() == 1 })
+	apitest.Eventually(t, 10*time.Second, "billing", func() bool {
 		n, _ := e.Acc.InFlight(context.Background(), a.ID)
 		return n == 0
 	})
@@ -79,9 +80,9 @@ func TestEndToEndMattes(t *testing.T) {
 	}
 	e := newEnv(t, envOpts{workers: true})
 	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
-	vid := VideoFixture(t, 64, 48, 6)
-	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
-	kf := e.Upload(key, "key.png", ReadFile(t, vid.StillMatte))
+	vid := apitest.VideoFixture(t, 64, 48, 6)
+	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
+	kf := e.Upload(key, "key.png", apitest.ReadFile(t, vid.StillMatte))
 	j1 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
 		"alpha_mode": "select", "alpha_uri": kf, "alpha_keyframe_index": 0, "prompt": "blue rim light"})
 	j2 := e.Do("POST", "/v1/vfx/generations", key, map[string]any{"generation_type": "video", "source_uri": src,
@@ -98,7 +99,7 @@ func TestEndToEndMattes(t *testing.T) {
 		var job map[string]any
 		// Generous: each job loads and runs the network, and a loaded
 		// 2-core CI machine has taken over 60 s.
-		Eventually(t, 180*time.Second, "job "+id, func() bool {
+		apitest.Eventually(t, 180*time.Second, "job "+id, func() bool {
 			job = e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})

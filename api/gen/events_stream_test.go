@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"net/http"
 	"strings"
 	"testing"
@@ -100,8 +101,8 @@ func TestEventStream(t *testing.T) {
 
 	// A job joins the page, then completes.
 	org := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 	if r.Status != 201 {
 		t.Fatalf("submit: %d %s", r.Status, r.Body)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"strings"
 	"testing"
 
@@ -26,26 +27,26 @@ import (
 func TestFramesAndOutputFormat(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	vid := VideoFixture(t, 64, 48, 4)
-	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
-	srcImg := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	cutout := e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, true, true))
-	video := with(validReq(src), "generation_type", "video")
+	vid := apitest.VideoFixture(t, 64, 48, 4)
+	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
+	srcImg := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	cutout := e.Upload(key, "cutout.png", apitest.KeyframePNG(t, 64, 48, true, true))
+	video := apitest.With(apitest.ValidGeneration(src), "generation_type", "video")
 
 	for _, tc := range []struct {
 		name, want string
 		body       map[string]any
 	}{
-		{"one past the last frame", "frames 0-4: the source has 4 frames (0..3)", with(video, "frames", "0-4")},
-		{"past the last frame", "frames 4-4: the source has 4 frames", with(video, "frames", "4-4")},
-		{"reversed", `frames "3-1": want A-B`, with(video, "frames", "3-1")},
-		{"negative", `frames "-1-2": want A-B`, with(video, "frames", "-1-2")},
-		{"one number", `frames "2": want A-B`, with(video, "frames", "2")},
-		{"empty", `frames "": want A-B`, with(video, "frames", "")},
-		{"image", "a frame range needs generation_type video", with(validReq(srcImg), "frames", "0-0")},
-		{"unknown format", `output_format "dpx": want mp4 or exr`, with(video, "output_format", "dpx")},
-		{"format is lower case", `output_format "EXR"`, with(video, "output_format", "EXR")},
-		{"keyframe outside the range", "alpha_keyframe_index 0 is outside frames 1-3", with(video, "frames", "1-3", "alpha_mode", "select", "alpha_uri", cutout)},
+		{"one past the last frame", "frames 0-4: the source has 4 frames (0..3)", apitest.With(video, "frames", "0-4")},
+		{"past the last frame", "frames 4-4: the source has 4 frames", apitest.With(video, "frames", "4-4")},
+		{"reversed", `frames "3-1": want A-B`, apitest.With(video, "frames", "3-1")},
+		{"negative", `frames "-1-2": want A-B`, apitest.With(video, "frames", "-1-2")},
+		{"one number", `frames "2": want A-B`, apitest.With(video, "frames", "2")},
+		{"empty", `frames "": want A-B`, apitest.With(video, "frames", "")},
+		{"image", "a frame range needs generation_type video", apitest.With(apitest.ValidGeneration(srcImg), "frames", "0-0")},
+		{"unknown format", `output_format "dpx": want mp4 or exr`, apitest.With(video, "output_format", "dpx")},
+		{"format is lower case", `output_format "EXR"`, apitest.With(video, "output_format", "EXR")},
+		{"keyframe outside the range", "alpha_keyframe_index 0 is outside frames 1-3", apitest.With(video, "frames", "1-3", "alpha_mode", "select", "alpha_uri", cutout)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
@@ -63,7 +64,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 			}
 		})
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, with(video, "frames", 3)); r.Status != 422 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(video, "frames", 3)); r.Status != 422 {
 		t.Errorf("frames as a number: %d %s, want 422", r.Status, r.Body)
 	}
 
@@ -74,11 +75,11 @@ func TestFramesAndOutputFormat(t *testing.T) {
 		frames int
 		want   job.JobRequest
 	}{
-		{with(video, "frames", "0-3"), 4, job.JobRequest{Frames: "0-3"}},
-		{with(video, "frames", " 3 - 3 "), 1, job.JobRequest{Frames: "3-3"}},
-		{with(video, "frames", "1-2", "alpha_mode", "select", "alpha_uri", cutout, "alpha_keyframe_index", 1), 2, job.JobRequest{Frames: "1-2", AlphaKeyframeIndex: 1}},
-		{with(video, "output_format", "exr"), 4, job.JobRequest{OutputFormat: "exr"}},
-		{with(video, "output_format", "mp4"), 4, job.JobRequest{OutputFormat: "mp4"}},
+		{apitest.With(video, "frames", "0-3"), 4, job.JobRequest{Frames: "0-3"}},
+		{apitest.With(video, "frames", " 3 - 3 "), 1, job.JobRequest{Frames: "3-3"}},
+		{apitest.With(video, "frames", "1-2", "alpha_mode", "select", "alpha_uri", cutout, "alpha_keyframe_index", 1), 2, job.JobRequest{Frames: "1-2", AlphaKeyframeIndex: 1}},
+		{apitest.With(video, "output_format", "exr"), 4, job.JobRequest{OutputFormat: "exr"}},
+		{apitest.With(video, "output_format", "mp4"), 4, job.JobRequest{OutputFormat: "mp4"}},
 	} {
 		r := e.Do("POST", "/v1/vfx/generations", key, tc.body)
 		if r.Status != 201 {
@@ -101,22 +102,22 @@ func TestFramesAndOutputFormat(t *testing.T) {
 
 	// The fields are part of the idempotency hash: the same key with
 	// another range is another body (409); mp4 hashes as omitted.
-	idem := with(video, "frames", "0-3", "idempotency_key", "shot-7")
+	idem := apitest.With(video, "frames", "0-3", "idempotency_key", "shot-7")
 	if r := e.Do("POST", "/v1/vfx/generations", key, idem); r.Status != 201 {
 		t.Fatalf("keyed: %d %s", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "frames", "0-2")); r.Status != 409 || r.Code() != api.CodeIdempotencyConflict {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(idem, "frames", "0-2")); r.Status != 409 || r.Code() != api.CodeIdempotencyConflict {
 		t.Errorf("same key, frames 0-2: %d %s, want 409", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "exr")); r.Status != 409 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(idem, "output_format", "exr")); r.Status != 409 {
 		t.Errorf("same key, output_format exr: %d %s, want 409", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, with(idem, "output_format", "mp4")); r.Status != 200 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(idem, "output_format", "mp4")); r.Status != 200 {
 		t.Errorf("same key, output_format mp4 (the default): %d %s, want 200 with the job", r.Status, r.Body)
 	}
 
 	// A completed exr job lists its sequences beside render, source and alpha.
-	r := e.Do("POST", "/v1/vfx/generations", key, with(video, "output_format", "exr"))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(video, "output_format", "exr"))
 	var j api.Job
 	_ = json.Unmarshal(r.Body, &j)
 	ctx := context.Background()
@@ -162,7 +163,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 func TestArchiveUpload(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	frame := PNGBytes(t, 64, 48, false)
+	frame := apitest.PNGBytes(t, 64, 48, false)
 	zipOf := func(n int) []byte {
 		var b bytes.Buffer
 		zw := zip.NewWriter(&b)
@@ -180,7 +181,9 @@ func TestArchiveUpload(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "f.0002.png", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
 	tw.Close()
 
-	video := func(uri string) map[string]any { return with(validReq(uri), "generation_type", "video") }
+	video := func(uri string) map[string]any {
+		return apitest.With(apitest.ValidGeneration(uri), "generation_type", "video")
+	}
 	r := e.Do("POST", "/v1/vfx/generations", key, video(e.Upload(key, "frames.zip", zipOf(240))))
 	var j api.Job
 	if err := json.Unmarshal(r.Body, &j); r.Status != 201 || err != nil || j.Frames != 240 {

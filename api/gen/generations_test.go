@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"net/http"
 	"strings"
 	"sync"
@@ -58,39 +59,39 @@ func TestAuth(t *testing.T) {
 func TestValidationRules(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	base := validReq(src)
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	base := apitest.ValidGeneration(src)
 	long := strings.Repeat("é", 2001)
 	cases := []struct {
 		name string
 		body map[string]any
 		code job.Code
 	}{
-		{"no generation_type", with(base, "generation_type", nil), api.CodeInvalidGenerationType},
-		{"bad generation_type", with(base, "generation_type", "gif"), api.CodeInvalidGenerationType},
-		{"no alpha_mode", with(base, "alpha_mode", nil), api.CodeInvalidAlphaMode},
-		{"bad alpha_mode", with(base, "alpha_mode", "magic"), api.CodeInvalidAlphaMode},
-		{"max_resolution", with(base, "max_resolution", 480), api.CodeInvalidMaxResolution},
-		{"no style", with(base, "prompt", nil), api.CodeMissingStyleInput},
-		{"empty prompt", with(base, "prompt", ""), api.CodeMissingStyleInput},
-		{"no source", with(base, "source_uri", nil), api.CodeMissingSource},
-		{"custom without alpha", with(base, "alpha_mode", "custom"), api.CodeMissingAlpha},
-		{"prompt too long", with(base, "prompt", long), api.CodePromptTooLong},
-		{"seed negative", with(base, "seed", -1), api.CodeInvalidSeed},
-		{"seed too big", with(base, "seed", 4294967296), api.CodeInvalidSeed},
-		{"seed huge", with(base, "seed", 1e30), api.CodeInvalidSeed},
-		{"keyframe negative", with(base, "alpha_keyframe_index", -1), api.CodeInvalidKeyframeIndex},
-		{"idempotency empty", with(base, "idempotency_key", ""), api.CodeInvalidIdempotencyKey},
-		{"idempotency long", with(base, "idempotency_key", strings.Repeat("k", 257)), api.CodeInvalidIdempotencyKey},
-		{"uri scheme", with(base, "source_uri", "ftp://x/y.png"), api.CodeInvalidURI},
-		{"uri http", with(base, "source_uri", "http://example.com/a.png"), api.CodeInvalidURI},
-		{"uri upload id", with(base, "source_uri", "vfx://uploads/bad/a.png"), api.CodeInvalidURI},
-		{"reference uri", with(base, "reference_image_uri", "nope"), api.CodeInvalidURI},
-		{"data mime", with(base, "source_uri", "data:text/plain;base64,aGk="), api.CodeInvalidURI},
-		{"callback ftp", with(base, "callback_url", "ftp://example.com/hook"), api.CodeInvalidCallbackURL},
-		{"callback relative", with(base, "callback_url", "/hook"), api.CodeInvalidCallbackURL},
-		{"callback too long", with(base, "callback_url", "https://example.com/"+strings.Repeat("a", 2048)), api.CodeInvalidCallbackURL},
-		{"missing upload", with(base, "source_uri", "vfx://uploads/upload_AAAAAAAAAAAAAAAAAAAAAAAA/x.png"), api.CodeSourceUnreachable},
+		{"no generation_type", apitest.With(base, "generation_type", nil), api.CodeInvalidGenerationType},
+		{"bad generation_type", apitest.With(base, "generation_type", "gif"), api.CodeInvalidGenerationType},
+		{"no alpha_mode", apitest.With(base, "alpha_mode", nil), api.CodeInvalidAlphaMode},
+		{"bad alpha_mode", apitest.With(base, "alpha_mode", "magic"), api.CodeInvalidAlphaMode},
+		{"max_resolution", apitest.With(base, "max_resolution", 480), api.CodeInvalidMaxResolution},
+		{"no style", apitest.With(base, "prompt", nil), api.CodeMissingStyleInput},
+		{"empty prompt", apitest.With(base, "prompt", ""), api.CodeMissingStyleInput},
+		{"no source", apitest.With(base, "source_uri", nil), api.CodeMissingSource},
+		{"custom without alpha", apitest.With(base, "alpha_mode", "custom"), api.CodeMissingAlpha},
+		{"prompt too long", apitest.With(base, "prompt", long), api.CodePromptTooLong},
+		{"seed negative", apitest.With(base, "seed", -1), api.CodeInvalidSeed},
+		{"seed too big", apitest.With(base, "seed", 4294967296), api.CodeInvalidSeed},
+		{"seed huge", apitest.With(base, "seed", 1e30), api.CodeInvalidSeed},
+		{"keyframe negative", apitest.With(base, "alpha_keyframe_index", -1), api.CodeInvalidKeyframeIndex},
+		{"idempotency empty", apitest.With(base, "idempotency_key", ""), api.CodeInvalidIdempotencyKey},
+		{"idempotency long", apitest.With(base, "idempotency_key", strings.Repeat("k", 257)), api.CodeInvalidIdempotencyKey},
+		{"uri scheme", apitest.With(base, "source_uri", "ftp://x/y.png"), api.CodeInvalidURI},
+		{"uri http", apitest.With(base, "source_uri", "http://example.com/a.png"), api.CodeInvalidURI},
+		{"uri upload id", apitest.With(base, "source_uri", "vfx://uploads/bad/a.png"), api.CodeInvalidURI},
+		{"reference uri", apitest.With(base, "reference_image_uri", "nope"), api.CodeInvalidURI},
+		{"data mime", apitest.With(base, "source_uri", "data:text/plain;base64,aGk="), api.CodeInvalidURI},
+		{"callback ftp", apitest.With(base, "callback_url", "ftp://example.com/hook"), api.CodeInvalidCallbackURL},
+		{"callback relative", apitest.With(base, "callback_url", "/hook"), api.CodeInvalidCallbackURL},
+		{"callback too long", apitest.With(base, "callback_url", "https://example.com/"+strings.Repeat("a", 2048)), api.CodeInvalidCallbackURL},
+		{"missing upload", apitest.With(base, "source_uri", "vfx://uploads/upload_AAAAAAAAAAAAAAAAAAAAAAAA/x.png"), api.CodeSourceUnreachable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +112,7 @@ func TestValidationRules(t *testing.T) {
 		{"seed", "1e100", api.CodeInvalidSeed}, {"seed", "-1E+100", api.CodeInvalidSeed},
 		{"alpha_keyframe_index", "1e100", api.CodeInvalidKeyframeIndex}, {"max_resolution", "1e100", api.CodeInvalidMaxResolution},
 	} {
-		body, _ := json.Marshal(with(base, c.field, nil))
+		body, _ := json.Marshal(apitest.With(base, c.field, nil))
 		raw := strings.Replace(string(body), "{", `{"`+c.field+`":`+c.text+",", 1)
 		r := e.Do("POST", "/v1/vfx/generations", key, raw)
 		var m struct {
@@ -124,9 +125,9 @@ func TestValidationRules(t *testing.T) {
 	}
 	// Boundaries that pass.
 	for _, b := range []map[string]any{
-		with(base, "seed", 0), with(base, "seed", 4294967295), with(base, "prompt", strings.Repeat("é", 2000)),
-		with(base, "max_resolution", 720), with(base, "idempotency_key", strings.Repeat("k", 256)),
-		with(base, "prompt", nil, "reference_image_uri", src), with(base, "alpha_mode", "custom", "alpha_uri", nil, "generation_type", "image", "alpha_uri", src),
+		apitest.With(base, "seed", 0), apitest.With(base, "seed", 4294967295), apitest.With(base, "prompt", strings.Repeat("é", 2000)),
+		apitest.With(base, "max_resolution", 720), apitest.With(base, "idempotency_key", strings.Repeat("k", 256)),
+		apitest.With(base, "prompt", nil, "reference_image_uri", src), apitest.With(base, "alpha_mode", "custom", "alpha_uri", nil, "generation_type", "image", "alpha_uri", src),
 	} {
 		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
 			t.Fatalf("%v: %d %s", b["seed"], r.Status, r.Body)
@@ -174,35 +175,35 @@ func TestValidation422(t *testing.T) {
 func TestContentChecks(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	vid := VideoFixture(t, 64, 48, 4)
-	long := VideoFixture(t, 16, 16, 241)
-	png := PNGBytes(t, 64, 48, false)
+	vid := apitest.VideoFixture(t, 64, 48, 4)
+	long := apitest.VideoFixture(t, 16, 16, 241)
+	png := apitest.PNGBytes(t, 64, 48, false)
 	srcImg := e.Upload(key, "src.png", png)
-	srcVid := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
-	matteVid := e.Upload(key, "matte.mp4", ReadFile(t, vid.Matte))
-	matteSmall := e.Upload(key, "m.png", PNGBytes(t, 32, 24, true))
-	big := e.Upload(key, "big.png", PNGBytes(t, 2000, 1400, false))
-	wide := e.Upload(key, "wide.png", PNGBytes(t, 400, 50, false))
-	longVid := e.Upload(key, "long.mp4", ReadFile(t, long.Source))
+	srcVid := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
+	matteVid := e.Upload(key, "matte.mp4", apitest.ReadFile(t, vid.Matte))
+	matteSmall := e.Upload(key, "m.png", apitest.PNGBytes(t, 32, 24, true))
+	big := e.Upload(key, "big.png", apitest.PNGBytes(t, 2000, 1400, false))
+	wide := e.Upload(key, "wide.png", apitest.PNGBytes(t, 400, 50, false))
+	longVid := e.Upload(key, "long.mp4", apitest.ReadFile(t, long.Source))
 	garbage := e.Upload(key, "junk.png", []byte("this is not a picture at all, just text"))
-	emptyKey := e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false))
-	cutout := e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, true, true))
+	emptyKey := e.Upload(key, "empty.png", apitest.KeyframePNG(t, 64, 48, false, false))
+	cutout := e.Upload(key, "cutout.png", apitest.KeyframePNG(t, 64, 48, true, true))
 	cases := []struct {
 		name string
 		body map[string]any
 		code job.Code
 	}{
-		{"too many pixels", validReq(big), api.CodeSourceTooLarge},
-		{"aspect", validReq(wide), api.CodeExtremeAspectRatio},
-		{"frames", with(validReq(longVid), "generation_type", "video"), api.CodeVideoTooManyFrames},
-		{"not media", validReq(garbage), api.CodeInvalidFileFormat},
-		{"video for image", validReq(srcVid), api.CodeInvalidFileFormat},
-		{"image for video", with(validReq(srcImg), "generation_type", "video"), api.CodeInvalidFileFormat},
-		{"data mime mismatch", validReq(DataURI("image/jpeg", png)), api.CodeInvalidFileFormat},
-		{"custom video matte on image", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), api.CodeAlphaTypeMismatch},
-		{"custom size mismatch", with(validReq(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), api.CodeAlphaTypeMismatch},
-		{"reference video", with(validReq(srcImg), "reference_image_uri", srcVid), api.CodeInvalidFileFormat},
-		{"select empty keyframe", with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), api.CodeAlphaTypeMismatch},
+		{"too many pixels", apitest.ValidGeneration(big), api.CodeSourceTooLarge},
+		{"aspect", apitest.ValidGeneration(wide), api.CodeExtremeAspectRatio},
+		{"frames", apitest.With(apitest.ValidGeneration(longVid), "generation_type", "video"), api.CodeVideoTooManyFrames},
+		{"not media", apitest.ValidGeneration(garbage), api.CodeInvalidFileFormat},
+		{"video for image", apitest.ValidGeneration(srcVid), api.CodeInvalidFileFormat},
+		{"image for video", apitest.With(apitest.ValidGeneration(srcImg), "generation_type", "video"), api.CodeInvalidFileFormat},
+		{"data mime mismatch", apitest.ValidGeneration(apitest.DataURI("image/jpeg", png)), api.CodeInvalidFileFormat},
+		{"custom video matte on image", apitest.With(apitest.ValidGeneration(srcImg), "alpha_mode", "custom", "alpha_uri", matteVid), api.CodeAlphaTypeMismatch},
+		{"custom size mismatch", apitest.With(apitest.ValidGeneration(srcImg), "alpha_mode", "custom", "alpha_uri", matteSmall), api.CodeAlphaTypeMismatch},
+		{"reference video", apitest.With(apitest.ValidGeneration(srcImg), "reference_image_uri", srcVid), api.CodeInvalidFileFormat},
+		{"select empty keyframe", apitest.With(apitest.ValidGeneration(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", emptyKey), api.CodeAlphaTypeMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,9 +218,9 @@ func TestContentChecks(t *testing.T) {
 	}
 	// Accepted: inline data, a video with its custom matte.
 	for _, b := range []map[string]any{
-		validReq(DataURI("image/png", png)),
-		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
-		with(validReq(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", cutout),
+		apitest.ValidGeneration(apitest.DataURI("image/png", png)),
+		apitest.With(apitest.ValidGeneration(srcVid), "generation_type", "video", "alpha_mode", "custom", "alpha_uri", matteVid),
+		apitest.With(apitest.ValidGeneration(srcVid), "generation_type", "video", "alpha_mode", "select", "alpha_uri", cutout),
 	} {
 		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
 			t.Fatalf("%d %s", r.Status, r.Body)
@@ -248,8 +249,8 @@ func TestBodyCap(t *testing.T) {
 func TestCreateGetList(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
 	if r.Status != 201 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
@@ -270,7 +271,7 @@ func TestCreateGetList(t *testing.T) {
 		t.Fatalf("webhook %v", wh)
 	}
 	// Random seed when omitted; no webhook object without callback_url.
-	r2 := e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)
+	r2 := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)).JSON(t)
 	if _, ok := r2["seed"]; !ok {
 		t.Fatal("no seed")
 	}
@@ -318,7 +319,7 @@ func TestCreateGetList(t *testing.T) {
 	// List: newest first, cursor pages, every element with fresh URLs.
 	var ids []string
 	for i := 0; i < 5; i++ {
-		ids = append(ids, e.Do("POST", "/v1/vfx/generations", key, validReq(src)).JSON(t)["id"].(string))
+		ids = append(ids, e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)).JSON(t)["id"].(string))
 	}
 	want := []string{ids[4], ids[3], ids[2], ids[1], ids[0], id2, id}
 	var got []string
@@ -370,8 +371,8 @@ func TestCreateGetList(t *testing.T) {
 func TestIdempotency(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	body := with(validReq(src), "idempotency_key", "order-1")
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	body := apitest.With(apitest.ValidGeneration(src), "idempotency_key", "order-1")
 	r1 := e.Do("POST", "/v1/vfx/generations", key, body)
 	if r1.Status != 201 {
 		t.Fatalf("%d %s", r1.Status, r1.Body)
@@ -380,18 +381,18 @@ func TestIdempotency(t *testing.T) {
 	if r2.Status != 200 || r2.JSON(t)["id"] != r1.JSON(t)["id"] {
 		t.Fatalf("repeat: %d %s", r2.Status, r2.Body)
 	}
-	r3 := e.Do("POST", "/v1/vfx/generations", key, with(body, "prompt", "cold"))
+	r3 := e.Do("POST", "/v1/vfx/generations", key, apitest.With(body, "prompt", "cold"))
 	if r3.Status != 409 || r3.Code() != api.CodeIdempotencyConflict {
 		t.Fatalf("changed body: %d %s", r3.Status, r3.Body)
 	}
 	// Another account may use the same key (with its own upload).
 	k2 := e.OrgKey()
-	if r := e.Do("POST", "/v1/vfx/generations", k2, with(validReq(e.Upload(k2, "src.png", PNGBytes(t, 64, 48, false))), "idempotency_key", "order-1")); r.Status != 201 {
+	if r := e.Do("POST", "/v1/vfx/generations", k2, apitest.With(apitest.ValidGeneration(e.Upload(k2, "src.png", apitest.PNGBytes(t, 64, 48, false))), "idempotency_key", "order-1")); r.Status != 201 {
 		t.Fatalf("other account: %d %s", r.Status, r.Body)
 	}
 
 	// 50 concurrent identical submissions make exactly one job.
-	body = with(validReq(src), "idempotency_key", "burst", "seed", 7)
+	body = apitest.With(apitest.ValidGeneration(src), "idempotency_key", "burst", "seed", 7)
 	var wg sync.WaitGroup
 	ids := make([]string, 50)
 	codes := make([]int, 50)
@@ -426,9 +427,9 @@ func TestIdempotency(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	_, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	for i := range 5 {
-		r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+		r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 		if r.Status != 201 {
 			t.Fatalf("submission %d: %d %s", i, r.Status, r.Body)
 		}
@@ -436,7 +437,7 @@ func TestRateLimits(t *testing.T) {
 			t.Fatalf("headers %v", r.Header)
 		}
 	}
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 	if r.Status != 429 || r.Code() != api.CodeRateLimitExceeded || r.Header.Get("Retry-After") == "" ||
 		r.Header.Get("X-RateLimit-Limit") != "5" || r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("X-RateLimit-Reset") == "" {
 		t.Fatalf("6th: %d %v %s", r.Status, r.Header, r.Body)
@@ -464,9 +465,9 @@ func TestRateLimits(t *testing.T) {
 	}
 	// Organization keys: no limits (per-account counting: TestRateLimitPerAccount).
 	org := e.OrgKey()
-	src2 := e.Upload(org, "src.png", PNGBytes(t, 64, 48, false))
+	src2 := e.Upload(org, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	for i := range 12 {
-		if r := e.Do("POST", "/v1/vfx/generations", org, validReq(src2)); r.Status != 201 {
+		if r := e.Do("POST", "/v1/vfx/generations", org, apitest.ValidGeneration(src2)); r.Status != 201 {
 			t.Fatalf("org submission %d: %d %s", i, r.Status, r.Body)
 		}
 	}
@@ -500,14 +501,14 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	if _, err := e.Acc.UpdateAccount(ctx, a.ID, account.AccountPatch{RateLimits: &account.RateLimits{RPM: 100, ReadRPM: 100, BillingRPM: 100, Concurrency: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	for range 2 {
-		r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+		r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 		if r.Status != 201 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	}
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 	if r.Status != 429 || r.Code() != api.CodeConcurrentLimitExceeded || r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "2" {
 		t.Fatalf("3rd: %d %v %s", r.Status, r.Header, r.Body)
 	}
@@ -524,8 +525,8 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	lim := 0.01
 	b, _ := e.NewAccount(account.KindOrganization, account.AccountInput{SpendingLimit: &lim, BillingType: "postpaid"})
 	_, bkey, _ := e.Acc.CreateKey(ctx, b.ID, account.KindOrganization)
-	bsrc := e.Upload(bkey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
-	r = e.Do("POST", "/v1/vfx/generations", bkey, with(validReq(bsrc), "generation_type", "video"))
+	bsrc := e.Upload(bkey, "src.mp4", apitest.ReadFile(t, apitest.VideoFixture(t, 32, 32, 3).Source))
+	r = e.Do("POST", "/v1/vfx/generations", bkey, apitest.With(apitest.ValidGeneration(bsrc), "generation_type", "video"))
 	if r.Status != 402 || r.Code() != api.CodeHardLimitExceeded || !strings.Contains(string(r.Body), "$") {
 		t.Fatalf("hard limit: %d %s", r.Status, r.Body)
 	}
@@ -533,8 +534,8 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 	zero := 0.0
 	c, _ := e.NewAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &zero, BillingType: "prepaid"})
 	_, ckey, _ := e.Acc.CreateKey(ctx, c.ID, account.KindOrganization)
-	csrc := e.Upload(ckey, "src.mp4", ReadFile(t, VideoFixture(t, 32, 32, 3).Source))
-	r = e.Do("POST", "/v1/vfx/generations", ckey, with(validReq(csrc), "generation_type", "video"))
+	csrc := e.Upload(ckey, "src.mp4", apitest.ReadFile(t, apitest.VideoFixture(t, 32, 32, 3).Source))
+	r = e.Do("POST", "/v1/vfx/generations", ckey, apitest.With(apitest.ValidGeneration(csrc), "generation_type", "video"))
 	if r.Status != 402 || r.Code() != api.CodeInsufficientBalance {
 		t.Fatalf("balance: %d %s", r.Status, r.Body)
 	}
@@ -544,10 +545,10 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 func TestSelectMatteChecks(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	key := e.OrgKey()
-	vid := VideoFixture(t, 64, 48, 4)
-	src := e.Upload(key, "src.mp4", ReadFile(t, vid.Source))
-	matteVid := e.Upload(key, "m.mp4", ReadFile(t, vid.Matte))
-	kf := e.Upload(key, "kf.png", PNGBytes(t, 64, 48, true))
+	vid := apitest.VideoFixture(t, 64, 48, 4)
+	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
+	matteVid := e.Upload(key, "m.mp4", apitest.ReadFile(t, vid.Matte))
+	kf := e.Upload(key, "kf.png", apitest.PNGBytes(t, 64, 48, true))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		alpha string
@@ -556,13 +557,13 @@ func TestSelectMatteChecks(t *testing.T) {
 	}{
 		{matteVid, 0, api.CodeAlphaMustBeImage},
 		{kf, 4, api.CodeInvalidKeyframeIndex},
-		{e.Upload(key, "colour.png", PNGBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
-		{e.Upload(key, "cutout.png", KeyframePNG(t, 64, 48, false, true)), 0, ""},
-		{e.Upload(key, "deep.png", KeyframePNG(t, 64, 48, true, true)), 0, ""},
-		{e.Upload(key, "empty.png", KeyframePNG(t, 64, 48, false, false)), 0, api.CodeAlphaTypeMismatch},
-		{e.Upload(key, "empty16.png", KeyframePNG(t, 64, 48, true, false)), 0, api.CodeAlphaTypeMismatch},
-		{e.Upload(key, "square.png", PNGBytes(t, 48, 48, true)), 0, api.CodeAlphaTypeMismatch},
-		{e.Upload(key, "half.png", PNGBytes(t, 32, 24, true)), 0, ""},
+		{e.Upload(key, "colour.png", apitest.PNGBytes(t, 64, 48, false)), 0, ""}, // an RGB keyframe: its luminance
+		{e.Upload(key, "cutout.png", apitest.KeyframePNG(t, 64, 48, false, true)), 0, ""},
+		{e.Upload(key, "deep.png", apitest.KeyframePNG(t, 64, 48, true, true)), 0, ""},
+		{e.Upload(key, "empty.png", apitest.KeyframePNG(t, 64, 48, false, false)), 0, api.CodeAlphaTypeMismatch},
+		{e.Upload(key, "empty16.png", apitest.KeyframePNG(t, 64, 48, true, false)), 0, api.CodeAlphaTypeMismatch},
+		{e.Upload(key, "square.png", apitest.PNGBytes(t, 48, 48, true)), 0, api.CodeAlphaTypeMismatch},
+		{e.Upload(key, "half.png", apitest.PNGBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
 		_, err := e.srv.CheckMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",

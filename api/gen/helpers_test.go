@@ -11,7 +11,6 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
-	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -111,40 +110,5 @@ func (e *env) settle(ctx context.Context, id string) error {
 	return e.srv.Dispatch()[rec.Kind].Settle(ctx, rec)
 }
 
-// The shared helpers of apitest, under the names the tests use.
-var (
-	validReq     = apitest.ValidGeneration
-	with         = apitest.With
-	PNGBytes     = apitest.PNGBytes
-	KeyframePNG  = apitest.KeyframePNG
-	DataURI      = apitest.DataURI
-	VideoFixture = apitest.VideoFixture
-	ReadFile     = apitest.ReadFile
-	Eventually   = apitest.Eventually
-	paddedPNG    = apitest.PaddedPNG
-	inputObjects = apitest.InputObjects
-)
-
 // Resp is an HTTP answer (apitest.Resp).
 type Resp = apitest.Resp
-
-var _ = queue.KindProduct
-
-// pendingCount is the number of submissions in progress (package api's
-// BucketPending).
-func pendingCount(t *testing.T, e *env) int {
-	t.Helper()
-	kv, err := e.JS.KeyValue(context.Background(), api.BucketPending)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := kv.ListKeys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range l.Keys() {
-		n++
-	}
-	return n
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestIdemTakeoverRecoversGeneration(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true, storeDir: dir, mut: func(c *api.Config) { c.IdemClaimLease = 300 * time.Millisecond }})
 	ctx := context.Background()
 	a, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
-	body := with(validReq(DataURI("image/png", PNGBytes(t, 64, 48, false))), "idempotency_key", "crash-1")
+	body := apitest.With(apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))), "idempotency_key", "crash-1")
 	dead := deadGeneration(t, e, a, "crash-1", body)
 	if n, _ := e.Acc.InFlight(ctx, a.ID); n != 1 {
 		t.Fatalf("in flight before: %d", n)
@@ -83,7 +84,7 @@ func TestIdemTakeoverRecoversGeneration(t *testing.T) {
 	if n, err := e.Acc.InFlight(ctx, a.ID); n != 1 || err != nil {
 		t.Fatalf("in flight after: %d %v, want the new job only", n, err)
 	}
-	if got := inputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], id) {
+	if got := apitest.InputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], id) {
 		t.Fatalf("input objects %v, want only the new job's", got)
 	}
 	if _, err := e.gen.meta.Get(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -92,7 +93,7 @@ func TestIdemTakeoverRecoversGeneration(t *testing.T) {
 	if l := e.Do("GET", "/v1/vfx/generations", key, nil).JSON(t); len(l["jobs"].([]any)) != 1 {
 		t.Fatalf("list: %v", l)
 	}
-	if n := pendingCount(t, e); n != 0 {
+	if n := e.PendingCount(api.BucketPending); n != 0 {
 		t.Fatalf("%d pending records left", n)
 	}
 	r2 := e.Do("POST", "/v1/vfx/generations", key, body)
@@ -110,7 +111,7 @@ func TestSweepPending(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
 	ctx := context.Background()
 	a, _ := e.NewAccount(account.KindPersonal, account.AccountInput{})
-	dead := deadGeneration(t, e, a, "", validReq(DataURI("image/png", PNGBytes(t, 64, 48, false))))
+	dead := deadGeneration(t, e, a, "", apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))))
 	if n, err := e.srv.SweepPending(ctx); n != 0 || err != nil {
 		t.Fatalf("a young record was swept: %d %v", n, err)
 	}
@@ -122,7 +123,7 @@ func TestSweepPending(t *testing.T) {
 	if n, err := e.Acc.InFlight(ctx, a.ID); n != 0 || err != nil {
 		t.Fatalf("in flight: %d %v", n, err)
 	}
-	if got := inputObjects(t, dir); len(got) != 0 {
+	if got := apitest.InputObjects(t, dir); len(got) != 0 {
 		t.Fatalf("input objects left: %v", got)
 	}
 	if _, _, err := e.srv.GetPending(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -137,7 +138,7 @@ func TestIdemResendRequeues(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
-	body := with(validReq(DataURI("image/png", PNGBytes(t, 64, 48, false))), "idempotency_key", "lost-msg")
+	body := apitest.With(apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))), "idempotency_key", "lost-msg")
 	raw, _ := json.Marshal(body)
 	g, err := decodeGenRequest(raw)
 	if err != nil {

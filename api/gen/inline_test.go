@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +19,19 @@ func TestInlineFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
 	key := e.OrgKey()
-	big := DataURI("image/png", PNGBytes(t, 2000, 1500, true))
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(big))
+	big := apitest.DataURI("image/png", apitest.PNGBytes(t, 2000, 1500, true))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(big))
 	if r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 		t.Fatalf("3 MP source: %d %s", r.Status, r.Body)
 	}
-	if got := inputObjects(t, dir); len(got) != 0 {
+	if got := apitest.InputObjects(t, dir); len(got) != 0 {
 		t.Fatalf("left behind: %v", got)
 	}
 	if l := e.Do("GET", "/v1/vfx/generations", key, nil).JSON(t); len(l["jobs"].([]any)) != 0 {
 		t.Fatalf("list: %v", l)
 	}
 	// A client may not name an API-written input reference.
-	r = e.Do("POST", "/v1/vfx/generations", key, validReq("vfx://jobs/vfx_abc/inputs/source.png"))
+	r = e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration("vfx://jobs/vfx_abc/inputs/source.png"))
 	if r.Status != 400 || r.Code() != api.CodeInvalidURI {
 		t.Fatalf("job input uri: %d %s", r.Status, r.Body)
 	}
@@ -65,7 +66,7 @@ func TestRefusedRecordLeavesNoIndexEntry(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true, maxPayload: 4096, mut: func(c *api.Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	long := "https://example.com/" + strings.Repeat("a", 6000) + ".png"
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(long))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(long))
 	if r.Status != 503 || r.Code() != api.CodeUnavailable {
 		t.Fatalf("oversized record: %d %s", r.Status, r.Body)
 	}
@@ -94,18 +95,18 @@ func TestInlineDataLimitEdge(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
 	key := e.OrgKey()
-	at := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 50_000_000))
-	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 50_000_001))
+	at := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 50_000_000))
+	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 50_000_001))
 	if len(at) != len(over) {
 		t.Fatalf("the two URIs differ in length (%d, %d): the edge would not be the decoded count", len(at), len(over))
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(over)); r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(over)); r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 		t.Fatalf("50,000,001 B: %d %.300s", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(at)); r.Status != 201 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(at)); r.Status != 201 {
 		t.Fatalf("50,000,000 B: %d %.300s", r.Status, r.Body)
 	}
-	if got := inputObjects(t, dir); len(got) != 1 {
+	if got := apitest.InputObjects(t, dir); len(got) != 1 {
 		t.Fatalf("input objects %v, want the accepted job's source", got)
 	}
 }

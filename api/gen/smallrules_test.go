@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"image"
 	"image/jpeg"
 	"testing"
@@ -20,17 +21,17 @@ func TestOneSniffingRule(t *testing.T) {
 	}
 	for name, src := range map[string]string{
 		"jpeg upload named .png": e.Upload(key, "still.png", jb.Bytes()),
-		"jpeg as data:image/png": DataURI("image/png", jb.Bytes()),
+		"jpeg as data:image/png": apitest.DataURI("image/png", jb.Bytes()),
 	} {
-		if r := e.Do("POST", "/v1/vfx/generations", key, validReq(src)); r.Status != 400 || r.Code() != api.CodeInvalidFileFormat {
+		if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)); r.Status != 400 || r.Code() != api.CodeInvalidFileFormat {
 			t.Errorf("%s: %d %s", name, r.Status, r.Body)
 		}
 	}
 	for name, src := range map[string]string{
 		"jpeg upload named .jpg":  e.Upload(key, "still.jpg", jb.Bytes()),
-		"jpeg as data:image/jpeg": DataURI("image/jpeg", jb.Bytes()),
+		"jpeg as data:image/jpeg": apitest.DataURI("image/jpeg", jb.Bytes()),
 	} {
-		if r := e.Do("POST", "/v1/vfx/generations", key, validReq(src)); r.Status != 201 {
+		if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)); r.Status != 201 {
 			t.Errorf("%s: %d %s", name, r.Status, r.Body)
 		}
 	}

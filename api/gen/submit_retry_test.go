@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"testing"
 	"time"
 
@@ -19,13 +20,13 @@ import (
 func TestSubmitQueueDown(t *testing.T) {
 	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
 	acct, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := e.JS.DeleteStream(ctx, queue.StreamJobs); err != nil {
 		t.Fatal(err)
 	}
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 	if r.Status != 503 || r.Code() != api.CodeUnavailable {
 		t.Fatalf("submit with the queue down: %d %s, want 503 %s", r.Status, r.Body, api.CodeUnavailable)
 	}
@@ -46,7 +47,7 @@ func TestSubmitQueueDown(t *testing.T) {
 func TestSubmitQueueBack(t *testing.T) {
 	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
 	key := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	info, err := e.JS.Stream(ctx, queue.StreamJobs)
@@ -63,7 +64,7 @@ func TestSubmitQueueBack(t *testing.T) {
 		_, err := e.JS.CreateStream(ctx, cfg)
 		back <- err
 	}()
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(src))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src))
 	if err := <-back; err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ func TestUploadQuotas(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	img := PNGBytes(t, 64, 48, false)
+	img := apitest.PNGBytes(t, 64, 48, false)
 	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
 		c.MaxOpenUploads = 3
 		c.MaxUploadBytesPerDay = int64(3 * len(img))
@@ -63,10 +64,10 @@ func TestUploadQuotas(t *testing.T) {
 	if put(t, urls[0], img) != 200 {
 		t.Fatal("put")
 	}
-	if c := put(t, urls[0], PNGBytes(t, 8, 8, true)); c != http.StatusConflict {
+	if c := put(t, urls[0], apitest.PNGBytes(t, 8, 8, true)); c != http.StatusConflict {
 		t.Fatalf("second PUT: %d, want 409", c)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(uris[0])); r.Status != 201 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(uris[0])); r.Status != 201 {
 		t.Fatalf("job: %d %s", r.Status, r.Body)
 	}
 	r = e.newUpload(key, "b.png")
@@ -104,10 +105,10 @@ func TestUploadExpiry(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.Now = clock; c.UploadExpiry = 24 * time.Hour }})
 	key := e.OrgKey()
-	img := PNGBytes(t, 64, 48, false)
+	img := apitest.PNGBytes(t, 64, 48, false)
 	unused := e.Upload(key, "a.png", img)
 	used := e.Upload(key, "b.png", img)
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(used)); r.Status != 201 {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(used)); r.Status != 201 {
 		t.Fatalf("job: %d %s", r.Status, r.Body)
 	}
 	keyOf := func(uri string) string { return strings.TrimPrefix(uri, "vfx://") }
@@ -130,7 +131,7 @@ func TestUploadExpiry(t *testing.T) {
 	if _, err := e.St.Stat(ctx, keyOf(used)); err != nil {
 		t.Fatalf("used upload deleted: %v", err)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", key, validReq(unused)); r.Status != 400 || r.Code() != api.CodeSourceUnreachable {
+	if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(unused)); r.Status != 400 || r.Code() != api.CodeSourceUnreachable {
 		t.Fatalf("expired upload: %d %s", r.Status, r.Body)
 	}
 }

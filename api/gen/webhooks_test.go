@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -62,8 +63,8 @@ func (rc *receiver) calls() []hookCall {
 
 func (e *env) submitWithHook(key, hook string) string {
 	e.T.Helper()
-	src := e.Upload(key, "src.png", PNGBytes(e.T, 64, 48, false))
-	r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), "callback_url", hook))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(e.T, 64, 48, false))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), "callback_url", hook))
 	if r.Status != 201 {
 		e.T.Fatalf("%d %s", r.Status, r.Body)
 	}
@@ -97,7 +98,7 @@ func TestWebhookRetriesThenDelivered(t *testing.T) {
 	rc := newReceiver(t, 2)
 	id := e.submitWithHook(key, rc.URL+"/hook")
 	e.Finish(id, true)
-	Eventually(t, 10*time.Second, "delivered", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
+	apitest.Eventually(t, 10*time.Second, "delivered", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	w := e.webhookState(key, id)
 	if w["attempts"].(float64) != 3 || w["last_error"] != "" {
 		t.Fatalf("state %v", w)
@@ -135,7 +136,7 @@ func TestWebhookFailedAfterFiveAttempts(t *testing.T) {
 	rc := newReceiver(t, 100)
 	id := e.submitWithHook(key, rc.URL)
 	e.Finish(id, false)
-	Eventually(t, 10*time.Second, "failed", func() bool { return e.webhookState(key, id)["status"] == "failed" })
+	apitest.Eventually(t, 10*time.Second, "failed", func() bool { return e.webhookState(key, id)["status"] == "failed" })
 	w := e.webhookState(key, id)
 	if w["attempts"].(float64) != 5 || w["last_error"] != "callback answered HTTP 500" {
 		t.Fatalf("state %v", w)
@@ -164,7 +165,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = runBackground(ctx1, e.srv, e.dcfg); close(done) }()
 	e.Finish(id, true)
-	Eventually(t, 10*time.Second, "first attempt", func() bool { return rc.n.Load() == 1 })
+	apitest.Eventually(t, 10*time.Second, "first attempt", func() bool { return rc.n.Load() == 1 })
 	stop1()
 	<-done
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 1 || w["status"] != "pending" {
@@ -179,7 +180,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { _ = runBackground(ctx2, srv2.Server, e.dcfg); close(done2) }()
 	defer func() { stop2(); <-done2 }()
-	Eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
+	apitest.Eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 2 {
 		t.Fatalf("state %v", w)
 	}
@@ -211,7 +212,7 @@ func TestSSRFGuard(t *testing.T) {
 		}
 	}})
 	key := e.OrgKey()
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	for _, tc := range []struct {
 		field, url string
 		code       job.Code
@@ -229,14 +230,14 @@ func TestSSRFGuard(t *testing.T) {
 		{"reference_image_uri", "https://meta.test/a.png", api.CodeInvalidURI},
 		{"source_uri", "https://nowhere.test/a.png", api.CodeSourceUnreachable},
 	} {
-		r := e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), tc.field, tc.url))
+		r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), tc.field, tc.url))
 		if r.Status != 400 || r.Code() != tc.code {
 			t.Fatalf("%s %s: %d %s", tc.field, tc.url, r.Status, r.Body)
 		}
 	}
 	for _, b := range []map[string]any{
-		with(validReq(src), "callback_url", "https://public.test/hook"),
-		with(validReq("https://public.test/a.png")),
+		apitest.With(apitest.ValidGeneration(src), "callback_url", "https://public.test/hook"),
+		apitest.With(apitest.ValidGeneration("https://public.test/a.png")),
 	} {
 		if r := e.Do("POST", "/v1/vfx/generations", key, b); r.Status != 201 {
 			t.Fatalf("%v: %d %s", b, r.Status, r.Body)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vfxrender/vfx/api/apitest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,7 +57,9 @@ func TestErrorCorpus(t *testing.T) {
 		})
 		fmt.Fprintf(&out, "== %s\n%d\n%s\n", name, r.Status, strings.TrimRight(body, "\n"))
 	}
-	gen := func(kv ...any) Resp { return e.Do("POST", "/v1/vfx/generations", key, with(validReq(src), kv...)) }
+	gen := func(kv ...any) Resp {
+		return e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), kv...))
+	}
 
 	// Generation API (envelope; 422 detail arrays for malformed bodies).
 	record("no key", e.Do("GET", "/v1/vfx/generations/vfx_x", "", nil))

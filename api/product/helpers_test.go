@@ -12,7 +12,6 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
-	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
 
@@ -100,50 +99,5 @@ func runBackground(ctx context.Context, p *API, dc dispatch.Config) error {
 	return apitest.RunBackground(ctx, dc, p.RunLedgerReconciler, p.RunUploadSweeper)
 }
 
-// settle charges or releases a finished job as the dispatcher's billing
-// does for its event.
-func (e *env) settle(ctx context.Context, id string) error {
-	rec, _, err := e.Q.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	return e.srv.Dispatch()[rec.Kind].Settle(ctx, rec)
-}
-
-// The shared helpers of apitest, under the names the tests use.
-var (
-	validReq     = apitest.ValidGeneration
-	with         = apitest.With
-	PNGBytes     = apitest.PNGBytes
-	KeyframePNG  = apitest.KeyframePNG
-	DataURI      = apitest.DataURI
-	VideoFixture = apitest.VideoFixture
-	ReadFile     = apitest.ReadFile
-	Eventually   = apitest.Eventually
-	paddedPNG    = apitest.PaddedPNG
-	inputObjects = apitest.InputObjects
-)
-
 // Resp is an HTTP answer (apitest.Resp).
 type Resp = apitest.Resp
-
-var _ = queue.KindProduct
-
-// pendingCount is the number of submissions in progress (package api's
-// BucketPending).
-func pendingCount(t *testing.T, e *env) int {
-	t.Helper()
-	kv, err := e.JS.KeyValue(context.Background(), api.BucketPending)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := kv.ListKeys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range l.Keys() {
-		n++
-	}
-	return n
-}

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"github.com/vfxrender/vfx/api/apitest"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestIdemTakeoverRecoversProduct(t *testing.T) {
 	ctx := context.Background()
 	o := e.newOrg(1000, nil)
 	before := e.credits(o.ID)
-	body := vfxJob("crash-2", DataURI("image/png", PNGBytes(t, 64, 48, false)))
+	body := vfxJob("crash-2", apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false)))
 	raw, _ := json.Marshal(body)
 	pb, err := parseProductBody(raw, "vfx", jobFields, jobRequired)
 	if err != nil {
@@ -59,10 +60,10 @@ func TestIdemTakeoverRecoversProduct(t *testing.T) {
 	if c := e.credits(o.ID); c.Reserved != before.Reserved+en.Reserved {
 		t.Fatalf("reserved %+v, want %d over %+v", c, en.Reserved, before)
 	}
-	if got := inputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], pj.ID) {
+	if got := apitest.InputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], pj.ID) {
 		t.Fatalf("input objects %v, want only the new job's", got)
 	}
-	if n := pendingCount(t, e); n != 0 {
+	if n := e.PendingCount(api.BucketPending); n != 0 {
 		t.Fatalf("%d pending records left", n)
 	}
 	if r2 := e.Do("POST", "/v1/products/vfx/jobs", o.Key, body); r2.Status != 202 || productJob(t, r2).ID != pj.ID {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"github.com/vfxrender/vfx/api/apitest"
 	"testing"
 	"time"
 
@@ -22,14 +23,14 @@ func TestInlineDataByReference(t *testing.T) {
 	e := newEnv(t, envOpts{workers: true, storeDir: dir})
 	key := e.OrgKey()
 	o := e.newOrg(10000, nil)
-	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 49_000_000))
-	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(paddedPNG(t, 51_000_000))
+	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 49_000_000))
+	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 51_000_000))
 
 	t.Run("generation", func(t *testing.T) {
-		if r := e.Do("POST", "/v1/vfx/generations", key, validReq(over)); r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
+		if r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(over)); r.Status != 400 || r.Code() != api.CodeSourceTooLarge {
 			t.Fatalf("51 MB: %d %.300s", r.Status, r.Body)
 		}
-		r := e.Do("POST", "/v1/vfx/generations", key, validReq(ok))
+		r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(ok))
 		if r.Status != 201 {
 			t.Fatalf("49 MB: %d %.300s", r.Status, r.Body)
 		}
@@ -42,7 +43,7 @@ func TestInlineDataByReference(t *testing.T) {
 			t.Fatalf("queue record of %d bytes: %.300s", len(rec.Request), rec.Request)
 		}
 		var job map[string]any
-		Eventually(t, 120*time.Second, "job "+id, func() bool {
+		apitest.Eventually(t, 120*time.Second, "job "+id, func() bool {
 			job = e.Do("GET", "/v1/vfx/generations/"+id, key, nil).JSON(t)
 			return job["status"] == "completed" || job["status"] == "failed"
 		})
@@ -68,7 +69,7 @@ func TestInlineDataByReference(t *testing.T) {
 			t.Fatalf("job %+v", j)
 		}
 	})
-	if got := inputObjects(t, dir); len(got) != 2 {
+	if got := apitest.InputObjects(t, dir); len(got) != 2 {
 		t.Fatalf("input objects %v, want the two accepted jobs' sources", got)
 	}
 }

@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"github.com/vfxrender/vfx/api/apitest"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestProductLedgerReconcile(t *testing.T) {
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { srv3.RunLedgerReconciler(rctx); done <- nil }()
-	Eventually(t, 15*time.Second, "the reconciler of RunLedgerReconciler", func() bool {
+	apitest.Eventually(t, 15*time.Second, "the reconciler of RunLedgerReconciler", func() bool {
 		en, err := e.Acc.Ledger(ctx, ProductJobIDPrefix+"lost2")
 		return err == nil && en.State == account.LedgerRefunded
 	})

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"encoding/base64"
+	"github.com/vfxrender/vfx/api/apitest"
 	"io"
 	"net/http"
 	"os"
@@ -18,7 +19,7 @@ import (
 func (e *env) waitProduct(key, id string) ProductJob {
 	e.T.Helper()
 	var j ProductJob
-	Eventually(e.T, 120*time.Second, "job "+id+" to finish", func() bool {
+	apitest.Eventually(e.T, 120*time.Second, "job "+id+" to finish", func() bool {
 		j = productJob(e.T, e.Do("GET", "/v1/product-jobs/"+id, key, nil))
 		switch j.Status {
 		case ProductSuccess, ProductFailed, ProductCancelled, ProductCreditRequired:
@@ -75,8 +76,8 @@ func TestProductRenderAndFinish(t *testing.T) {
 	}
 	e := newEnv(t, envOpts{workers: true})
 	o := e.newOrg(10000, nil)
-	fx := VideoFixture(t, 96, 64, 8)
-	src := "data:video/mp4;base64," + base64.StdEncoding.EncodeToString(ReadFile(t, fx.Source))
+	fx := apitest.VideoFixture(t, 96, 64, 8)
+	src := "data:video/mp4;base64," + base64.StdEncoding.EncodeToString(apitest.ReadFile(t, fx.Source))
 
 	std := productJob(t, e.Do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("std", src)))
 	fastBody := vfxJob("fast", src)

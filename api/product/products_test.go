@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/apitest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -107,7 +108,7 @@ func wantDetail(t *testing.T, r Resp, status int, code job.Code) api.ErrorDetail
 }
 
 func dataPNG(t *testing.T, w, h int) string {
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(PNGBytes(t, w, h, false))
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PNGBytes(t, w, h, false))
 }
 
 func vfxJob(key, src string) map[string]any {
@@ -132,7 +133,7 @@ func (e *env) finishProduct(id string, ok bool, frames int) {
 	if ok {
 		for _, n := range []string{"render", "source", "alpha"} {
 			key := "product-jobs/" + id + "/" + n + ".png"
-			if _, err := e.St.Put(ctx, key, bytes.NewReader(PNGBytes(e.T, 8, 8, false)), -1, "image/png"); err != nil {
+			if _, err := e.St.Put(ctx, key, bytes.NewReader(apitest.PNGBytes(e.T, 8, 8, false)), -1, "image/png"); err != nil {
 				e.T.Fatal(err)
 			}
 			outs[n] = key
@@ -526,7 +527,7 @@ func TestProductLifecycle(t *testing.T) {
 	e.AdminDo("PUT", "/admin/v1/orgs/"+o.ID+"/products/vfx", map[string]any{"enabled": true})
 	silent := submit(o.Key, vfxJob("silent", src))
 	e.finishProduct(silent.ID, true, 1)
-	Eventually(t, 10*time.Second, "billing consumer settles", func() bool { return e.credits(o.ID).Charged == 32 })
+	apitest.Eventually(t, 10*time.Second, "billing consumer settles", func() bool { return e.credits(o.ID).Charged == 32 })
 }
 
 func TestProductWebhook(t *testing.T) {
@@ -571,7 +572,7 @@ func TestProductWebhook(t *testing.T) {
 			t.Fatalf("attempt %d headers: %v", attempt, h.header)
 		}
 	}
-	Eventually(t, 10*time.Second, "delivered state", func() bool {
+	apitest.Eventually(t, 10*time.Second, "delivered state", func() bool {
 		m, err := e.prod.getProductMeta(context.Background(), id)
 		return err == nil && m.Webhook.Status == dispatch.Delivered && m.Webhook.Attempts == 2
 	})
@@ -632,7 +633,7 @@ func TestFinishParents(t *testing.T) {
 func (e *env) newAccountJob(t *testing.T) string {
 	t.Helper()
 	_, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
-	r := e.Do("POST", "/v1/vfx/generations", key, validReq(dataPNG(t, 64, 64)))
+	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(dataPNG(t, 64, 64)))
 	if r.Status != 201 {
 		t.Fatalf("generation: %d %s", r.Status, r.Body)
 	}

@@ -1,6 +1,7 @@
 package product
 
 import (
+	"github.com/vfxrender/vfx/api/apitest"
 	"strings"
 	"testing"
 
@@ -13,20 +14,20 @@ import (
 func TestUploadOwnership(t *testing.T) {
 	e := newEnv(t, envOpts{noRun: true})
 	keyA, keyB := e.OrgKey(), e.OrgKey()
-	img := PNGBytes(t, 64, 48, false)
+	img := apitest.PNGBytes(t, 64, 48, false)
 	srcA := e.Upload(keyA, "still.png", img)
 	missing := strings.Replace(srcA, "upload_", "upload_X", 1)
 
 	// Generation API: B gets what a missing upload gets; A gets its job.
-	rOther := e.Do("POST", "/v1/vfx/generations", keyB, validReq(srcA))
-	rMissing := e.Do("POST", "/v1/vfx/generations", keyB, validReq(missing))
+	rOther := e.Do("POST", "/v1/vfx/generations", keyB, apitest.ValidGeneration(srcA))
+	rMissing := e.Do("POST", "/v1/vfx/generations", keyB, apitest.ValidGeneration(missing))
 	if rOther.Status != 400 || rOther.Code() != api.CodeSourceUnreachable {
 		t.Fatalf("someone else's upload: %d %s", rOther.Status, rOther.Body)
 	}
 	if rMissing.Status != rOther.Status || strings.ReplaceAll(string(rMissing.Body), missing, srcA) != string(rOther.Body) {
 		t.Fatalf("answers differ:\n%s\n%s", rOther.Body, rMissing.Body)
 	}
-	if r := e.Do("POST", "/v1/vfx/generations", keyA, validReq(srcA)); r.Status != 201 {
+	if r := e.Do("POST", "/v1/vfx/generations", keyA, apitest.ValidGeneration(srcA)); r.Status != 201 {
 		t.Fatalf("owner: %d %s", r.Status, r.Body)
 	}
 
@@ -48,7 +49,7 @@ func TestUploadOwnership(t *testing.T) {
 		t.Fatalf("org upload, org key: %d %s", r.Status, r.Body)
 	}
 	// And a generation account cannot use an organisation's upload.
-	if r := e.Do("POST", "/v1/vfx/generations", keyA, validReq(orgSrc)); r.Status != 400 || r.Code() != api.CodeSourceUnreachable {
+	if r := e.Do("POST", "/v1/vfx/generations", keyA, apitest.ValidGeneration(orgSrc)); r.Status != 400 || r.Code() != api.CodeSourceUnreachable {
 		t.Fatalf("org upload from an account: %d %s", r.Status, r.Body)
 	}
 }

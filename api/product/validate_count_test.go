@@ -1,6 +1,7 @@
 package product
 
 import (
+	"github.com/vfxrender/vfx/api/apitest"
 	"sync/atomic"
 	"testing"
 
@@ -30,9 +31,9 @@ func TestValidateOncePerSubmission(t *testing.T) {
 		}
 	}
 	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
-	src := e.Upload(key, "src.png", PNGBytes(t, 64, 48, false))
-	count("generation", 1, func() Resp { return e.Do("POST", "/v1/vfx/generations", key, validReq(src)) }, 201)
-	bad := validReq(src)
+	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
+	count("generation", 1, func() Resp { return e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(src)) }, 201)
+	bad := apitest.ValidGeneration(src)
 	bad["seed"] = "seven"
 	count("generation with a wrong JSON type", 0, func() Resp { return e.Do("POST", "/v1/vfx/generations", key, bad) }, 422)
 
