@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/vfxrender/vfx/internal/trunc"
@@ -23,18 +24,18 @@ const DefaultMaxInflightBodyBytes int64 = 256 << 20
 // bodyReadStep is how much budget a body of unknown length takes at a time.
 const bodyReadStep int64 = 1 << 20
 
-// byteBudget is a semaphore on request body bytes shared by every request
+// ByteBudget is a semaphore on request body bytes shared by every request
 // of a Server: a body is read only while its bytes fit, so that N
 // concurrent maximal bodies cannot hold more than limit bytes.
-type byteBudget struct {
+type ByteBudget struct {
 	mu    sync.Mutex
 	used  int64
 	limit int64
 }
 
-// take reserves n bytes, or reports false without waiting when they do
+// Take reserves n bytes, or reports false without waiting when they do
 // not fit.
-func (b *byteBudget) take(n int64) bool {
+func (b *ByteBudget) Take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n < 0 || b.used+n > b.limit {
@@ -44,15 +45,15 @@ func (b *byteBudget) take(n int64) bool {
 	return true
 }
 
-// give returns n bytes.
-func (b *byteBudget) give(n int64) {
+// Give returns n bytes.
+func (b *ByteBudget) Give(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
 }
 
-// inUse is the bytes reserved now.
-func (b *byteBudget) inUse() int64 {
+// InUse is the bytes reserved now.
+func (b *ByteBudget) InUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
@@ -69,7 +70,7 @@ func (s *Server) withCharge(r *http.Request) (*http.Request, func()) {
 	c := &bodyCharge{}
 	return r.WithContext(context.WithValue(r.Context(), chargeKey{}, c)), func() {
 		if c.n > 0 {
-			s.budget.give(c.n)
+			s.Budget.Give(c.n)
 			c.n = 0
 		}
 	}
@@ -77,26 +78,26 @@ func (s *Server) withCharge(r *http.Request) (*http.Request, func()) {
 
 // busy is the 503 of a full body budget.
 func busy() error {
-	return unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
+	return Unavailable(2, "the server is reading too many large request bodies at once; nothing was created, retry shortly")
 }
 
-// readBody reads the whole request body once, under the size cap and the
+// ReadBody reads the whole request body once, under the size cap and the
 // in-flight byte budget: a body with a Content-Length takes its length
 // from the budget before a byte is read, one without takes it 1 MiB at a
 // time as it arrives. A body over the cap gets 413 REQUEST_TOO_LARGE, a
 // budget that cannot hold it 503 SERVICE_UNAVAILABLE with Retry-After.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	c, _ := r.Context().Value(chargeKey{}).(*bodyCharge)
 	if c == nil {
 		return nil, errors.New("api: readBody outside a route")
 	}
-	limit := s.cfg.MaxBodyBytes
+	limit := s.Cfg.MaxBodyBytes
 	tooLarge := func() error {
-		return newError(CodeRequestTooLarge,
+		return NewError(CodeRequestTooLarge,
 			"request body over %d bytes (inline data: URIs are limited to 50 MB)", limit)
 	}
 	takeMore := func(n int64) bool {
-		if !s.budget.take(n) {
+		if !s.Budget.Take(n) {
 			return false
 		}
 		c.n += n
@@ -106,10 +107,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	body := http.MaxBytesReader(w, io.NopCloser(guarded), limit)
 	readErr := func(err error) error {
 		if errors.Is(err, errSlowBody) {
-			return newError(CodeRequestTimeout,
-				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.cfg.MinBodyRate, s.cfg.MinBodyGrace, BodyTimeout)
+			return NewError(CodeRequestTimeout,
+				"request body arrived slower than %d bytes a second (after %s), or took over %s", s.Cfg.MinBodyRate, s.Cfg.MinBodyGrace, BodyTimeout)
 		}
-		return newError(CodeInvalidInput, "reading the request body: %v", err)
+		return NewError(CodeInvalidInput, "reading the request body: %v", err)
 	}
 	if n := r.ContentLength; n >= 0 {
 		if n > limit {
@@ -159,8 +160,8 @@ const maxJSONDepth = 10000
 // member is one field of a JSON object: its decoded key and its raw value
 // (a slice of the body, not a copy).
 type member struct {
-	key string
-	raw []byte
+	Key string
+	Raw []byte
 }
 
 // jsonWalker walks a JSON text that json.Unmarshal already found valid.
@@ -202,12 +203,12 @@ func (w *jsonWalker) str() []byte {
 // object key at any depth or on nesting deeper than maxJSONDepth.
 func (w *jsonWalker) value(depth int) ([]byte, error) {
 	if depth > maxJSONDepth {
-		return nil, unprocessable([]any{"body", w.i}, "JSON decode error: nested too deeply", "json_invalid")
+		return nil, Unprocessable([]any{"body", w.i}, "JSON decode error: nested too deeply", "json_invalid")
 	}
 	w.ws()
 	start := w.i
 	if w.i >= len(w.b) {
-		return nil, unprocessable([]any{"body", w.i}, "JSON decode error: unexpected end", "json_invalid")
+		return nil, Unprocessable([]any{"body", w.i}, "JSON decode error: unexpected end", "json_invalid")
 	}
 	switch w.b[w.i] {
 	case '"':
@@ -258,12 +259,12 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 			return out, nil
 		}
 		at := w.i
-		key, err := jsonStringOf(w.str())
+		key, err := JSONStringOf(w.str())
 		if err != nil {
 			return nil, err
 		}
 		if seen[key] {
-			return nil, unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", trunc.String(key, 80)), "json_invalid")
+			return nil, Unprocessable([]any{"body", at}, fmt.Sprintf("JSON decode error: duplicate key %q", trunc.String(key, 80)), "json_invalid")
 		}
 		seen[key] = true
 		w.ws()
@@ -272,7 +273,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, member{key: key, raw: raw})
+		out = append(out, member{Key: key, Raw: raw})
 		w.ws()
 		if w.b[w.i] == ',' {
 			w.i++
@@ -282,7 +283,7 @@ func (w *jsonWalker) object(depth int) ([]member, error) {
 
 // jsonStringOf decodes a raw JSON string. Strings without escapes that are
 // plain printable ASCII are copied once, without the decoder.
-func jsonStringOf(raw []byte) (string, error) {
+func JSONStringOf(raw []byte) (string, error) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainASCII(raw[1:len(raw)-1]) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
@@ -304,14 +305,14 @@ func plainASCII(b []byte) bool {
 	return true
 }
 
-// parseObject parses body as one JSON object in one pass over the bytes it
+// ParseObject parses body as one JSON object in one pass over the bytes it
 // holds: the members' raw values are slices of body. Malformed JSON,
 // another top-level type, and a key repeated in any object of the body
 // get 422 like FastAPI.
-func parseObject(body []byte) ([]member, error) {
+func ParseObject(body []byte) ([]member, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return nil, unprocessable([]any{"body"}, "Field required", "missing")
+		return nil, Unprocessable([]any{"body"}, "Field required", "missing")
 	}
 	// Validation without building values (the decoder skips every field
 	// of an empty struct).
@@ -319,7 +320,7 @@ func parseObject(body []byte) ([]member, error) {
 	if err := json.Unmarshal(body, &probe); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
+			return nil, Unprocessable([]any{"body"}, "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
 		}
 		return nil, jsonSyntaxDetail(err)
 	}
@@ -327,11 +328,11 @@ func parseObject(body []byte) ([]member, error) {
 	return w.object(0)
 }
 
-// writeCanonical writes to h the bytes json.Marshal gives for the value
+// WriteCanonical writes to h the bytes json.Marshal gives for the value
 // raw decodes to with UseNumber (objects with their keys sorted, strings
 // escaped as Marshal escapes them, numbers as written), without building
 // the value: a 67 MB string is hashed in place.
-func writeCanonical(h hash.Hash, raw []byte) error {
+func WriteCanonical(h hash.Hash, raw []byte) error {
 	w := &jsonWalker{b: raw}
 	return w.canonical(h, 0)
 }
@@ -352,9 +353,9 @@ func (w *jsonWalker) canonical(h hash.Hash, depth int) error {
 		}
 		slices.SortFunc(ms, func(a, b member) int {
 			switch {
-			case a.key < b.key:
+			case a.Key < b.Key:
 				return -1
-			case a.key > b.key:
+			case a.Key > b.Key:
 				return 1
 			}
 			return 0
@@ -364,10 +365,10 @@ func (w *jsonWalker) canonical(h hash.Hash, depth int) error {
 			if i > 0 {
 				h.Write([]byte{','})
 			}
-			kb, _ := json.Marshal(m.key)
+			kb, _ := json.Marshal(m.Key)
 			h.Write(kb)
 			h.Write([]byte{':'})
-			sub := &jsonWalker{b: m.raw}
+			sub := &jsonWalker{b: m.Raw}
 			if err := sub.canonical(h, depth+1); err != nil {
 				return err
 			}
@@ -414,7 +415,7 @@ func writeStringRaw(h hash.Hash, s []byte) error {
 		h.Write(s)
 		return nil
 	}
-	v, err := jsonStringOf(s)
+	v, err := JSONStringOf(s)
 	if err != nil {
 		return err
 	}
@@ -423,8 +424,8 @@ func writeStringRaw(h hash.Hash, s []byte) error {
 	return nil
 }
 
-// writeString writes the Marshal form of s without copying a plain one.
-func writeString(h hash.Hash, s string) {
+// WriteString writes the Marshal form of s without copying a plain one.
+func WriteString(h hash.Hash, s string) {
 	plain := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -447,5 +448,26 @@ func writeString(h hash.Hash, s string) {
 	h.Write([]byte{'"'})
 }
 
-// writeInt writes an integer as Marshal does.
-func writeInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }
+// WriteInt writes an integer as Marshal does.
+func WriteInt(h hash.Hash, v int64) { h.Write(strconv.AppendInt(nil, v, 10)) }
+
+// DecodeStrict decodes an admin body, refusing unknown fields (422).
+func (s *Server) DecodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	if _, err := DecodeObject(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Unprocessable([]any{"body", te.Field}, "Input should be a valid "+te.Type.String(), "type_error")
+		}
+		return Unprocessable([]any{"body"}, err.Error(), "value_error")
+	}
+	return nil
+}

@@ -148,11 +148,11 @@ func statusOf(code job.Code) int {
 	return http.StatusInternalServerError
 }
 
-// apiError is an error answered with a code, in the envelope shape
+// Error is an error answered with a code, in the envelope shape
 // {"error":{"code","message"}} on generation, account and operator routes
 // and in the detail shape {"detail":{"error_code","message",
-// "unknown_fields","missing_fields"}} on product routes (see writeError).
-type apiError struct {
+// "unknown_fields","missing_fields"}} on product routes (see WriteError).
+type Error struct {
 	// Status is the HTTP status: codeStatus's, set by newError.
 	Status  int
 	Code    job.Code
@@ -163,34 +163,34 @@ type apiError struct {
 	Header http.Header
 }
 
-func (e *apiError) Error() string { return string(e.Code) + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// newError is an error with code, its status from codeStatus.
-func newError(code job.Code, format string, args ...any) *apiError {
-	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
+// NewError is an error with code, its status from codeStatus.
+func NewError(code job.Code, format string, args ...any) *Error {
+	return &Error{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// badRequest is newError for the codes of a request rule (all 400s).
-func badRequest(code job.Code, format string, args ...any) *apiError {
-	return newError(code, format, args...)
+// BadRequest is newError for the codes of a request rule (all 400s).
+func BadRequest(code job.Code, format string, args ...any) *Error {
+	return NewError(code, format, args...)
 }
 
 // inputError answers a *job.InputError (a rule of the job contract or
 // of its media) as a 400 with its code.
-func inputError(ie *job.InputError) *apiError {
-	return badRequest(ie.Code, "%v", ie.Err)
+func inputError(ie *job.InputError) *Error {
+	return BadRequest(ie.Code, "%v", ie.Err)
 }
 
-// unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
+// Unavailable is 503 SERVICE_UNAVAILABLE with Retry-After: nothing was
 // created, the same request can be sent again.
-func unavailable(retryAfter int, format string, args ...any) *apiError {
-	e := newError(CodeUnavailable, format, args...)
+func Unavailable(retryAfter int, format string, args ...any) *Error {
+	e := NewError(CodeUnavailable, format, args...)
 	e.Header = http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
 	return e
 }
 
-// envelope is the generation API's error body (docs/api.md, Errors).
-type envelope struct {
+// Envelope is the generation API's error body (docs/api.md, Errors).
+type Envelope struct {
 	Error ErrorBody `json:"error"`
 }
 
@@ -208,23 +208,23 @@ type ValidationError struct {
 }
 
 // detailError is a 422 answered as {"detail":[…]}.
-type detailError struct {
+type DetailError struct {
 	Detail []ValidationError `json:"detail"`
 }
 
-func (e *detailError) Error() string {
+func (e *DetailError) Error() string {
 	if len(e.Detail) == 0 {
 		return "validation error"
 	}
 	return fmt.Sprintf("validation error: %v: %s", e.Detail[0].Loc, e.Detail[0].Msg)
 }
 
-func unprocessable(loc []any, msg, typ string) *detailError {
-	return &detailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
+func Unprocessable(loc []any, msg, typ string) *DetailError {
+	return &DetailError{Detail: []ValidationError{{Loc: loc, Msg: msg, Type: typ}}}
 }
 
-// writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -236,47 +236,47 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// shape is the form of an error body: the generation API's envelope or
+// Shape is the form of an error body: the generation API's envelope or
 // the product API's detail.
-type shape int
+type Shape int
 
 const (
-	envelopeShape shape = iota
-	detailShape
+	EnvelopeShape Shape = iota
+	DetailShape
 )
 
-// writeError answers err in shape: an *apiError as it says; a
+// WriteError answers err in shape: an *apiError as it says; a
 // *detailError (a FastAPI-style 422 array) as it is in the envelope shape
 // and as 422 INVALID_INPUT in the detail shape; NATS unreachable for a
 // moment as 503 SERVICE_UNAVAILABLE with Retry-After; anything else as a
 // 500 whose message hides the cause (the cause is logged).
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, sh shape) {
-	var ae *apiError
-	var de *detailError
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error, sh Shape) {
+	var ae *Error
+	var de *DetailError
 	switch {
 	case errors.As(err, &de):
-		if sh == envelopeShape {
-			writeJSON(w, http.StatusUnprocessableEntity, de)
+		if sh == EnvelopeShape {
+			WriteJSON(w, http.StatusUnprocessableEntity, de)
 			return
 		}
 		msgs := make([]string, 0, len(de.Detail))
 		for _, d := range de.Detail {
 			msgs = append(msgs, fmt.Sprintf("%v: %s", d.Loc, d.Msg))
 		}
-		ae = invalidInput("%s", strings.Join(msgs, "; "))
+		ae = InvalidInput("%s", strings.Join(msgs, "; "))
 	case errors.As(err, &ae):
 	case natsUnavailable(err):
-		s.log.Warn("request failed: NATS unreachable", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		ae = unavailable(1, "the job system is unreachable for a moment (NATS restarting); resend the request, with the same idempotency_key if it had one")
+		s.Log.Warn("request failed: NATS unreachable", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		ae = Unavailable(1, "the job system is unreachable for a moment (NATS restarting); resend the request, with the same idempotency_key if it had one")
 	default:
-		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		ae = newError(CodeInternal, "internal error")
+		s.Log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		ae = NewError(CodeInternal, "internal error")
 	}
 	for k, vs := range ae.Header {
 		w.Header()[k] = vs
 	}
-	if sh == envelopeShape {
-		writeJSON(w, ae.Status, envelope{Error: ErrorBody{Code: ae.Code, Message: ae.Message}})
+	if sh == EnvelopeShape {
+		WriteJSON(w, ae.Status, Envelope{Error: ErrorBody{Code: ae.Code, Message: ae.Message}})
 		return
 	}
 	body := ErrorDetail{ErrorCode: ae.Code, Message: ae.Message, UnknownFields: ae.Unknown, MissingFields: ae.Missing}
@@ -286,7 +286,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error, s
 	if body.MissingFields == nil {
 		body.MissingFields = []string{}
 	}
-	writeJSON(w, ae.Status, productDetail{Detail: body})
+	WriteJSON(w, ae.Status, ProductDetail{Detail: body})
 }
 
 // natsUnavailable reports an error of NATS being unreachable or without
@@ -321,12 +321,12 @@ func retrySeconds(d time.Duration) int {
 }
 
 // accountError maps the account package's reservation errors to answers.
-func accountError(err error) error {
+func AccountError(err error) error {
 	var le *account.LimitError
 	hasLE := errors.As(err, &le)
 	switch {
 	case errors.Is(err, account.ErrConcurrencyLimit):
-		e := newError(CodeConcurrentLimitExceeded, "too many generations in flight")
+		e := NewError(CodeConcurrentLimitExceeded, "too many generations in flight")
 		limit, inflight := 0, 0
 		if hasLE {
 			limit, inflight = le.MaxInFlight, le.InFlight
@@ -337,18 +337,18 @@ func accountError(err error) error {
 		return e
 	case errors.Is(err, account.ErrHardLimit):
 		if hasLE {
-			return newError(CodeHardLimitExceeded,
+			return NewError(CodeHardLimitExceeded,
 				"spending limit exceeded: current period usage $%.2f (plus $%.2f reserved by jobs in flight) and this job's estimated cost $%.2f would exceed the spending limit of $%.2f",
 				le.Usage, le.Reserved, le.Cost, le.Limit)
 		}
-		return newError(CodeHardLimitExceeded, "spending limit exceeded: %v", err)
+		return NewError(CodeHardLimitExceeded, "spending limit exceeded: %v", err)
 	case errors.Is(err, account.ErrInsufficientBalance):
 		if hasLE {
-			return newError(CodeInsufficientBalance,
+			return NewError(CodeInsufficientBalance,
 				"prepaid balance $%.2f does not cover this job's estimated cost $%.2f plus $%.2f reserved by jobs in flight",
 				le.Limit, le.Cost, le.Reserved)
 		}
-		return newError(CodeInsufficientBalance, "prepaid balance is below the job's estimated cost")
+		return NewError(CodeInsufficientBalance, "prepaid balance is below the job's estimated cost")
 	}
 	return err
 }

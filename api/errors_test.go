@@ -32,9 +32,9 @@ func TestCodeStatus(t *testing.T) {
 			}
 		}
 	}
-	check("x-error-codes", errorCodes, nil)
-	check("x-product-error-codes", productErrorCodes, map[job.Code]int{CodeInvalidInput: invalidInput("x").Status})
-	if st := invalidInput("x").Status; st != http.StatusUnprocessableEntity {
+	check("x-error-codes", ErrorCodes, nil)
+	check("x-product-error-codes", ProductErrorCodes, map[job.Code]int{CodeInvalidInput: InvalidInput("x").Status})
+	if st := InvalidInput("x").Status; st != http.StatusUnprocessableEntity {
 		t.Errorf("invalidInput: %d, want 422", st)
 	}
 	if st := statusOf("NO_SUCH_CODE"); st != http.StatusInternalServerError {

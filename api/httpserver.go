@@ -60,7 +60,7 @@ type minRateBody struct {
 // answer.
 func (s *Server) slowBodyGuard(w http.ResponseWriter, r io.Reader) (guarded io.Reader, done func()) {
 	rc := http.NewResponseController(w)
-	b := &minRateBody{rc: rc, r: r, start: time.Now(), rate: s.cfg.MinBodyRate, grace: s.cfg.MinBodyGrace}
+	b := &minRateBody{rc: rc, r: r, start: time.Now(), rate: s.Cfg.MinBodyRate, grace: s.Cfg.MinBodyGrace}
 	if err := rc.SetReadDeadline(b.deadline()); err != nil {
 		return r, func() {} // the writer cannot set deadlines: only the server's own apply
 	}

@@ -52,8 +52,8 @@ import (
 // same key and body takes it over (Config.IdemClaimLease).
 const DefaultIdemClaimLease = 10 * time.Second
 
-// idemEntry is the value of an idempotency key: the claim of a job id.
-type idemEntry struct {
+// IdemEntry is the value of an idempotency key: the claim of a job id.
+type IdemEntry struct {
 	JobID    string `json:"job_id"`
 	BodyHash string `json:"body_hash"`
 	// Holder is who made the claim: the Server's instance id and a
@@ -72,8 +72,8 @@ func (e *idemConflictError) Error() string {
 	return "api: idempotency key names job " + e.JobID + " with another body"
 }
 
-// idemClaims is one bucket of idempotency claims.
-type idemClaims struct {
+// Claims is one bucket of idempotency claims.
+type Claims struct {
 	kv     jetstream.KeyValue
 	lease  time.Duration
 	wait   time.Duration
@@ -90,9 +90,9 @@ type claimResult struct {
 	// Found: the key names an existing job record.
 	Found bool
 	// Claim is the claim this request holds (nil when Found).
-	Claim *heldClaim
+	Claim *HeldClaim
 	// Dead is the claim taken over, whose submission died (nil if none).
-	Dead *idemEntry
+	Dead *IdemEntry
 }
 
 // acquire claims key for a new job, or finds the job it names. exists
@@ -100,12 +100,12 @@ type claimResult struct {
 // *idemConflictError. A live claim whose job does not appear within
 // c.wait gives 503 with Retry-After; a claim not renewed for c.lease is
 // taken over. request names the request in the claim's Holder.
-func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exists func(context.Context, string) (bool, error)) (claimResult, error) {
+func (c *Claims) acquire(ctx context.Context, key, hash, request string, exists func(context.Context, string) (bool, error)) (claimResult, error) {
 	deadline := time.Now().Add(c.wait)
 	for {
 		e, err := c.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			ie := idemEntry{JobID: c.newID(), BodyHash: hash, Holder: c.holder + "/" + request, ClaimedAt: c.now().UTC()}
+			ie := IdemEntry{JobID: c.newID(), BodyHash: hash, Holder: c.holder + "/" + request, ClaimedAt: c.now().UTC()}
 			v, _ := json.Marshal(ie)
 			rev, err := c.kv.Create(ctx, key, v)
 			if err == nil {
@@ -119,7 +119,7 @@ func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exi
 		if err != nil {
 			return claimResult{}, fmt.Errorf("api: idempotency key: %w", err)
 		}
-		var ie idemEntry
+		var ie IdemEntry
 		if err := json.Unmarshal(e.Value(), &ie); err != nil {
 			return claimResult{}, fmt.Errorf("api: idempotency key: %w", err)
 		}
@@ -134,7 +134,7 @@ func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exi
 			return claimResult{JobID: ie.JobID, Found: true}, nil
 		}
 		if time.Since(e.Created()) > c.lease {
-			next := idemEntry{JobID: c.newID(), BodyHash: hash, Holder: c.holder + "/" + request, ClaimedAt: c.now().UTC(), TookOver: ie.JobID}
+			next := IdemEntry{JobID: c.newID(), BodyHash: hash, Holder: c.holder + "/" + request, ClaimedAt: c.now().UTC(), TookOver: ie.JobID}
 			v, _ := json.Marshal(next)
 			rev, err := c.kv.Update(ctx, key, v, e.Revision())
 			if err == nil {
@@ -149,7 +149,7 @@ func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exi
 			return claimResult{}, fmt.Errorf("api: idempotency key: %w", err)
 		}
 		if time.Now().After(deadline) {
-			return claimResult{}, unavailable(1,
+			return claimResult{}, Unavailable(1,
 				"a job with this idempotency_key is still being created; retry the same request")
 		}
 		if err := retry.Sleep(ctx, 25*time.Millisecond); err != nil {
@@ -158,22 +158,22 @@ func (c *idemClaims) acquire(ctx context.Context, key, hash, request string, exi
 	}
 }
 
-// submission is one submission's hold on its idempotency key, the one
+// Submission is one submission's hold on its idempotency key, the one
 // create-and-wait of both APIs: the job id and created time it uses, and
 // the claim it holds (none without a key) until end.
-type submission struct {
-	jobID     string
-	createdAt time.Time
-	// created is set once the job record exists: end then keeps the claim
+type Submission struct {
+	JobID     string
+	CreatedAt time.Time
+	// Created is set once the job record exists: end then keeps the claim
 	// as the key's answer instead of releasing it.
-	created bool
-	claim   *heldClaim
-	// ctx ends when the claim is lost to another request.
-	ctx    context.Context
+	Created bool
+	Claim   *HeldClaim
+	// Ctx ends when the claim is lost to another request.
+	Ctx    context.Context
 	cancel context.CancelFunc
 }
 
-// beginSubmission claims key (of owner, in claims; "" for no key) for a
+// BeginSubmission claims key (of owner, in claims; "" for no key) for a
 // new job of the body whose digest is hash. When the key already names a
 // job, that job (read by existing) is the answer, written to w with
 // status, and the submission is nil: nothing is created. A claim of
@@ -181,13 +181,13 @@ type submission struct {
 // id); a job still being created by a live claim is waited for (acquire).
 // The submission a taken-over claim belonged to died: what it held is
 // given back first.
-func (s *Server) beginSubmission(ctx context.Context, w http.ResponseWriter, claims *idemClaims, owner, key, hash, conflict string,
-	status int, existing func(ctx context.Context, jobID string) (any, error)) (*submission, error) {
-	sub := &submission{jobID: claims.newID(), createdAt: s.now().UTC(), ctx: ctx, cancel: func() {}}
+func (s *Server) BeginSubmission(ctx context.Context, w http.ResponseWriter, claims *Claims, owner, key, hash, conflict string,
+	status int, existing func(ctx context.Context, jobID string) (any, error)) (*Submission, error) {
+	sub := &Submission{JobID: claims.newID(), CreatedAt: s.Now().UTC(), Ctx: ctx, cancel: func() {}}
 	if key == "" {
 		return sub, nil
 	}
-	res, err := claims.acquire(ctx, idemKey(owner, key), hash, randomToken(4), s.jobExists)
+	res, err := claims.acquire(ctx, IdemKey(owner, key), hash, randomToken(4), s.jobExists)
 	if err != nil {
 		return nil, idemError(err, conflict)
 	}
@@ -196,37 +196,37 @@ func (s *Server) beginSubmission(ctx context.Context, w http.ResponseWriter, cla
 		if err != nil {
 			return nil, err
 		}
-		writeJSON(w, status, job)
+		WriteJSON(w, status, job)
 		return nil, nil
 	}
-	sub.claim, sub.jobID, sub.createdAt = res.Claim, res.JobID, res.Claim.entry.ClaimedAt
+	sub.Claim, sub.JobID, sub.CreatedAt = res.Claim, res.JobID, res.Claim.entry.ClaimedAt
 	if res.Dead != nil {
 		s.recoverDead(ctx, res.Dead.JobID)
 	}
-	sub.ctx, sub.cancel = sub.claim.context(ctx)
+	sub.Ctx, sub.cancel = sub.Claim.context(ctx)
 	return sub, nil
 }
 
-// end keeps the claim as the key's answer when the job was created, and
+// End keeps the claim as the key's answer when the job was created, and
 // releases it otherwise (a resend starts afresh).
-func (sub *submission) end() {
-	if sub.claim != nil {
-		if sub.created {
-			sub.claim.finish()
+func (sub *Submission) End() {
+	if sub.Claim != nil {
+		if sub.Created {
+			sub.Claim.finish()
 		} else {
-			sub.claim.release(sub.ctx)
+			sub.Claim.release(sub.Ctx)
 		}
 	}
 	sub.cancel()
 }
 
-// heldClaim is a claim this request holds; it is renewed until finish or
+// HeldClaim is a claim this request holds; it is renewed until finish or
 // release.
-type heldClaim struct {
-	c     *idemClaims
+type HeldClaim struct {
+	c     *Claims
 	key   string
 	val   []byte
-	entry idemEntry
+	entry IdemEntry
 
 	mu   sync.Mutex
 	rev  uint64
@@ -239,8 +239,8 @@ type heldClaim struct {
 	lostCh chan struct{}
 }
 
-func (c *idemClaims) hold(key string, val []byte, rev uint64, ie idemEntry) *heldClaim {
-	h := &heldClaim{c: c, key: key, val: val, entry: ie, rev: rev,
+func (c *Claims) hold(key string, val []byte, rev uint64, ie IdemEntry) *HeldClaim {
+	h := &HeldClaim{c: c, key: key, val: val, entry: ie, rev: rev,
 		stop: make(chan struct{}), done: make(chan struct{}), lostCh: make(chan struct{})}
 	go h.renew()
 	return h
@@ -248,7 +248,7 @@ func (c *idemClaims) hold(key string, val []byte, rev uint64, ie idemEntry) *hel
 
 // renew updates the claim every third of the lease until stopped; a
 // revision mismatch means another request took it over: the claim is lost.
-func (h *heldClaim) renew() {
+func (h *HeldClaim) renew() {
 	defer close(h.done)
 	every := max(h.c.lease/3, 10*time.Millisecond)
 	t := time.NewTicker(every)
@@ -284,7 +284,7 @@ func (h *heldClaim) renew() {
 }
 
 // context returns ctx, cancelled when the claim is lost.
-func (h *heldClaim) context(ctx context.Context) (context.Context, context.CancelFunc) {
+func (h *HeldClaim) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
@@ -297,19 +297,19 @@ func (h *heldClaim) context(ctx context.Context) (context.Context, context.Cance
 }
 
 // halt stops the renewals and waits for them to end.
-func (h *heldClaim) halt() {
+func (h *HeldClaim) halt() {
 	h.once.Do(func() { close(h.stop) })
 	<-h.done
 }
 
-// check reports an error unless the claim is still this request's: call
+// Check reports an error unless the claim is still this request's: call
 // it right before the job record is created.
-func (h *heldClaim) check(ctx context.Context) error {
+func (h *HeldClaim) Check(ctx context.Context) error {
 	h.mu.Lock()
 	lost, rev := h.lost, h.rev
 	h.mu.Unlock()
 	if lost {
-		return unavailable(1, "this request's idempotency claim was taken over by a retry; resend the same request")
+		return Unavailable(1, "this request's idempotency claim was taken over by a retry; resend the same request")
 	}
 	e, err := h.c.kv.Get(ctx, h.key)
 	if err != nil {
@@ -317,9 +317,9 @@ func (h *heldClaim) check(ctx context.Context) error {
 	}
 	if e.Revision() != rev {
 		// A renewal may have landed after we read rev: same value is ours.
-		var ie idemEntry
+		var ie IdemEntry
 		if json.Unmarshal(e.Value(), &ie) != nil || ie.JobID != h.entry.JobID || ie.Holder != h.entry.Holder {
-			return unavailable(1, "this request's idempotency claim was taken over by a retry; resend the same request")
+			return Unavailable(1, "this request's idempotency claim was taken over by a retry; resend the same request")
 		}
 	}
 	return nil
@@ -327,11 +327,11 @@ func (h *heldClaim) check(ctx context.Context) error {
 
 // finish stops the renewals: the job record exists, and the claim stays
 // as the key's answer.
-func (h *heldClaim) finish() { h.halt() }
+func (h *HeldClaim) finish() { h.halt() }
 
 // release stops the renewals and deletes the claim if it is still this
 // request's (nothing was created: a resend starts afresh).
-func (h *heldClaim) release(ctx context.Context) {
+func (h *HeldClaim) release(ctx context.Context) {
 	h.halt()
 	h.mu.Lock()
 	lost, rev := h.lost, h.rev

@@ -2,18 +2,11 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/vfxrender/vfx/account"
-	"github.com/vfxrender/vfx/queue"
-	"github.com/vfxrender/vfx/store"
 )
 
 // A key whose claim is alive (renewed) when the wait runs out answers 503
@@ -24,11 +17,21 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	none := func(context.Context, string) (bool, error) { return false, nil }
+	// Each API's claims are NewClaims on its own bucket (packages gen and
+	// product), answered in its shape.
+	gidem, err := e.srv.OpenBucket(ctx, BucketIdem, "vfx generation idempotency keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidem, err := e.srv.OpenBucket(ctx, "product_idem", "vfx product idempotency keys")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
-		claims *idemClaims
-		sh     shape
-	}{{"generation", e.srv.gclaims, envelopeShape}, {"product", e.srv.pclaims, detailShape}} {
+		claims *Claims
+		sh     Shape
+	}{{"generation", e.srv.NewClaims(gidem, NewJobID), EnvelopeShape}, {"product", e.srv.NewClaims(pidem, func() string { return "dap_" + NewJobID()[4:] }), DetailShape}} {
 		t.Run(c.name, func(t *testing.T) {
 			c.claims.wait = 900 * time.Millisecond // three leases: renewals keep it alive
 			first, err := c.claims.acquire(ctx, "o."+c.name, "h", "r1", none)
@@ -36,12 +39,12 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 				t.Fatalf("first claim: %+v %v", first, err)
 			}
 			_, err = c.claims.acquire(ctx, "o."+c.name, "h", "r2", none)
-			var ae *apiError
+			var ae *Error
 			if !errors.As(err, &ae) || ae.Code != CodeUnavailable {
 				t.Fatalf("a live claim: %v, want 503", err)
 			}
 			w := httptest.NewRecorder()
-			e.srv.writeError(w, httptest.NewRequest("POST", "/", nil), err, c.sh)
+			e.srv.WriteError(w, httptest.NewRequest("POST", "/", nil), err, c.sh)
 			if w.Code != 503 || w.Header().Get("Retry-After") != "1" {
 				t.Fatalf("status %d, Retry-After %q: %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 			}
@@ -58,7 +61,7 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 				t.Fatalf("claim %+v", next.Claim.entry)
 			}
 			// The dead owner, had it been only frozen, finds its claim gone.
-			if err := first.Claim.check(ctx); err == nil {
+			if err := first.Claim.Check(ctx); err == nil {
 				t.Fatal("the taken-over claim still checks as held")
 			}
 			found, err := c.claims.acquire(ctx, "o."+c.name, "h", "r5",
@@ -67,229 +70,5 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 				t.Fatalf("after the job exists: %+v %v", found, err)
 			}
 		})
-	}
-}
-
-// deadGeneration leaves behind what a generation submission holds when its
-// process dies after reserving and storing its inline source: the
-// idempotency claim (not renewed), the pending record, the stored input,
-// the in-flight reservation, meta and index entries. It returns the job id.
-func deadGeneration(t *testing.T, e *env, a account.Account, ikey string, body map[string]any) string {
-	t.Helper()
-	ctx := context.Background()
-	raw, _ := json.Marshal(body)
-	g, err := decodeGenRequest(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, created := newJobID(), time.Now().UTC()
-	if err := e.srv.beginPending(ctx, pendingSub{JobID: id, Kind: pendingGeneration, Owner: a.ID, CreatedAt: created}); err != nil {
-		t.Fatal(err)
-	}
-	in := store.JobInputKey("jobs", id, "source.png")
-	if err := e.srv.pendingInput(ctx, id, in); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.Put(ctx, in, strings.NewReader("png"), 3, "image/png"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.acc.Reserve(ctx, a, id, 0.5, true); err != nil {
-		t.Fatal(err)
-	}
-	mv, _ := json.Marshal(genMeta{JobID: id, Owner: a.ID, CreatedAt: created})
-	if _, err := e.srv.meta.Put(ctx, id, mv); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.indexAdd(ctx, a.ID, created, id); err != nil {
-		t.Fatal(err)
-	}
-	if ikey != "" {
-		v, _ := json.Marshal(idemEntry{JobID: id, BodyHash: g.hash(), Holder: "crashed/req", ClaimedAt: created})
-		if _, err := e.srv.idem.Put(ctx, idemKey(a.ID, ikey), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return id
-}
-
-// TestIdemTakeoverRecoversGeneration: a resend of a submission whose
-// process died gets its job once the claim's lease runs out, and the same
-// recovery gives back what the dead submission held: its in-flight slot,
-// its stored inline input, its meta, index entry and pending record.
-func TestIdemTakeoverRecoversGeneration(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir, mut: func(c *Config) { c.IdemClaimLease = 300 * time.Millisecond }})
-	ctx := context.Background()
-	a, key := e.newAccount(account.KindPersonal, account.AccountInput{})
-	body := with(validReq(dataURI("image/png", pngBytes(t, 64, 48, false))), "idempotency_key", "crash-1")
-	dead := deadGeneration(t, e, a, "crash-1", body)
-	if n, _ := e.acc.InFlight(ctx, a.ID); n != 1 {
-		t.Fatalf("in flight before: %d", n)
-	}
-	r := e.do("POST", "/v1/vfx/generations", key, body)
-	if r.status != 201 {
-		t.Fatalf("resend: %d %s", r.status, r.body)
-	}
-	id := r.json(t)["id"].(string)
-	if id == dead {
-		t.Fatal("the dead job id was reused")
-	}
-	if n, err := e.acc.InFlight(ctx, a.ID); n != 1 || err != nil {
-		t.Fatalf("in flight after: %d %v, want the new job only", n, err)
-	}
-	if got := inputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], id) {
-		t.Fatalf("input objects %v, want only the new job's", got)
-	}
-	if _, err := e.srv.meta.Get(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("meta of the dead job: %v", err)
-	}
-	if l := e.do("GET", "/v1/vfx/generations", key, nil).json(t); len(l["jobs"].([]any)) != 1 {
-		t.Fatalf("list: %v", l)
-	}
-	if n := pendingCount(t, e); n != 0 {
-		t.Fatalf("%d pending records left", n)
-	}
-	r2 := e.do("POST", "/v1/vfx/generations", key, body)
-	if r2.status != 200 || r2.json(t)["id"] != id {
-		t.Fatalf("second resend: %d %s", r2.status, r2.body)
-	}
-}
-
-// TestIdemTakeoverRecoversProduct: the same on the product API: the dead
-// submission's credits are refunded and its inline input deleted.
-func TestIdemTakeoverRecoversProduct(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir, mut: func(c *Config) { c.IdemClaimLease = 300 * time.Millisecond }})
-	ctx := context.Background()
-	o := e.newOrg(1000, nil)
-	before := e.credits(o.ID)
-	body := vfxJob("crash-2", dataURI("image/png", pngBytes(t, 64, 48, false)))
-	raw, _ := json.Marshal(body)
-	pb, err := parseProductBody(raw, "vfx", jobFields, jobRequired)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead, created := newProductJobID(), time.Now().UTC()
-	if err := e.srv.beginPending(ctx, pendingSub{JobID: dead, Kind: pendingProduct, Owner: o.ID, CreatedAt: created}); err != nil {
-		t.Fatal(err)
-	}
-	in := store.JobInputKey("product-jobs", dead, "source.png")
-	if err := e.srv.pendingInput(ctx, dead, in); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.Put(ctx, in, strings.NewReader("png"), 3, "image/png"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.acc.ReserveCredits(ctx, dead, o.ID, "", 40); err != nil {
-		t.Fatal(err)
-	}
-	v, _ := json.Marshal(idemEntry{JobID: dead, BodyHash: pb.hash, Holder: "crashed/req", ClaimedAt: created})
-	if _, err := e.srv.pidem.Put(ctx, idemKey(o.ID+"-", "crash-2"), v); err != nil {
-		t.Fatal(err)
-	}
-	r := e.do("POST", "/v1/products/vfx/jobs", o.Key, body)
-	if r.status != 202 {
-		t.Fatalf("resend: %d %s", r.status, r.body)
-	}
-	pj := productJob(t, r)
-	if en, err := e.acc.Ledger(ctx, dead); err != nil || en.State != account.LedgerRefunded {
-		t.Fatalf("dead reservation: %+v %v", en, err)
-	}
-	en, err := e.acc.Ledger(ctx, pj.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := e.credits(o.ID); c.Reserved != before.Reserved+en.Reserved {
-		t.Fatalf("reserved %+v, want %d over %+v", c, en.Reserved, before)
-	}
-	if got := inputObjects(t, dir); len(got) != 1 || !strings.Contains(got[0], pj.ID) {
-		t.Fatalf("input objects %v, want only the new job's", got)
-	}
-	if n := pendingCount(t, e); n != 0 {
-		t.Fatalf("%d pending records left", n)
-	}
-	if r2 := e.do("POST", "/v1/products/vfx/jobs", o.Key, body); r2.status != 202 || productJob(t, r2).ID != pj.ID {
-		t.Fatalf("second resend: %d %s", r2.status, r2.body)
-	}
-}
-
-// TestSweepPending: a dead submission without an idempotency key (or whose
-// key is never resent) is recovered by the sweeper once its record is
-// older than PendingGrace: its slot and its stored inline input are
-// given back; a younger record is left alone.
-func TestSweepPending(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
-	ctx := context.Background()
-	a, _ := e.newAccount(account.KindPersonal, account.AccountInput{})
-	dead := deadGeneration(t, e, a, "", validReq(dataURI("image/png", pngBytes(t, 64, 48, false))))
-	if n, err := e.srv.SweepPending(ctx); n != 0 || err != nil {
-		t.Fatalf("a young record was swept: %d %v", n, err)
-	}
-	e.srv.cfg.PendingGrace = 50 * time.Millisecond
-	time.Sleep(100 * time.Millisecond)
-	if n, err := e.srv.SweepPending(ctx); n != 1 || err != nil {
-		t.Fatalf("sweep: %d %v", n, err)
-	}
-	if n, err := e.acc.InFlight(ctx, a.ID); n != 0 || err != nil {
-		t.Fatalf("in flight: %d %v", n, err)
-	}
-	if got := inputObjects(t, dir); len(got) != 0 {
-		t.Fatalf("input objects left: %v", got)
-	}
-	if _, _, err := e.srv.getPending(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("pending record: %v", err)
-	}
-}
-
-func pendingCount(t *testing.T, e *env) int {
-	t.Helper()
-	l, err := e.srv.pending.ListKeys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range l.Keys() {
-		n++
-	}
-	return n
-}
-
-// TestIdemResendRequeues: a job whose record was created but whose queue
-// message a crash lost (queue.Submit died between the two) is queued again
-// when its key is resent, and the resend answers the job (200).
-func TestIdemResendRequeues(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
-	ctx := context.Background()
-	a, key := e.newAccount(account.KindOrganization, account.AccountInput{})
-	body := with(validReq(dataURI("image/png", pngBytes(t, 64, 48, false))), "idempotency_key", "lost-msg")
-	raw, _ := json.Marshal(body)
-	g, err := decodeGenRequest(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, now := newJobID(), time.Now().UTC()
-	jr, _ := json.Marshal(map[string]any{"generation_type": "image", "alpha_mode": "fill", "prompt": "warm sunset light"})
-	if _, err := e.q.Create(ctx, queue.Record{ID: id, Kind: queue.KindGeneration, Owner: a.ID, Request: jr, CreatedAt: now, ModifiedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	v, _ := json.Marshal(idemEntry{JobID: id, BodyHash: g.hash(), Holder: "crashed/req", ClaimedAt: now})
-	if _, err := e.srv.idem.Put(ctx, idemKey(a.ID, "lost-msg"), v); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := e.js.Stream(ctx, queue.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := queue.SubjectJobsPrefix + queue.KindGeneration + "." + id
-	if _, err := stream.GetLastMsgForSubject(ctx, subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
-		t.Fatalf("message before the resend: %v", err)
-	}
-	r := e.do("POST", "/v1/vfx/generations", key, body)
-	if r.status != 200 || r.json(t)["id"] != id {
-		t.Fatalf("resend: %d %s", r.status, r.body)
-	}
-	if _, err := stream.GetLastMsgForSubject(ctx, subject); err != nil {
-		t.Fatalf("message after the resend: %v", err)
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/vfxrender/vfx/store"
 )
 
-// mediaError turns an input error into a 400 with its code, and object
+// MediaError turns an input error into a 400 with its code, and object
 // storage that cannot be reached (a network error, a 5xx) into a 503
 // SERVICE_UNAVAILABLE with Retry-After: nothing was created, the same
 // request can be sent again. Other errors are returned as they are.
-func mediaError(what string, err error) error {
+func MediaError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -30,7 +30,7 @@ func mediaError(what string, err error) error {
 		return inputError(ie)
 	}
 	if storeUnreachable(err) {
-		return unavailable(2, "object storage is unreachable, the %s could not be checked; nothing was created, retry shortly", what)
+		return Unavailable(2, "object storage is unreachable, the %s could not be checked; nothing was created, retry shortly", what)
 	}
 	return fmt.Errorf("api: check %s: %w", what, err)
 }
@@ -51,21 +51,21 @@ func storeUnreachable(err error) bool {
 
 // atHand reports whether uri's content can be checked at submission
 // without a network fetch: an upload or an inline data: URI.
-func (s *Server) atHand(uri string) bool {
+func (s *Server) AtHand(uri string) bool {
 	u, err := s.resolver.Parse(uri)
 	return err == nil && (u.Kind == store.KindUpload || u.Kind == store.KindData || u.Kind == store.KindJobInput)
 }
 
-// input returns a codec input over uri when its content is at hand (an
+// Input returns a codec input over uri when its content is at hand (an
 // upload or a data: URI), nil otherwise. A missing upload or a bad data:
 // payload is reported as such here, not later as a probe failure.
-func (s *Server) input(ctx context.Context, what, uri string) (*codec.Input, error) {
-	if uri == "" || !s.atHand(uri) {
+func (s *Server) Input(ctx context.Context, what, uri string) (*codec.Input, error) {
+	if uri == "" || !s.AtHand(uri) {
 		return nil, nil
 	}
 	rc, _, err := s.resolver.Open(ctx, uri)
 	if err != nil {
-		return nil, mediaError(what, err)
+		return nil, MediaError(what, err)
 	}
 	_ = rc.Close()
 	return &codec.Input{Open: func() (io.ReadSeekCloser, error) {
@@ -74,42 +74,42 @@ func (s *Server) input(ctx context.Context, what, uri string) (*codec.Input, err
 	}}, nil
 }
 
-// checkMedia runs the content checks of media.Check on the inputs
+// CheckMedia runs the content checks of media.Check on the inputs
 // that are at hand and returns the source's frame count (0 when the source
 // is not at hand).
-func (s *Server) checkMedia(ctx context.Context, jr job.JobRequest) (int, error) {
+func (s *Server) CheckMedia(ctx context.Context, jr job.JobRequest) (int, error) {
 	req := media.Inputs{JobRequest: jr}
 	var err error
-	if req.Source, err = s.input(ctx, "source", jr.SourceURI); err != nil {
+	if req.Source, err = s.Input(ctx, "source", jr.SourceURI); err != nil {
 		return 0, err
 	}
-	if req.Alpha, err = s.input(ctx, "alpha", jr.AlphaURI); err != nil {
+	if req.Alpha, err = s.Input(ctx, "alpha", jr.AlphaURI); err != nil {
 		return 0, err
 	}
-	if req.Reference, err = s.input(ctx, "reference_image", jr.ReferenceImageURI); err != nil {
+	if req.Reference, err = s.Input(ctx, "reference_image", jr.ReferenceImageURI); err != nil {
 		return 0, err
 	}
 	m, err := media.Check(ctx, req, codec.DefaultLimits())
 	if err != nil {
-		return 0, mediaError("media", err)
+		return 0, MediaError("media", err)
 	}
 	return m.Frames(), nil
 }
 
-// storeInline streams each data: input of jr (source, alpha, reference)
+// StoreInline streams each data: input of jr (source, alpha, reference)
 // into the object store as an input object of the job
 // ({space}/{jobID}/inputs/{what}.{ext}) under the upload sniffing rule, and
 // replaces its URI by the object's vfx:// reference, so that the queue
 // record stays small whatever the input. The returned cleanup deletes what
 // was stored; the caller runs it when the job is not created.
-func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *job.JobRequest) (func(), error) {
+func (s *Server) StoreInline(ctx context.Context, space, jobID string, jr *job.JobRequest) (func(), error) {
 	var keys []string
 	cleanup := func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		for _, k := range keys {
-			if err := s.st.Delete(dctx, k); err != nil {
-				s.log.Warn("delete inline input", zap.String("key", k), zap.Error(err))
+			if err := s.Store.Delete(dctx, k); err != nil {
+				s.Log.Warn("delete inline input", zap.String("key", k), zap.Error(err))
 			}
 		}
 	}
@@ -125,13 +125,13 @@ func (s *Server) storeInline(ctx context.Context, space, jobID string, jr *job.J
 		key := store.JobInputKey(space, jobID, name)
 		// Recorded before it is stored: a crash from here on leaves a
 		// record that recoverSubmission finds (pending.go).
-		if err := s.pendingInput(ctx, jobID, key); err != nil {
+		if err := s.PendingInput(ctx, jobID, key); err != nil {
 			cleanup()
 			return func() {}, err
 		}
-		if _, err := store.PutData(ctx, s.st, key, u); err != nil {
+		if _, err := store.PutData(ctx, s.Store, key, u); err != nil {
 			cleanup()
-			return func() {}, mediaError(in.what, err)
+			return func() {}, MediaError(in.what, err)
 		}
 		keys = append(keys, key)
 		*in.uri = store.JobInputURI(space, jobID, name)

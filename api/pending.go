@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/internal/kvcas"
 	"github.com/vfxrender/vfx/queue"
 )
@@ -38,12 +37,12 @@ const DefaultPendingGrace = 5 * time.Minute
 
 // Kinds of pending submissions.
 const (
-	pendingGeneration = "generation"
-	pendingProduct    = "product"
+	PendingGeneration = "generation"
+	PendingProduct    = "product"
 )
 
-// pendingSub is the record of a submission in progress.
-type pendingSub struct {
+// PendingSub is the record of a submission in progress.
+type PendingSub struct {
 	JobID string `json:"job_id"`
 	// Kind is pendingGeneration or pendingProduct.
 	Kind string `json:"kind"`
@@ -55,8 +54,8 @@ type pendingSub struct {
 	Inputs []string `json:"inputs,omitempty"`
 }
 
-// beginPending records a submission before it holds anything.
-func (s *Server) beginPending(ctx context.Context, ps pendingSub) error {
+// BeginPending records a submission before it holds anything.
+func (s *Server) BeginPending(ctx context.Context, ps PendingSub) error {
 	v, _ := json.Marshal(ps)
 	if _, err := s.pending.Put(ctx, ps.JobID, v); err != nil {
 		return fmt.Errorf("api: pending submission: %w", err)
@@ -64,10 +63,10 @@ func (s *Server) beginPending(ctx context.Context, ps pendingSub) error {
 	return nil
 }
 
-// pendingInput adds an inline input's store key to the submission's record,
+// PendingInput adds an inline input's store key to the submission's record,
 // before the object is stored.
-func (s *Server) pendingInput(ctx context.Context, jobID, key string) error {
-	_, err := kvcas.JSON(ctx, s.pending, jobID, func(ps *pendingSub, exists bool) (bool, error) {
+func (s *Server) PendingInput(ctx context.Context, jobID, key string) error {
+	_, err := kvcas.JSON(ctx, s.pending, jobID, func(ps *PendingSub, exists bool) (bool, error) {
 		if !exists {
 			ps.JobID = jobID
 		}
@@ -83,25 +82,25 @@ func (s *Server) pendingInput(ctx context.Context, jobID, key string) error {
 	return nil
 }
 
-// endPending deletes a submission's record: its job exists, or it gave
+// EndPending deletes a submission's record: its job exists, or it gave
 // back what it held.
-func (s *Server) endPending(ctx context.Context, jobID string) {
+func (s *Server) EndPending(ctx context.Context, jobID string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.pending.Delete(dctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		s.log.Warn("pending submission: delete record", zap.String("job_id", jobID), zap.Error(err))
+		s.Log.Warn("pending submission: delete record", zap.String("job_id", jobID), zap.Error(err))
 	}
 }
 
-// getPending reads a submission's record.
-func (s *Server) getPending(ctx context.Context, jobID string) (pendingSub, jetstream.KeyValueEntry, error) {
+// GetPending reads a submission's record.
+func (s *Server) GetPending(ctx context.Context, jobID string) (PendingSub, jetstream.KeyValueEntry, error) {
 	e, err := s.pending.Get(ctx, jobID)
 	if err != nil {
-		return pendingSub{}, nil, err
+		return PendingSub{}, nil, err
 	}
-	var ps pendingSub
+	var ps PendingSub
 	if err := json.Unmarshal(e.Value(), &ps); err != nil {
-		return pendingSub{}, nil, fmt.Errorf("api: pending submission %s: %w", jobID, err)
+		return PendingSub{}, nil, fmt.Errorf("api: pending submission %s: %w", jobID, err)
 	}
 	return ps, e, nil
 }
@@ -113,14 +112,14 @@ func (s *Server) getPending(ctx context.Context, jobID string) (pendingSub, jets
 // A submission without a record held nothing. It reports whether a dead
 // submission was recovered.
 func (s *Server) recoverSubmission(ctx context.Context, jobID string) (bool, error) {
-	ps, e, err := s.getPending(ctx, jobID)
+	ps, e, err := s.GetPending(ctx, jobID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	_, _, err = s.q.Get(ctx, jobID)
+	_, _, err = s.Queue.Get(ctx, jobID)
 	switch {
 	case err == nil:
 		return false, s.deletePending(ctx, jobID, e.Revision())
@@ -128,38 +127,27 @@ func (s *Server) recoverSubmission(ctx context.Context, jobID string) (bool, err
 		return false, fmt.Errorf("api: job %s: %w", jobID, err)
 	}
 	var errs []error
-	switch ps.Kind {
-	case pendingGeneration:
-		if err := s.acc.AbandonReservation(ctx, ps.Owner, jobID); err != nil && !errors.Is(err, account.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		if err := s.meta.Delete(ctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			errs = append(errs, fmt.Errorf("api: job meta %s: %w", jobID, err))
-		}
-		if !ps.CreatedAt.IsZero() {
-			if err := s.indexRemove(ctx, ps.Owner, ps.CreatedAt, jobID); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	case pendingProduct:
-		if _, err := s.acc.RefundCredits(ctx, jobID); err != nil && !errors.Is(err, account.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("api: refund credits of %s: %w", jobID, err))
-		}
-		if err := s.pmeta.Delete(ctx, jobID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			errs = append(errs, fmt.Errorf("api: product meta %s: %w", jobID, err))
-		}
+	if give := s.giveBack[ps.Kind]; give != nil {
+		errs = append(errs, give(ctx, jobID, ps))
 	}
 	for _, k := range ps.Inputs {
-		if err := s.st.Delete(ctx, k); err != nil {
+		if err := s.Store.Delete(ctx, k); err != nil {
 			errs = append(errs, fmt.Errorf("api: delete inline input %s: %w", k, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return false, err // the record stays: the sweeper tries again
 	}
-	s.log.Info("dead submission recovered", zap.String("job_id", jobID), zap.String("kind", ps.Kind),
+	s.Log.Info("dead submission recovered", zap.String("job_id", jobID), zap.String("kind", ps.Kind),
 		zap.String("owner", ps.Owner), zap.Int("inline_inputs", len(ps.Inputs)))
 	return true, s.deletePending(ctx, jobID, e.Revision())
+}
+
+// AddGiveBack adds what gives back the holdings of a dead submission of
+// another API (kind: the PendingSub's Kind) when its job record does not
+// exist; the inline inputs are deleted here. Call it before serving.
+func (s *Server) AddGiveBack(kind string, give func(ctx context.Context, jobID string, ps PendingSub) error) {
+	s.giveBack[kind] = give
 }
 
 // deletePending deletes a record if it is still at revision rev.
@@ -197,7 +185,7 @@ func (s *Server) SweepPending(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("api: pending submissions: %w", err)
 		}
-		if time.Since(e.Created()) < s.cfg.PendingGrace {
+		if time.Since(e.Created()) < s.Cfg.PendingGrace {
 			continue
 		}
 		ok, err := s.recoverSubmission(ctx, k)

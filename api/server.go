@@ -1,7 +1,15 @@
-// Package api is vfx's HTTP API: the generation API (jobs, uploads,
-// account reads) and the product API, with the decisions of docs/api.md,
-// the operator API under /admin/v1, the OpenAPI document, the charging of
-// finished jobs and the webhook dispatcher.
+// Package api is the core of vfx's HTTP API, with the decisions of
+// docs/api.md: routing (and the 405 answers), authentication (API keys,
+// organisation keys, the operator token), error rendering (one table of
+// codes, two shapes), request bodies, the one idempotent create-and-wait
+// both job APIs use (BeginSubmission, with the pending-submission records
+// and their sweeper), uploads, the URI and media checks, and the OpenAPI
+// document. The generation API (package api/gen) and the product API
+// (package api/product) are built on it: each registers its routes, its
+// OpenAPI part, its part in billing and webhooks (package dispatch, which
+// Dispatch hands them to) and its give-back on a Server. The command's
+// wiring starts the background passes (RunUploadSweeper, and the product
+// API's ledger reconciler) and the dispatcher.
 //
 // A Server holds no state of its own beyond its configuration: jobs live in
 // the queue's "jobs" bucket, and the API's own records (callback URL,
@@ -18,13 +26,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/vfxrender/vfx/account"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
@@ -77,8 +85,6 @@ const (
 	// DefaultMaxBodyBytes caps a request body: a 50 MB inline data: URI is
 	// about 66.7 MB of base64, plus the rest of the request.
 	DefaultMaxBodyBytes int64 = 70 << 20
-	// DefaultWebhookTimeout bounds one webhook attempt (10 seconds).
-	DefaultWebhookTimeout = 10 * time.Second
 	// DefaultSubmitRetryFor is the default of Config.SubmitRetryFor.
 	DefaultSubmitRetryFor = 10 * time.Second
 	// DefaultVideoFramesEstimate is the frame count assumed for the cost
@@ -90,23 +96,11 @@ const (
 	MaxCallbackURLLen = 2048
 )
 
-// DefaultWebhookRetryDelays are the pauses before webhook attempts 2..5
-// (1 s, 5 s, 30 s, 2 min; docs/api.md, Webhooks).
-func DefaultWebhookRetryDelays() []time.Duration {
-	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
-}
-
 // KV bucket names the API owns.
 const (
 	BucketMeta  = "gen_meta"
 	BucketIdem  = "gen_idem"
 	BucketIndex = "gen_index"
-)
-
-// Durable consumer names on the job events stream.
-const (
-	ConsumerBilling  = "api-billing"
-	ConsumerWebhooks = "webhooks"
 )
 
 // Config configures a Server. Queue, JetStream, Store and Accounts are
@@ -133,13 +127,6 @@ type Config struct {
 	// AllowHTTPSources accepts http:// source URIs (development); the
 	// workers must be configured alike.
 	AllowHTTPSources bool
-	// WebhookRetryDelays are the pauses before attempts 2, 3, …; the number
-	// of attempts is len+1. Nil means DefaultWebhookRetryDelays.
-	WebhookRetryDelays []time.Duration
-	// WebhookTimeout bounds one attempt; 0 means DefaultWebhookTimeout.
-	WebhookTimeout time.Duration
-	// WebhookWorkers is how many deliveries run at once; 0 means 8.
-	WebhookWorkers int
 	// SubmitRetryFor bounds how long a submission keeps trying to queue
 	// its job while NATS fails (a server restart, a leader election)
 	// before it answers 503; 0 means DefaultSubmitRetryFor.
@@ -166,30 +153,20 @@ type Config struct {
 	// UploadExpiry is when an upload no job used is deleted; 0 means
 	// DefaultUploadExpiry.
 	UploadExpiry time.Duration
-	// UploadSweepEvery is the pause between expiry sweeps that Run runs;
-	// 0 means DefaultUploadSweepEvery, negative turns them off.
+	// UploadSweepEvery is the pause between expiry sweeps that
+	// RunUploadSweeper runs; 0 means DefaultUploadSweepEvery, negative
+	// turns them off.
 	UploadSweepEvery time.Duration
 	// Replicas of the API's buckets; 0 means 1.
 	Replicas int
 	// Resolver looks up host names of callback and source URLs; nil means
 	// net.DefaultResolver.
 	Resolver HostResolver
-	// Logger receives request failures and dispatcher events; nil logs
-	// nothing.
+	// Logger receives request failures and the background passes' events;
+	// nil logs nothing.
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// LedgerReconcileEvery is the pause between two passes of the credit
-	// ledger reconciler (ReconcileLedger) that Run runs; 0 means
-	// DefaultLedgerReconcileEvery, negative turns it off.
-	LedgerReconcileEvery time.Duration
-	// LedgerReconcileGrace is how old a credit reservation must be before
-	// the reconciler gives it up when its job record does not exist; 0
-	// means DefaultLedgerReconcileGrace. It must exceed SubmitRetryFor.
-	LedgerReconcileGrace time.Duration
-	// LedgerReconcileLimit is the open ledger entries one pass examines;
-	// 0 means DefaultLedgerReconcileLimit.
-	LedgerReconcileLimit int
 	// StreamEvery is how often an event stream (GET /v1/vfx/events) looks
 	// at its page of jobs; 0 means DefaultStreamEvery.
 	StreamEvery time.Duration
@@ -214,41 +191,41 @@ type Config struct {
 	Instance string
 }
 
-// Server is the HTTP API. Create it with New; it is safe for concurrent use.
+// Server is the HTTP API's core; the generation and product APIs
+// (packages api/gen and api/product) register on it. Create it with New;
+// it is safe for concurrent use. The exported fields are for the API packages
+// built on it (read them; set ValidateJob only in tests): the
+// configuration with its defaults filled in, the logger, the queue, the
+// store and the account service.
 type Server struct {
-	cfg      Config
-	log      *zap.Logger
-	q        *queue.Queue
-	st       store.Store
-	acc      Accounts
-	prices   account.PriceTable
-	meta     jetstream.KeyValue
-	idem     jetstream.KeyValue
-	index    jetstream.KeyValue
-	chunk    int // entries per chunk of the job index (DefaultIndexChunk)
-	pmeta    jetstream.KeyValue
-	pidem    jetstream.KeyValue
-	products []*productDef
+	Cfg      Config
+	Log      *zap.Logger
+	Queue    *queue.Queue
+	Store    store.Store
+	Acc      Accounts
+	Prices   account.PriceTable
 	mux      *http.ServeMux
-	routes   []route
+	routes   []Route
 	methods  *http.ServeMux // one pattern per route path, answering 405
 	resolver *store.Resolver
 	guard    *store.AddressGuard
-	hooks    *http.Client
-	delays   []time.Duration
-	now      func() time.Time
-	budget   *byteBudget
+	Now      func() time.Time
+	Budget   *ByteBudget
 	uploads  jetstream.KeyValue
-	streams  *streams
 	// idemWait bounds the wait for a job that a concurrent request with
 	// the same idempotency_key is still creating (idemCreateWait).
 	idemWait time.Duration
-	// validateJob is job.Validate, the contract's field rules, run once per
+	// ValidateJob is job.Validate, the contract's field rules, run once per
 	// submission of either API; a test wraps it to count the calls.
-	validateJob job.Validator
-	// gclaims and pclaims are the idempotency claims of the generation
-	// and product APIs (buckets gen_idem and product_idem).
-	gclaims, pclaims *idemClaims
+	ValidateJob job.Validator
+	// docs add the parts of the other APIs to the OpenAPI document
+	// (AddDoc); jobAPIs are their parts in billing and webhooks
+	// (AddJobAPI).
+	docs    []func(Obj)
+	jobAPIs map[string]dispatch.API
+	// giveBack gives back a dead submission's holdings, by kind, for the
+	// other APIs (AddGiveBack).
+	giveBack map[string]func(ctx context.Context, jobID string, ps PendingSub) error
 	// pending holds the records of submissions in progress (BucketPending).
 	pending jetstream.KeyValue
 }
@@ -258,12 +235,15 @@ type Server struct {
 // before answering 503 with Retry-After.
 const idemCreateWait = 15 * time.Second
 
-// route is one registered pattern, kept for the OpenAPI check and the
+// Route is one registered pattern, kept for the OpenAPI check and the
 // 405 answers; Product marks the product API's routes (detail shape).
-type route struct {
+type Route struct {
 	Method, Path string
 	Product      bool
 }
+
+// RouteTable lists the registered API routes in the order of registration.
+func (s *Server) RouteTable() []Route { return slices.Clone(s.routes) }
 
 // New opens (creating when missing) the API's buckets and builds the
 // Server's routes. ctx bounds the bucket set-up.
@@ -271,94 +251,62 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Queue == nil || cfg.JetStream == nil || cfg.Store == nil || cfg.Accounts == nil {
 		return nil, errors.New("api: Queue, JetStream, Store and Accounts are required")
 	}
-	s := &Server{cfg: cfg, q: cfg.Queue, st: cfg.Store, acc: cfg.Accounts, prices: cfg.Prices, log: cfg.Logger, now: cfg.Now,
-		chunk: DefaultIndexChunk, idemWait: idemCreateWait, streams: newStreams(), validateJob: job.Validate}
-	if s.log == nil {
-		s.log = zap.NewNop()
+	s := &Server{Cfg: cfg, Queue: cfg.Queue, Store: cfg.Store, Acc: cfg.Accounts, Prices: cfg.Prices, Log: cfg.Logger, Now: cfg.Now,
+		idemWait: idemCreateWait, ValidateJob: job.Validate}
+	if s.Log == nil {
+		s.Log = zap.NewNop()
 	}
-	if s.prices == nil {
-		s.prices = account.DefaultPrices()
+	if s.Prices == nil {
+		s.Prices = account.DefaultPrices()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.Now == nil {
+		s.Now = time.Now
 	}
-	if s.cfg.MaxBodyBytes <= 0 {
-		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	if s.Cfg.MaxBodyBytes <= 0 {
+		s.Cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if s.cfg.MaxInflightBodyBytes <= 0 {
-		s.cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	if s.Cfg.MaxInflightBodyBytes <= 0 {
+		s.Cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
-	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
-	if s.cfg.MinBodyRate <= 0 {
-		s.cfg.MinBodyRate = DefaultMinBodyRate
+	s.Budget = &ByteBudget{limit: s.Cfg.MaxInflightBodyBytes}
+	if s.Cfg.MinBodyRate <= 0 {
+		s.Cfg.MinBodyRate = DefaultMinBodyRate
 	}
-	if s.cfg.MinBodyGrace <= 0 {
-		s.cfg.MinBodyGrace = DefaultMinBodyGrace
+	if s.Cfg.MinBodyGrace <= 0 {
+		s.Cfg.MinBodyGrace = DefaultMinBodyGrace
 	}
-	if s.cfg.MaxOpenUploads <= 0 {
-		s.cfg.MaxOpenUploads = DefaultMaxOpenUploads
+	if s.Cfg.MaxOpenUploads <= 0 {
+		s.Cfg.MaxOpenUploads = DefaultMaxOpenUploads
 	}
-	if s.cfg.MaxUploadBytesPerDay <= 0 {
-		s.cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
+	if s.Cfg.MaxUploadBytesPerDay <= 0 {
+		s.Cfg.MaxUploadBytesPerDay = DefaultMaxUploadBytesPerDay
 	}
-	if s.cfg.UploadExpiry <= 0 {
-		s.cfg.UploadExpiry = DefaultUploadExpiry
+	if s.Cfg.UploadExpiry <= 0 {
+		s.Cfg.UploadExpiry = DefaultUploadExpiry
 	}
-	if s.cfg.UploadSweepEvery == 0 {
-		s.cfg.UploadSweepEvery = DefaultUploadSweepEvery
+	if s.Cfg.UploadSweepEvery == 0 {
+		s.Cfg.UploadSweepEvery = DefaultUploadSweepEvery
 	}
-	if s.cfg.WebhookTimeout <= 0 {
-		s.cfg.WebhookTimeout = DefaultWebhookTimeout
+	if s.Cfg.SubmitRetryFor <= 0 {
+		s.Cfg.SubmitRetryFor = DefaultSubmitRetryFor
 	}
-	if s.cfg.SubmitRetryFor <= 0 {
-		s.cfg.SubmitRetryFor = DefaultSubmitRetryFor
+	if s.Cfg.IdemClaimLease <= 0 {
+		s.Cfg.IdemClaimLease = DefaultIdemClaimLease
 	}
-	if s.cfg.WebhookWorkers <= 0 {
-		s.cfg.WebhookWorkers = 8
+	if s.Cfg.PendingGrace <= 0 {
+		s.Cfg.PendingGrace = DefaultPendingGrace
 	}
-	if s.cfg.LedgerReconcileEvery == 0 {
-		s.cfg.LedgerReconcileEvery = DefaultLedgerReconcileEvery
+	if s.Cfg.PendingGrace <= s.Cfg.SubmitRetryFor {
+		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.Cfg.PendingGrace, s.Cfg.SubmitRetryFor)
 	}
-	if s.cfg.LedgerReconcileGrace <= 0 {
-		s.cfg.LedgerReconcileGrace = DefaultLedgerReconcileGrace
+	if s.Cfg.Instance == "" {
+		s.Cfg.Instance = "api-" + randomToken(6)
 	}
-	if s.cfg.LedgerReconcileGrace <= s.cfg.SubmitRetryFor {
-		return nil, fmt.Errorf("api: LedgerReconcileGrace %s must exceed SubmitRetryFor %s: a reservation whose job is still being submitted would be refunded",
-			s.cfg.LedgerReconcileGrace, s.cfg.SubmitRetryFor)
+	if s.Cfg.Replicas <= 0 {
+		s.Cfg.Replicas = 1
 	}
-	if s.cfg.StreamEvery <= 0 {
-		s.cfg.StreamEvery = DefaultStreamEvery
-	}
-	if s.cfg.StreamMaxAge <= 0 {
-		s.cfg.StreamMaxAge = DefaultStreamMaxAge
-	}
-	if s.cfg.MaxStreamsPerAccount <= 0 {
-		s.cfg.MaxStreamsPerAccount = DefaultMaxStreamsPerAccount
-	}
-	if s.cfg.IdemClaimLease <= 0 {
-		s.cfg.IdemClaimLease = DefaultIdemClaimLease
-	}
-	if s.cfg.PendingGrace <= 0 {
-		s.cfg.PendingGrace = DefaultPendingGrace
-	}
-	if s.cfg.PendingGrace <= s.cfg.SubmitRetryFor {
-		return nil, fmt.Errorf("api: PendingGrace %s must exceed SubmitRetryFor %s", s.cfg.PendingGrace, s.cfg.SubmitRetryFor)
-	}
-	if s.cfg.Instance == "" {
-		s.cfg.Instance = "api-" + randomToken(6)
-	}
-	if s.cfg.LedgerReconcileLimit <= 0 {
-		s.cfg.LedgerReconcileLimit = DefaultLedgerReconcileLimit
-	}
-	s.delays = cfg.WebhookRetryDelays
-	if s.delays == nil {
-		s.delays = DefaultWebhookRetryDelays()
-	}
-	if s.cfg.Replicas <= 0 {
-		s.cfg.Replicas = 1
-	}
-	if s.cfg.Resolver == nil {
-		s.cfg.Resolver = netResolver{}
+	if s.Cfg.Resolver == nil {
+		s.Cfg.Resolver = netResolver{}
 	}
 	var allow []string
 	if cfg.AllowPrivateNetworks {
@@ -366,58 +314,47 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.guard = &store.AddressGuard{AllowHosts: allow}
 	s.resolver = &store.Resolver{Store: cfg.Store, AllowHosts: allow, AllowHTTP: cfg.AllowHTTPSources}
-	s.hooks = newHookClient(s.guard, s.cfg.WebhookTimeout)
 
 	var err error
-	open := func(name, desc string, history uint8) (jetstream.KeyValue, error) {
-		kv, err := cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: name, Description: desc, History: history, Replicas: s.cfg.Replicas, Storage: jetstream.FileStorage,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("api: bucket %s: %w", name, err)
-		}
-		return kv, nil
-	}
-	if s.meta, err = open(BucketMeta, "vfx generation jobs: owner, callback, webhook state", 1); err != nil {
-		return nil, err
-	}
-	if s.idem, err = open(BucketIdem, "vfx generation idempotency keys", 1); err != nil {
-		return nil, err
-	}
-	if s.index, err = open(BucketIndex, "vfx generation jobs by account, newest first", 1); err != nil {
-		return nil, err
-	}
-	if n, err := s.migrateIndex(ctx); err != nil {
-		return nil, err
-	} else if n > 0 {
-		s.log.Info("job index: entries of the former layout moved into chunks", zap.Int("entries", n))
-	}
 	if s.uploads, err = cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.cfg.Replicas,
+		Bucket: BucketUploads, Description: "vfx uploads by owner", History: 1, Replicas: s.Cfg.Replicas,
 		Storage: jetstream.FileStorage, TTL: DefaultUploadRecordTTL,
 	}); err != nil {
 		return nil, fmt.Errorf("api: bucket %s: %w", BucketUploads, err)
 	}
-	if s.pmeta, err = open(BucketProductMeta, "vfx product jobs: organisation, team, pricing, callback, webhook state", 1); err != nil {
+	if s.pending, err = s.OpenBucket(ctx, BucketPending, "vfx submissions in progress: what each holds until its job exists"); err != nil {
 		return nil, err
 	}
-	if s.pidem, err = open(BucketProductIdem, "vfx product idempotency keys", 1); err != nil {
-		return nil, err
-	}
-	if s.pending, err = open(BucketPending, "vfx submissions in progress: what each holds until its job exists", 1); err != nil {
-		return nil, err
-	}
-	claims := func(kv jetstream.KeyValue, newID func() string) *idemClaims {
-		return &idemClaims{kv: kv, lease: s.cfg.IdemClaimLease, wait: s.idemWait, holder: s.cfg.Instance,
-			newID: newID, now: s.now, log: s.log.Named("idem")}
-	}
-	s.gclaims, s.pclaims = claims(s.idem, newJobID), claims(s.pidem, newProductJobID)
-	if s.products, err = catalogue(); err != nil {
-		return nil, err
-	}
+	s.jobAPIs = map[string]dispatch.API{}
+	s.giveBack = map[string]func(context.Context, string, PendingSub) error{}
 	s.buildRoutes()
 	return s, nil
 }
+
+// OpenBucket opens (creating when missing) the API's key-value bucket
+// name, with one value a key and the Server's replicas; ctx bounds it.
+// The other API packages open theirs with it.
+func (s *Server) OpenBucket(ctx context.Context, name, desc string) (jetstream.KeyValue, error) {
+	kv, err := s.Cfg.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Description: desc, History: 1, Replicas: s.Cfg.Replicas, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("api: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// NewClaims returns the idempotency claims kept in kv (see idem.go), with
+// newID naming the job a new claim is for.
+func (s *Server) NewClaims(kv jetstream.KeyValue, newID func() string) *Claims {
+	return &Claims{kv: kv, lease: s.Cfg.IdemClaimLease, wait: s.idemWait, holder: s.Cfg.Instance,
+		newID: newID, now: s.Now, log: s.Log.Named("idem")}
+}
+
+// AddDoc adds an API's part to the OpenAPI document that
+// /v1/openapi.json serves (add runs on each request, after the
+// generation API's part). Call it before serving.
+func (s *Server) AddDoc(add func(doc Obj)) { s.docs = append(s.docs, add) }
 
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.mux }
@@ -435,86 +372,25 @@ func (s *Server) Routes() []string {
 	return out
 }
 
-// Run runs the background work of the API until ctx ends: the charging
-// of finished jobs (durable consumer ConsumerBilling), the webhook
-// dispatcher (durable consumer ConsumerWebhooks) and, unless
-// Config.LedgerReconcileEvery is negative, the credit ledger reconciler.
-// It returns when all have stopped, nil after a shutdown by ctx.
-func (s *Server) Run(ctx context.Context) error {
-	billing, err := s.q.Events(ctx, ConsumerBilling)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a shutdown, not a failure
-		}
-		return fmt.Errorf("api: billing consumer: %w", err)
-	}
-	hooks, err := s.q.Events(ctx, ConsumerWebhooks)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("api: webhooks consumer: %w", err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runBilling(ctx, billing) })
-	if s.cfg.LedgerReconcileEvery > 0 {
-		wg.Go(func() { s.runLedgerReconciler(ctx) })
-	}
-	if s.cfg.UploadSweepEvery > 0 {
-		wg.Go(func() { s.runUploadSweeper(ctx) })
-	}
-	for range s.cfg.WebhookWorkers {
-		wg.Go(func() { s.runWebhooks(ctx, hooks) })
-	}
-	wg.Wait()
-	return nil
-}
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-// handle registers an API route answered with errors through writeError.
-func (s *Server) handle(method, path string, h handlerFunc) {
-	s.routes = append(s.routes, route{Method: method, Path: path})
+// Handle registers an API route answered with errors through WriteError.
+func (s *Server) Handle(method, path string, h HandlerFunc) {
+	s.routes = append(s.routes, Route{Method: method, Path: path})
+	s.buildMethodRoutes()
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		r, release := s.withCharge(r)
 		defer release()
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err, envelopeShape)
+			s.WriteError(w, r, err, EnvelopeShape)
 		}
 	})
 }
 
 func (s *Server) buildRoutes() {
 	s.mux = http.NewServeMux()
-	s.handle("POST", "/v1/vfx/generations", s.withKey(s.postGeneration))
-	s.handle("GET", "/v1/vfx/generations", s.withKey(s.listGenerations))
-	s.handle("GET", "/v1/vfx/generations/{job_id}", s.withKey(s.getGeneration))
-	s.handle("GET", "/v1/vfx/events", s.withKey(s.streamGenerations))
-	s.handle("POST", "/v1/uploads", s.withAnyKey(s.postUpload))
-	s.handle("GET", "/v1/account/info", s.withKey(s.accountInfo))
-	s.handle("GET", "/v1/account/billing", s.withKey(s.accountBilling))
-	s.handle("GET", "/v1/openapi.json", s.openAPI)
-	s.handle("POST", "/admin/v1/accounts", s.withAdmin(s.adminCreateAccount))
-	s.handle("PATCH", "/admin/v1/accounts/{id}", s.withAdmin(s.adminUpdateAccount))
-	s.handle("POST", "/admin/v1/accounts/{id}/keys", s.withAdmin(s.adminCreateKey))
-	s.handle("DELETE", "/admin/v1/keys/{key_id}", s.withAdmin(s.adminRevokeKey))
-	s.handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.withAdmin(s.adminWebhookSecret))
-	s.handle("GET", "/admin/v1/queue", s.withAdmin(s.adminQueue))
-	s.handleProduct("GET", "/v1/products", s.withOrgKey(s.listProducts))
-	s.handleProduct("GET", "/v1/products/{product}/models", s.withOrgKey(s.listModels))
-	s.handleProduct("POST", "/v1/products/{product}/estimate", s.withOrgKey(s.estimate))
-	s.handleProduct("POST", "/v1/products/{product}/jobs", s.withOrgKey(s.postProductJob))
-	s.handleProduct("GET", "/v1/product-jobs/{job_id}", s.withOrgKey(s.getProductJob))
-	s.handleProduct("POST", "/v1/product-jobs/{job_id}/cancel", s.withOrgKey(s.cancelProductJob))
-	s.handle("POST", "/admin/v1/orgs", s.withAdmin(s.adminCreateOrg))
-	s.handle("GET", "/admin/v1/orgs/{id}", s.withAdmin(s.adminGetOrg))
-	s.handle("POST", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminAddCredits))
-	s.handle("GET", "/admin/v1/orgs/{id}/credits", s.withAdmin(s.adminGetCredits))
-	s.handle("POST", "/admin/v1/orgs/{id}/teams", s.withAdmin(s.adminCreateTeam))
-	s.handle("POST", "/admin/v1/orgs/{id}/keys", s.withAdmin(s.adminCreateOrgKey))
-	s.handle("PUT", "/admin/v1/orgs/{id}/products/{product}", s.withAdmin(s.adminSetProduct))
-	s.handle("PUT", "/admin/v1/orgs/{id}/models/{model_id}/consent", s.withAdmin(s.adminSetConsent))
-	s.handle("GET", "/admin/v1/orgs/{id}/webhook-secret", s.withAdmin(s.adminOrgWebhookSecret))
+	s.Handle("POST", "/v1/uploads", s.WithAnyKey(s.postUpload))
+	s.Handle("GET", "/v1/openapi.json", s.openAPI)
 	s.buildMethodRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path of some route reached with another method: 405.
@@ -522,7 +398,7 @@ func (s *Server) buildRoutes() {
 			h.ServeHTTP(w, r)
 			return
 		}
-		s.writeError(w, r, newError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), envelopeShape)
+		s.WriteError(w, r, NewError(CodeNotFound, "no route %s %s", r.Method, r.URL.Path), EnvelopeShape)
 	})
 }
 
@@ -560,11 +436,11 @@ func (s *Server) buildMethodRoutes() {
 		product := pi.product
 		s.methods.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			sh := envelopeShape
+			sh := EnvelopeShape
 			if product {
-				sh = detailShape
+				sh = DetailShape
 			}
-			s.writeError(w, r, newError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
+			s.WriteError(w, r, NewError(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), sh)
 		})
 	}
 }
@@ -572,58 +448,58 @@ func (s *Server) buildMethodRoutes() {
 // principalKey is the context key of the authenticated principal.
 type principalKey struct{}
 
-func principalOf(ctx context.Context) account.Principal {
+func PrincipalOf(ctx context.Context) account.Principal {
 	p, _ := ctx.Value(principalKey{}).(account.Principal)
 	return p
 }
 
-// withKey authenticates the x-api-key header: a missing, unknown or revoked
+// WithKey authenticates the x-api-key header: a missing, unknown or revoked
 // key gets 401 INVALID_API_KEY; an organisation key of the product API gets
 // 403 ACCOUNT_KEY_REQUIRED.
-func (s *Server) withKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, false) }
+func (s *Server) WithKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, false) }
 
-// withAnyKey is withKey that also accepts organisation keys of the product
+// WithAnyKey is WithKey that also accepts organisation keys of the product
 // API (uploads serve both families).
-func (s *Server) withAnyKey(h handlerFunc) handlerFunc { return s.withKeyOf(h, true) }
+func (s *Server) WithAnyKey(h HandlerFunc) HandlerFunc { return s.withKeyOf(h, true) }
 
 // authenticate resolves the request's x-api-key: 401 INVALID_API_KEY when
 // it is missing, unknown or revoked.
 func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
 	secret := strings.TrimSpace(r.Header.Get("x-api-key"))
 	if secret == "" {
-		return account.Principal{}, newError(CodeInvalidAPIKey, "missing x-api-key header")
+		return account.Principal{}, NewError(CodeInvalidAPIKey, "missing x-api-key header")
 	}
-	p, err := s.acc.Authenticate(r.Context(), secret)
+	p, err := s.Acc.Authenticate(r.Context(), secret)
 	if err != nil {
 		if errors.Is(err, account.ErrInvalidKey) || errors.Is(err, account.ErrNotFound) {
-			return account.Principal{}, newError(CodeInvalidAPIKey, "invalid or revoked API key")
+			return account.Principal{}, NewError(CodeInvalidAPIKey, "invalid or revoked API key")
 		}
 		return account.Principal{}, fmt.Errorf("api: authenticate: %w", err)
 	}
 	return p, nil
 }
 
-func (s *Server) withKeyOf(h handlerFunc, orgKeys bool) handlerFunc {
+func (s *Server) withKeyOf(h HandlerFunc, orgKeys bool) HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.authenticate(r)
 		if err != nil {
 			return err
 		}
 		if p.Key.OrgID != "" && !orgKeys {
-			return newError(CodeAccountKeyRequired,
+			return NewError(CodeAccountKeyRequired,
 				"this organization key is for the product API (/v1/products, /v1/product-jobs); the generation API needs an account key")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
 }
 
-// withAdmin checks Authorization: Bearer <admin token> in constant time.
-func (s *Server) withAdmin(h handlerFunc) handlerFunc {
+// WithAdmin checks Authorization: Bearer <admin token> in constant time.
+func (s *Server) WithAdmin(h HandlerFunc) HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if s.cfg.AdminToken == "" || !ok ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.AdminToken)) != 1 {
-			return newError(CodeUnauthorized, "missing or invalid operator token")
+		if s.Cfg.AdminToken == "" || !ok ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Cfg.AdminToken)) != 1 {
+			return NewError(CodeUnauthorized, "missing or invalid operator token")
 		}
 		return h(w, r)
 	}
@@ -631,18 +507,18 @@ func (s *Server) withAdmin(h handlerFunc) handlerFunc {
 
 // limit applies the rate limit of class to personal keys; organization
 // keys have none. Allowed decisions set the X-RateLimit-* headers on w.
-func (s *Server) limit(ctx context.Context, w http.ResponseWriter, class account.Class) error {
-	p := principalOf(ctx)
+func (s *Server) Limit(ctx context.Context, w http.ResponseWriter, class account.Class) error {
+	p := PrincipalOf(ctx)
 	if p.Key.Kind != account.KindPersonal {
 		return nil
 	}
-	d, err := s.acc.Allow(ctx, p.Account, class)
+	d, err := s.Acc.Allow(ctx, p.Account, class)
 	if err != nil {
 		return fmt.Errorf("api: rate limit: %w", err)
 	}
 	h := rateHeaders(d)
 	if !d.Allowed {
-		e := newError(CodeRateLimitExceeded,
+		e := NewError(CodeRateLimitExceeded,
 			"rate limit of %d %s requests per minute exceeded; retry in %d s", d.Limit, class, retrySeconds(d.RetryAfter))
 		e.Header = h
 		return e

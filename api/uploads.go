@@ -43,8 +43,8 @@ const (
 	DefaultUploadRecordTTL = 7 * 24 * time.Hour
 	// DefaultUploadSweepEvery is the pause between two expiry sweeps.
 	DefaultUploadSweepEvery = 10 * time.Minute
-	// uploadQuotaWindow is the window of the bytes-a-day limit.
-	uploadQuotaWindow = 24 * time.Hour
+	// UploadQuotaWindow is the window of the bytes-a-day limit.
+	UploadQuotaWindow = 24 * time.Hour
 	// maxUploadRecordsScanned bounds one owner's records read per check.
 	maxUploadRecordsScanned = 10000
 )
@@ -63,48 +63,48 @@ type uploadEntry struct {
 }
 
 // accountOwner and teamOwner name upload owners.
-func accountOwner(accountID string) string { return "acct-" + accountID }
-func teamOwner(orgID, teamID string) string {
+func AccountOwner(accountID string) string { return "acct-" + accountID }
+func TeamOwner(orgID, teamID string) string {
 	if teamID == "" {
 		return "org-" + orgID
 	}
 	return "org-" + orgID + "-" + teamID
 }
 
-func uploadKVKey(owner, id string) string { return keyPart(owner) + "." + id }
+func uploadKVKey(owner, id string) string { return KeyPart(owner) + "." + id }
 
 // uploadOwner is who an upload request acts for: the account of an
 // account key; the organisation and team of an organisation key (its own
 // team, or the team its X-Service-Team-Id header names, as the product
 // API resolves it).
 func (s *Server) uploadOwner(r *http.Request) (string, error) {
-	p := principalOf(r.Context())
+	p := PrincipalOf(r.Context())
 	if p.Key.OrgID == "" {
-		return accountOwner(p.Account.ID), nil
+		return AccountOwner(p.Account.ID), nil
 	}
 	team := p.Key.TeamID
 	header := strings.TrimSpace(r.Header.Get(HeaderTeamID))
 	switch {
 	case team != "" && header != "" && header != team:
-		return "", newError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, trunc.String(header, 80))
+		return "", NewError(CodeTeamForbidden, "this key belongs to team %s, not %s", team, trunc.String(header, 80))
 	case team == "" && header != "":
-		t, err := s.acc.GetTeam(r.Context(), header)
+		t, err := s.Acc.GetTeam(r.Context(), header)
 		if errors.Is(err, account.ErrNotFound) || (err == nil && t.OrgID != p.Key.OrgID) {
-			return "", newError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
+			return "", NewError(CodeTeamForbidden, "team %s is not a team of this organization", trunc.String(header, 80))
 		}
 		if err != nil {
 			return "", fmt.Errorf("api: team: %w", err)
 		}
 		team = t.ID
 	}
-	return teamOwner(p.Key.OrgID, team), nil
+	return TeamOwner(p.Key.OrgID, team), nil
 }
 
 // uploadQuota refuses a new upload with 429 RATE_LIMIT_EXCEEDED when the
 // owner has MaxOpenUploads open, or its uploads of the last 24 hours hold
 // MaxUploadBytesPerDay bytes or more.
 func (s *Server) uploadQuota(ctx context.Context, owner string) error {
-	lister, err := s.uploads.ListKeysFiltered(ctx, keyPart(owner)+".*")
+	lister, err := s.uploads.ListKeysFiltered(ctx, KeyPart(owner)+".*")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return nil
@@ -117,7 +117,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 			keys = append(keys, k)
 		}
 	}
-	now := s.now()
+	now := s.Now()
 	open, bytes := 0, int64(0)
 	var retry time.Duration
 	for _, k := range keys {
@@ -129,7 +129,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 			return err
 		}
 		age := now.Sub(ent.CreatedAt)
-		if age >= uploadQuotaWindow {
+		if age >= UploadQuotaWindow {
 			continue
 		}
 		live := age < UploadURLTTL
@@ -139,7 +139,7 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 		}
 		size := ent.Size
 		if size < 0 {
-			obj, err := s.st.Stat(ctx, store.UploadKey(ent.ID, ent.Filename))
+			obj, err := s.Store.Stat(ctx, store.UploadKey(ent.ID, ent.Filename))
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				size = 0
@@ -158,18 +158,18 @@ func (s *Server) uploadQuota(ctx context.Context, owner string) error {
 		}
 		bytes += size
 	}
-	if open >= s.cfg.MaxOpenUploads {
-		return rateLimitedUploads(fmt.Sprintf("%d uploads are open (URL not expired, not used by a job), the limit is %d", open, s.cfg.MaxOpenUploads), retry)
+	if open >= s.Cfg.MaxOpenUploads {
+		return rateLimitedUploads(fmt.Sprintf("%d uploads are open (URL not expired, not used by a job), the limit is %d", open, s.Cfg.MaxOpenUploads), retry)
 	}
-	if bytes >= s.cfg.MaxUploadBytesPerDay {
-		return rateLimitedUploads(fmt.Sprintf("uploads of the last 24 hours hold %d bytes, the limit is %d", bytes, s.cfg.MaxUploadBytesPerDay), time.Hour)
+	if bytes >= s.Cfg.MaxUploadBytesPerDay {
+		return rateLimitedUploads(fmt.Sprintf("uploads of the last 24 hours hold %d bytes, the limit is %d", bytes, s.Cfg.MaxUploadBytesPerDay), time.Hour)
 	}
 	return nil
 }
 
 func rateLimitedUploads(why string, retry time.Duration) error {
 	secs := max(1, int((retry+time.Second-1)/time.Second))
-	e := newError(CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
+	e := NewError(CodeRateLimitExceeded, "upload limit: %s; retry in %d s", why, secs)
 	e.Header = http.Header{"Retry-After": {fmt.Sprint(secs)}}
 	return e
 }
@@ -191,21 +191,21 @@ func (s *Server) getUpload(ctx context.Context, k string) (jetstream.KeyValueEnt
 
 // recordUpload writes a new upload's record.
 func (s *Server) recordUpload(ctx context.Context, owner, id, filename string) error {
-	v, _ := json.Marshal(uploadEntry{ID: id, Filename: filename, Owner: owner, CreatedAt: s.now().UTC(), Size: -1})
+	v, _ := json.Marshal(uploadEntry{ID: id, Filename: filename, Owner: owner, CreatedAt: s.Now().UTC(), Size: -1})
 	if _, err := s.uploads.Create(ctx, uploadKVKey(owner, id), v); err != nil {
 		return fmt.Errorf("api: upload record: %w", err)
 	}
 	return nil
 }
 
-// checkOwnedUploads answers every upload URI of uris that is not the
+// CheckOwnedUploads answers every upload URI of uris that is not the
 // owner's exactly as a missing upload (the store's not-found, as a 400
 // SOURCE_UNREACHABLE through mediaError), and returns the record keys of
 // those that are.
-func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []namedURI) ([]string, error) {
+func (s *Server) CheckOwnedUploads(ctx context.Context, owner string, uris []NamedURI) ([]string, error) {
 	var keys []string
 	for _, in := range uris {
-		u, err := s.resolver.Parse(in.uri)
+		u, err := s.resolver.Parse(in.URI)
 		if err != nil || u.Kind != store.KindUpload {
 			continue
 		}
@@ -215,7 +215,7 @@ func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []nam
 			err = jetstream.ErrKeyNotFound
 		}
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, mediaError(in.what, fmt.Errorf("store: open %s: %w", u, store.ErrNotFound))
+			return nil, MediaError(in.What, fmt.Errorf("store: open %s: %w", u, store.ErrNotFound))
 		}
 		if err != nil {
 			return nil, err
@@ -225,12 +225,12 @@ func (s *Server) checkOwnedUploads(ctx context.Context, owner string, uris []nam
 	return keys, nil
 }
 
-// namedURI is an input URI and what it is for.
-type namedURI struct{ what, uri string }
+// NamedURI is an input URI and what it is for.
+type NamedURI struct{ What, URI string }
 
-// markUsed records the first job that used each upload (which keeps it
+// MarkUsed records the first job that used each upload (which keeps it
 // from expiring) and its final size.
-func (s *Server) markUsed(ctx context.Context, keys []string, jobID string) {
+func (s *Server) MarkUsed(ctx context.Context, keys []string, jobID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, k := range keys {
@@ -239,12 +239,12 @@ func (s *Server) markUsed(ctx context.Context, keys []string, jobID string) {
 			continue
 		}
 		ent.UsedBy = jobID
-		if obj, err := s.st.Stat(ctx, store.UploadKey(ent.ID, ent.Filename)); err == nil {
+		if obj, err := s.Store.Stat(ctx, store.UploadKey(ent.ID, ent.Filename)); err == nil {
 			ent.Size = obj.Size
 		}
 		v, _ := json.Marshal(ent)
 		if _, err := s.uploads.Update(ctx, k, v, e.Revision()); err != nil {
-			s.log.Warn("upload: mark used", zap.String("key", k), zap.Error(err))
+			s.Log.Warn("upload: mark used", zap.String("key", k), zap.Error(err))
 		}
 	}
 }
@@ -263,7 +263,7 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 	for k := range lister.Keys() {
 		keys = append(keys, k)
 	}
-	now, n := s.now(), 0
+	now, n := s.Now(), 0
 	for _, k := range keys {
 		e, ent, err := s.getUpload(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -272,10 +272,10 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if ent.UsedBy != "" || now.Sub(ent.CreatedAt) < s.cfg.UploadExpiry {
+		if ent.UsedBy != "" || now.Sub(ent.CreatedAt) < s.Cfg.UploadExpiry {
 			continue
 		}
-		if err := s.st.Delete(ctx, store.UploadKey(ent.ID, ent.Filename)); err != nil {
+		if err := s.Store.Delete(ctx, store.UploadKey(ent.ID, ent.Filename)); err != nil {
 			return n, fmt.Errorf("api: delete upload %s: %w", ent.ID, err)
 		}
 		// Only if no job took it meanwhile (compare and delete).
@@ -287,10 +287,16 @@ func (s *Server) SweepUploads(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (s *Server) runUploadSweeper(ctx context.Context) {
-	log := s.log.Named("uploads")
+// RunUploadSweeper runs, every Config.UploadSweepEvery until ctx ends (at
+// once when that is negative: off), SweepUploads and then SweepPending.
+// The command's wiring starts it beside the Server.
+func (s *Server) RunUploadSweeper(ctx context.Context) {
+	if s.Cfg.UploadSweepEvery <= 0 {
+		return
+	}
+	log := s.Log.Named("uploads")
 	for {
-		pctx, cancel := context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))
+		pctx, cancel := context.WithTimeout(ctx, max(s.Cfg.UploadSweepEvery, time.Minute))
 		n, err := s.SweepUploads(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -305,7 +311,7 @@ func (s *Server) runUploadSweeper(ctx context.Context) {
 		// Submissions that died (their process crashed) and whose
 		// idempotency key was not resent: their slots, credits and inline
 		// inputs go back (pending.go).
-		pctx, cancel = context.WithTimeout(ctx, max(s.cfg.UploadSweepEvery, time.Minute))
+		pctx, cancel = context.WithTimeout(ctx, max(s.Cfg.UploadSweepEvery, time.Minute))
 		n, err = s.SweepPending(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -317,8 +323,58 @@ func (s *Server) runUploadSweeper(ctx context.Context) {
 		if n > 0 {
 			log.Info("dead submissions recovered", zap.Int("submissions", n))
 		}
-		if retry.Sleep(ctx, s.cfg.UploadSweepEvery) != nil {
+		if retry.Sleep(ctx, s.Cfg.UploadSweepEvery) != nil {
 			return
 		}
 	}
+}
+
+// uploadRecord is the body of POST /v1/uploads.
+type uploadRecord struct {
+	ID        string `json:"id"`
+	UploadURL string `json:"upload_url"`
+	VfxURI    string `json:"vfx_uri"`
+}
+
+// postUpload is POST /v1/uploads: a presigned PUT URL (1 h) for a new
+// upload and its vfx:// URI.
+func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	body, err := s.ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	fields, err := DecodeObject(body)
+	if err != nil {
+		return err
+	}
+	raw, ok := fields["filename"]
+	if !ok || strings.TrimSpace(string(raw)) == "null" {
+		return Unprocessable([]any{"body", "filename"}, "Field required", "missing")
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return Unprocessable([]any{"body", "filename"}, "Input should be a valid string", "string_type")
+	}
+	if err := store.ValidateUploadFilename(name); err != nil {
+		return BadRequest(CodeInvalidFilename, "filename: %s (3-255 characters with one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav .zip .tar)",
+			strings.TrimPrefix(err.Error(), "store: "))
+	}
+	owner, err := s.uploadOwner(r)
+	if err != nil {
+		return err
+	}
+	if err := s.uploadQuota(ctx, owner); err != nil {
+		return err
+	}
+	id := store.NewUploadID()
+	u, err := s.Store.PresignPut(ctx, store.UploadKey(id, name), UploadURLTTL)
+	if err != nil {
+		return fmt.Errorf("api: presign upload: %w", err)
+	}
+	if err := s.recordUpload(ctx, owner, id, name); err != nil {
+		return err
+	}
+	WriteJSON(w, http.StatusOK, uploadRecord{ID: id, UploadURL: u, VfxURI: store.UploadURI(id, name)})
+	return nil
 }

@@ -36,7 +36,11 @@ type Validator func(JobRequest) (Valid, error)
 
 // Validate checks the field rules of a generation (not its media) and
 // returns the request as a Valid, or an *InputError naming the first
-// problem. An empty URI is an input not given. It is the one place the
+// problem. An empty URI is an input not given. The rules run in the order
+// in which the generation API names a body's first problem (generation
+// type, alpha mode, source, matte, style, prompt, resolution, keyframe,
+// output format, frames), so that the API can word Validate's answer
+// without checking a field itself. It is the one place the
 // rules live: the worker runs it once per job before it fetches anything,
 // and the API once per submission after it has normalised a request.
 func Validate(r JobRequest) (Valid, error) {
@@ -52,15 +56,15 @@ func validate(r JobRequest) error {
 	default:
 		return Errorf(CodeInvalidGenerationType, "generation_type %q: want image or video", r.GenerationType)
 	}
-	if r.SourceURI == "" {
-		return Errorf(CodeMissingSource, "source is required")
-	}
 	mode, err := ParseAlphaMode(r.AlphaMode)
 	if err == nil {
 		err = mode.Supported()
 	}
 	if err != nil {
 		return AsInputError("alpha_mode", err)
+	}
+	if r.SourceURI == "" {
+		return Errorf(CodeMissingSource, "source is required")
 	}
 	if mode.NeedsMatte() && r.AlphaURI == "" {
 		return AsInputError("alpha", fmt.Errorf("%w: alpha_mode %s needs an alpha matte", ErrMissingMatte, mode))

@@ -23,6 +23,9 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
+	"github.com/vfxrender/vfx/api/product"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 )
@@ -273,6 +276,8 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	var acc *account.Service
 	var st store.Store
 	var srv *api.Server
+	var gapi *gen.API
+	var prod *product.API
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("api: jetstream: %w", err)
@@ -291,10 +296,16 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 			srv, err = api.New(ctx, api.Config{
 				Queue: q, JetStream: js, Store: st, Accounts: acc, AdminToken: cfg.adminToken,
 				AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-				AllowHTTPSources: cfg.allowHTTPSources, WebhookRetryDelays: cfg.webhookDelays,
-				LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace,
-				Replicas: cfg.replicas, Logger: log.Named("api"),
+				AllowHTTPSources: cfg.allowHTTPSources,
+				Replicas:         cfg.replicas, Logger: log.Named("api"),
 			})
+			if err != nil {
+				return err
+			}
+			if gapi, err = gen.New(ctx, srv); err != nil {
+				return err
+			}
+			prod, err = product.New(ctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
 			return err
 		}},
 	}
@@ -319,12 +330,11 @@ func runAPI(ctx context.Context, cfg apiConfig, stdout io.Writer, log *zap.Logge
 	if err := mountWeb(srv, origins); err != nil {
 		return err
 	}
-	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
+	httpSrv.RegisterOnShutdown(gapi.StopStreams) // end the page's event streams, or Shutdown waits for them
 
 	bg.Go(func() {
-		if err := srv.Run(bgCtx); err != nil {
-			log.Error("api background stopped", zap.Error(err))
-		}
+		runAPIBackground(bgCtx, log, srv, prod, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {
 		if err := q.WatchMaxDeliveries(bgCtx, log.Named("max-deliveries")); err != nil {
@@ -381,4 +391,24 @@ func s3Origin(c store.S3Config) string {
 		}
 	}
 	return strings.TrimRight(ep, "/")
+}
+
+// runAPIBackground runs beside the HTTP API until ctx ends: the dispatcher
+// (the charging of finished jobs and their webhooks, on the Server's two
+// job APIs) and the APIs' background passes (the product API's credit
+// ledger reconciler and the upload sweeper). vfx serve and vfx api both
+// start it.
+func runAPIBackground(ctx context.Context, log *zap.Logger, srv *api.Server, prod *product.API, dc dispatch.Config) {
+	dc.APIs, dc.Logger = srv.Dispatch(), log.Named("dispatch")
+	var wg sync.WaitGroup
+	wg.Go(func() { prod.RunLedgerReconciler(ctx) })
+	wg.Go(func() { srv.RunUploadSweeper(ctx) })
+	d, err := dispatch.New(dc)
+	if err == nil {
+		err = d.Run(ctx)
+	}
+	if err != nil {
+		log.Error("dispatch stopped", zap.Error(err))
+	}
+	wg.Wait()
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/product"
 )
 
 // TestLedgerFlags: the reconciler flags of vfx api and vfx serve, their
@@ -26,7 +26,7 @@ func TestLedgerFlags(t *testing.T) {
 	}
 	for name, parse := range parsers {
 		c, err := parse(nil, noenv)
-		if err != nil || c != (ledgerConfig{every: api.DefaultLedgerReconcileEvery, grace: api.DefaultLedgerReconcileGrace}) {
+		if err != nil || c != (ledgerConfig{every: product.DefaultLedgerReconcileEvery, grace: product.DefaultLedgerReconcileGrace}) {
 			t.Fatalf("%s defaults: %+v %v", name, c, err)
 		}
 		c, err = parse([]string{"--ledger-reconcile-every", "0", "--ledger-reconcile-grace", "1h"}, noenv)

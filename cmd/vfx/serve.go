@@ -23,7 +23,10 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
+	"github.com/vfxrender/vfx/api/product"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store"
 	"github.com/vfxrender/vfx/web"
@@ -206,9 +209,16 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	srv, err := api.New(sctx, api.Config{
 		Queue: q, JetStream: js, Store: local, Accounts: acc, AdminToken: cfg.adminToken,
 		AllowPrivateNetworks: cfg.allowPrivateNetworks, AllowHTTPCallbacks: cfg.allowHTTPCallbacks,
-		WebhookRetryDelays:   cfg.webhookDelays,
-		LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace, Logger: log.Named("api"),
+		Logger: log.Named("api"),
 	})
+	if err != nil {
+		return err
+	}
+	gapi, err := gen.New(sctx, srv)
+	if err != nil {
+		return err
+	}
+	prod, err := product.New(sctx, srv, product.Config{LedgerReconcileEvery: cfg.ledger.every, LedgerReconcileGrace: cfg.ledger.grace})
 	if err != nil {
 		return err
 	}
@@ -275,7 +285,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	}
 
 	httpSrv := api.NewHTTPServer(srv.Handler())
-	httpSrv.RegisterOnShutdown(srv.StopStreams) // end the page's event streams, or Shutdown waits for them
+	httpSrv.RegisterOnShutdown(gapi.StopStreams) // end the page's event streams, or Shutdown waits for them
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {
@@ -287,9 +297,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 	defer stopBG()
 	var bg sync.WaitGroup
 	bg.Go(func() {
-		if err := srv.Run(bgCtx); err != nil {
-			log.Error("api background stopped", zap.Error(err))
-		}
+		runAPIBackground(bgCtx, log, srv, prod, dispatch.Config{Queue: q, RetryDelays: cfg.webhookDelays,
+			AllowPrivateNetworks: cfg.allowPrivateNetworks})
 	})
 	bg.Go(func() {
 		if err := q.WatchMaxDeliveries(bgCtx, log.Named("max-deliveries")); err != nil {

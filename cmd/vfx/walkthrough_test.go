@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/dispatch"
 )
 
 // servedVFX is a `vfx serve` started in this process for a test.
@@ -300,8 +300,8 @@ func TestWalkthroughReceivers(t *testing.T) {
 			sig  string
 			want int
 		}{
-			{api.SignWebhook(secret, "msg_1", ts, body), http.StatusNoContent},
-			{api.SignWebhook("whsec_"+base64.StdEncoding.EncodeToString([]byte("another secret")), "msg_1", ts, body), http.StatusUnauthorized},
+			{dispatch.SignWebhook(secret, "msg_1", ts, body), http.StatusNoContent},
+			{dispatch.SignWebhook("whsec_"+base64.StdEncoding.EncodeToString([]byte("another secret")), "msg_1", ts, body), http.StatusUnauthorized},
 		} {
 			req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/hook", port), bytes.NewReader(body))
 			req.Header.Set("webhook-id", "msg_1")

@@ -40,9 +40,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vfxrender/vfx/account"
-	"github.com/vfxrender/vfx/api"
 	"github.com/vfxrender/vfx/bench"
 	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/queue"
 	"github.com/vfxrender/vfx/store/storetest"
 
@@ -109,9 +109,9 @@ func (h *hookRecv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.mu.Unlock()
 	secret := h.secrets[h.owner[b.ID]]
 	var ts int64
-	fmt.Sscan(r.Header.Get(api.HeaderWebhookTimestamp), &ts)
-	want := api.SignWebhook(secret, r.Header.Get(api.HeaderWebhookID), ts, body)
-	if secret == "" || r.Header.Get(api.HeaderWebhookSignature) != want {
+	fmt.Sscan(r.Header.Get(dispatch.HeaderWebhookTimestamp), &ts)
+	want := dispatch.SignWebhook(secret, r.Header.Get(dispatch.HeaderWebhookID), ts, body)
+	if secret == "" || r.Header.Get(dispatch.HeaderWebhookSignature) != want {
 		h.badSig++
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
