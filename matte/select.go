@@ -442,6 +442,11 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 						return err
 					}
 					key, inverted = invKey, true
+					// The colour model was learned for the keyframe's
+					// selection; the matte carried is its complement.
+					for k, v := range p.table {
+						p.table[k] = 1 - v
+					}
 				} else {
 					nf.trust, nf.tPos, nf.keyArea, nf.seen = trust, tPos, area, seen
 				}
