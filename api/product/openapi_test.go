@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -68,7 +69,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("document lacks %s", s)
 		}
 	}
-	for _, c := range append(slices.Clone(api.GenerationCodes), api.CodeInvalidAPIKey, api.CodeJobNotFound, api.CodeRateLimitExceeded,
+	for _, c := range append(slices.Clone(gen.GenerationCodes), api.CodeInvalidAPIKey, api.CodeJobNotFound, api.CodeRateLimitExceeded,
 		api.CodeConcurrentLimitExceeded, api.CodeHardLimitExceeded, api.CodeInsufficientBalance, api.CodeIdempotencyConflict, api.CodeInvalidFilename, api.CodeMethodNotAllowed,
 		api.CodeInvalidPrompt, api.CodeRequestTimeout, api.CodeUnavailable) {
 		if _, ok := api.ErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
