@@ -17,7 +17,7 @@ import (
 // the server registered, both ways, and that it names every status and
 // error code of the generation API.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	r := e.Do("GET", "/v1/openapi.json", "", nil)
 	if r.Status != 200 {
 		t.Fatalf("%d", r.Status)
@@ -33,7 +33,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
 		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
 	}
-	served := e.srv.Routes()
+	served := e.Srv.Routes()
 	var documented []string
 	for p, ops := range doc.Paths {
 		for m := range ops {
@@ -104,7 +104,7 @@ const openAPIFile = "testdata/openapi.golden.json"
 
 // TestOpenAPIGolden compares the served document with openAPIFile.
 func TestOpenAPIGolden(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	r := e.Do("GET", "/v1/openapi.json", "", nil)
 	if r.Status != 200 {
 		t.Fatalf("%d", r.Status)
