@@ -13,17 +13,17 @@ import (
 // with Retry-After, like the other 503s, in both APIs' shapes; once the
 // claim is no longer renewed, the next request takes it over.
 func TestIdemClaimLiveThenTakenOver(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *Config) { c.IdemClaimLease = 300 * time.Millisecond }})
+	srv := newServer(t, func(c *Config) { c.IdemClaimLease = 300 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	none := func(context.Context, string) (bool, error) { return false, nil }
 	// Each API's claims are NewClaims on its own bucket (packages gen and
 	// product), answered in its shape.
-	gidem, err := e.srv.OpenBucket(ctx, BucketIdem, "vfx generation idempotency keys")
+	gidem, err := srv.OpenBucket(ctx, BucketIdem, "vfx generation idempotency keys")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidem, err := e.srv.OpenBucket(ctx, "product_idem", "vfx product idempotency keys")
+	pidem, err := srv.OpenBucket(ctx, "product_idem", "vfx product idempotency keys")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 		name   string
 		claims *Claims
 		sh     Shape
-	}{{"generation", e.srv.NewClaims(gidem, NewJobID), EnvelopeShape}, {"product", e.srv.NewClaims(pidem, func() string { return "dap_" + NewJobID()[4:] }), DetailShape}} {
+	}{{"generation", srv.NewClaims(gidem, NewJobID), EnvelopeShape}, {"product", srv.NewClaims(pidem, func() string { return "dap_" + NewJobID()[4:] }), DetailShape}} {
 		t.Run(c.name, func(t *testing.T) {
 			c.claims.wait = 900 * time.Millisecond // three leases: renewals keep it alive
 			first, err := c.claims.acquire(ctx, "o."+c.name, "h", "r1", none)
@@ -44,7 +44,7 @@ func TestIdemClaimLiveThenTakenOver(t *testing.T) {
 				t.Fatalf("a live claim: %v, want 503", err)
 			}
 			w := httptest.NewRecorder()
-			e.srv.WriteError(w, httptest.NewRequest("POST", "/", nil), err, c.sh)
+			srv.WriteError(w, httptest.NewRequest("POST", "/", nil), err, c.sh)
 			if w.Code != 503 || w.Header().Get("Retry-After") != "1" {
 				t.Fatalf("status %d, Retry-After %q: %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 			}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
-	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -21,8 +20,6 @@ type Obj = map[string]any
 func Ref(name string) Obj { return Obj{"$ref": "#/components/schemas/" + name} }
 
 func StrS(desc string) Obj { return Obj{"type": "string", "description": desc} }
-
-func intS(desc string) Obj { return Obj{"type": "integer", "description": desc} }
 
 func Nullable(t string, desc string) Obj {
 	return Obj{"type": []any{t, "null"}, "description": desc}
@@ -47,12 +44,6 @@ func Response(desc string, schema Obj, headers ...string) Obj {
 	return r
 }
 
-// sseResponse gives r a text/event-stream body.
-func sseResponse(r Obj) Obj {
-	r["content"] = Obj{"text/event-stream": Obj{"schema": Obj{"type": "string"}}}
-	return r
-}
-
 // ErrResp is an envelope error response whose codes are listed.
 func ErrResp(desc string, codes ...job.Code) Obj {
 	names := make([]string, len(codes))
@@ -64,32 +55,12 @@ func ErrResp(desc string, codes ...job.Code) Obj {
 	})
 }
 
-func rateLimited(codes ...job.Code) Obj {
-	r := ErrResp("Rate or concurrency limit of a personal key exceeded (organization keys have none). Retry after Retry-After seconds.", codes...)
-	r["headers"] = Obj{
-		"Retry-After":           Obj{"$ref": "#/components/headers/Retry-After"},
-		"X-RateLimit-Limit":     Obj{"$ref": "#/components/headers/X-RateLimit-Limit"},
-		"X-RateLimit-Remaining": Obj{"$ref": "#/components/headers/X-RateLimit-Remaining"},
-		"X-RateLimit-Reset":     Obj{"$ref": "#/components/headers/X-RateLimit-Reset"},
-	}
-	return r
-}
-
 var (
-	resp401      = ErrResp("Missing, unknown or revoked x-api-key.", CodeInvalidAPIKey)
+	Resp401      = ErrResp("Missing, unknown or revoked x-api-key.", CodeInvalidAPIKey)
 	Resp422      = Response("Malformed JSON, a wrong JSON type or a bad query parameter (FastAPI-style detail array).", Ref("ValidationErrorBody"))
 	RespAdmin401 = ErrResp("Missing or wrong operator token.", CodeUnauthorized)
 	Resp500      = ErrResp("Internal error: the outcome is uncertain; resend the exact request with the same idempotency_key.", CodeInternal, CodeUnavailable)
 )
-
-// GenerationCodes are the 400 codes of POST /v1/vfx/generations.
-var GenerationCodes = []job.Code{
-	CodeInvalidGenerationType, CodeInvalidAlphaMode, CodeInvalidMaxResolution, CodeMissingStyleInput,
-	CodeMissingSource, CodeMissingAlpha, CodePromptTooLong, CodeInvalidPrompt, CodeInvalidSeed, CodeInvalidKeyframeIndex,
-	CodeInvalidIdempotencyKey, CodeInvalidURI, CodeSourceUnreachable, CodeInvalidFileFormat,
-	CodeAlphaTypeMismatch, CodeAlphaMustBeImage, CodeSourceTooLarge, CodeVideoTooManyFrames,
-	CodeExtremeAspectRatio, CodeInvalidCallbackURL, CodeInvalidOutputFormat, CodeInvalidFrameRange, CodeInvalidArchive,
-}
 
 // ErrorCodes describes every error code the API answers.
 var ErrorCodes = map[job.Code]string{
@@ -163,48 +134,13 @@ Decisions of this service (docs/api.md in the repository gathers them):
 - Billing meters: api_image_720p, api_image_1080p, api_video_720p, api_video_1080p (unit: image or frame); prices are a documented, configurable table (x-price-table). billing_type is prepaid or postpaid.
 - Operator API under /admin/v1, behind Authorization: Bearer <operator token>.`
 
-// OpenAPI returns the OpenAPI 3.1 document of the API (version 1.0.0).
+// OpenAPI returns the OpenAPI 3.1 document of the API (version 1.0.0):
+// the core's skeleton (info and its description, x-error-codes, x-limits,
+// x-price-table, the security schemes, the shared headers, the upload and
+// document routes, the error bodies) with each registered API's part added
+// (AddDoc: api/gen's paths, schemas and jobFinished webhook, api/product's)
+// and every operation's 405.
 func (s *Server) OpenAPI() map[string]any {
-	job := Obj{"type": "object", "required": []any{"id", "status", "progress", "generation_type", "alpha_mode", "seed", "created_at", "modified_at", "completed_at"},
-		"properties": Obj{
-			"id":              Obj{"type": "string", "pattern": "^vfx_", "description": "Job identifier, prefix vfx_."},
-			"status":          Obj{"type": "string", "enum": []any{"in_queue", "processing", "completed", "failed"}},
-			"progress":        Obj{"type": []any{"integer", "null"}, "minimum": 0, "maximum": 100, "description": "Percentage 0-100."},
-			"generation_type": Obj{"type": []any{"string", "null"}, "enum": []any{"image", "video", nil}},
-			"alpha_mode":      Obj{"type": []any{"string", "null"}, "enum": []any{"auto", "fill", "custom", "select", nil}},
-			"prompt":          StrS("The request's prompt; absent when it had none."),
-			"frames":          Obj{"type": "integer", "minimum": 1, "description": "Frames of the render: the estimate from the source until the job completes, then the count rendered; absent when not known."},
-			"output": Obj{"type": "object", "description": "Present when status is completed: signed URLs valid 72 hours, freshly signed on every read.",
-				"properties": Obj{"render": Obj{"type": "string", "format": "uri"}, "source": Obj{"type": "string", "format": "uri"}, "alpha": Obj{"type": "string", "format": "uri"},
-					"foreground": Obj{"type": "string", "format": "uri", "description": "Extension: present when the request set foreground true."}},
-				"patternProperties": Obj{"^exr_(composite|foreground|alpha|gain|shadow|wrap|backdrop|normals|grain)$": Obj{"type": "string", "format": "uri",
-					"description": "Extension: present when the request set output_format exr, one per pass: a ZIP (stored) of the pass's sequence, <pass>/<pass>.<frame>.exr, half-float, ZIP-compressed, linear Rec.709, frames numbered from 1001. The passes and the formula that rebuilds the composite: docs/compositing.md in the repository."}},
-				"required": []any{"render", "source", "alpha"}},
-			"seed":         Obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Seed used; always present."},
-			"error":        StrS("Present when status is failed; starts with an error code (for example SOURCE_TOO_LARGE: …)."),
-			"created_at":   Obj{"type": "string", "format": "date-time"},
-			"modified_at":  Obj{"type": "string", "format": "date-time", "description": "Time of the last change."},
-			"completed_at": Obj{"type": []any{"string", "null"}, "format": "date-time", "description": "Time of completion or failure; null before."},
-			"webhook":      Ref("WebhookState"),
-		}}
-	genReq := Obj{"type": "object", "required": []any{"generation_type", "source_uri", "alpha_mode"},
-		"description": "One of prompt or reference_image_uri is required (MISSING_STYLE_INPUT).",
-		"properties": Obj{
-			"generation_type":      Obj{"type": "string", "enum": []any{"image", "video"}, "description": "Output type. Image sources: PNG, JPEG, WebP. Video sources: MP4, MOV (H.264 or HEVC), at most 240 frames. At most 2,770,000 pixels; aspect within 1:4..4:1."},
-			"source_uri":           StrS("vfx://uploads/{id}/{filename}, an https:// URL, or data:{mime};base64,… of at most 50 MB. Extension beyond SPEC.md: for a video, an upload named .zip or .tar holding PNG (8 or 16-bit) or EXR frames, read in name order at 24 fps, within the video limits (240 frames, 2,770,000 pixels, 1:4..4:1), judged from its index before anything is extracted (INVALID_ARCHIVE)."),
-			"alpha_mode":           Obj{"type": "string", "enum": []any{"auto", "fill", "custom", "select"}},
-			"prompt":               Obj{"type": "string", "maxLength": 2000, "description": "At most 2000 characters (PROMPT_TOO_LONG)."},
-			"reference_image_uri":  StrS("Reference image (PNG, JPEG, WebP); same URI forms as source_uri."),
-			"alpha_uri":            StrS("Matte for custom (same kind, size and frame count as the source) or select (one PNG or JPEG keyframe of the source's size or aspect ratio that selects something); required for those modes, ignored for auto and fill. White or opaque = keep. An image matte may be grey, grey+alpha, RGB or RGBA, 8 or 16 bits per channel: its alpha is the matte where the alpha is not all opaque (nor all transparent), else its luminance (Rec.709 weights; a JPEG's own luma). A video matte's luma (Y) is the matte."),
-			"alpha_keyframe_index": Obj{"type": "integer", "minimum": 0, "default": 0, "description": "Keyframe of a select matte on a video; 0..frame_count-1; ignored otherwise."},
-			"seed":                 Obj{"type": "integer", "minimum": 0, "maximum": MaxSeed, "description": "Random when omitted."},
-			"max_resolution":       Obj{"type": "integer", "enum": []any{720, 1080}, "default": 1080},
-			"idempotency_key":      Obj{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen, "description": "Same key and body again: 200 with the existing job; different body: 409."},
-			"callback_url":         Obj{"type": "string", "format": "uri", "maxLength": MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
-			"foreground":           Obj{"type": "boolean", "default": false, "description": "Extension beyond SPEC.md (SPEC clients may leave it out): also return output.foreground, the clean relit subject (no new background, light wrap or shadow) premultiplied with its alpha: an RGBA PNG for an image, a ProRes 4444 .mov (BT.709 tags) for a video."},
-			"output_format":        Obj{"type": "string", "enum": []any{"mp4", "exr"}, "default": "mp4", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): exr also returns the EXR pass sequences (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain) as output.exr_<pass>, one ZIP each; render, source and alpha are returned as with mp4. Anything else: 400 INVALID_OUTPUT_FORMAT."},
-			"frames":               Obj{"type": "string", "pattern": "^ *[0-9]+ *- *[0-9]+ *$", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): render only source frames A-B of a video, 0-based and inclusive (\"10-19\" is ten frames), as `vfx render --frames`; the job's frames, cost and outputs are those of the range. 0 <= A <= B < the source's frame count, video only, and a select keyframe (alpha_keyframe_index, still counted from the source's first frame) inside the range; else 400 INVALID_FRAME_RANGE (INVALID_KEYFRAME_INDEX for the keyframe)."},
-		}}
 	codes := Obj{}
 	for c, d := range ErrorCodes {
 		codes[string(c)] = d
@@ -221,17 +157,7 @@ func (s *Server) OpenAPI() map[string]any {
 	for m, l := range account.MeterLabels() {
 		labels[m] = l
 	}
-	rateHdr := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 	keyed := []any{Obj{"ApiKey": []any{}}}
-	admin := []any{Obj{"AdminToken": []any{}}}
-	idParam := func(name, desc string) []any {
-		return []any{Obj{"name": name, "in": "path", "required": true, "schema": Obj{"type": "string"}, "description": desc}}
-	}
-	webhookHeaders := Obj{
-		"webhook-id":        Obj{"required": true, "schema": Obj{"type": "string"}, "description": "Stable across retries of the same event: <job id>_<status>."},
-		"webhook-timestamp": Obj{"required": true, "schema": Obj{"type": "integer"}, "description": "Unix seconds of this attempt."},
-		"webhook-signature": Obj{"required": true, "schema": Obj{"type": "string"}, "description": "v1,<base64 HMAC-SHA256(key, webhook-id + \".\" + webhook-timestamp + \".\" + body)>, key = base64-decoded part after whsec_ of the account's webhook secret (GET /admin/v1/accounts/{id}/webhook-secret)."},
-	}
 	doc := Obj{
 		"openapi": "3.1.0",
 		"info": Obj{"title": "vfx API", "version": "1.0.0", "description": apiDescription,
@@ -254,137 +180,21 @@ func (s *Server) OpenAPI() map[string]any {
 		},
 		"x-price-table": Obj{"unit": "USD per image (image meters) or per frame (video meters)", "prices": prices, "labels": labels},
 		"paths": Obj{
-			"/v1/vfx/generations": Obj{
-				"post": Obj{"operationId": "createGeneration", "summary": "Start a generation job.", "tags": []any{"generations"},
-					"requestBody": Obj{"required": true, "content": Obj{"application/json": Obj{"schema": Ref("GenerationRequest")}}},
-					"responses": Obj{
-						"201": Response("Job created.", Ref("GenerationJob"), rateHdr...),
-						"200": Response("idempotency_key already names a job of this account with the same body: that job.", Ref("GenerationJob"), rateHdr...),
-						"400": ErrResp("A rule of the request is broken.", GenerationCodes...),
-						"401": resp401,
-						"402": ErrResp("Spending limit or prepaid balance.", CodeHardLimitExceeded, CodeInsufficientBalance),
-						"409": ErrResp("idempotency_key reused with a different body.", CodeIdempotencyConflict),
-						"408": ErrResp("Request body too slow.", CodeRequestTimeout),
-						"413": ErrResp("Request body too large.", CodeRequestTooLarge),
-						"422": Resp422,
-						"429": rateLimited(CodeRateLimitExceeded, CodeConcurrentLimitExceeded),
-						"500": Resp500, "503": Resp500,
-					}},
-				"get": Obj{"operationId": "listGenerations", "summary": "List the caller's generation jobs, newest first.", "tags": []any{"generations"},
-					"parameters": []any{
-						Obj{"name": "limit", "in": "query", "schema": Obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
-						Obj{"name": "page_token", "in": "query", "schema": Obj{"type": []any{"string", "null"}}, "description": "next_page_token of the previous page."},
-					},
-					"responses": Obj{"200": Response("A page of jobs.", Ref("GenerationList"), rateHdr...), "401": resp401, "422": Resp422,
-						"429": rateLimited(CodeRateLimitExceeded), "500": Resp500}},
-			},
-			"/v1/vfx/generations/{job_id}": Obj{
-				"get": Obj{"operationId": "getGeneration", "summary": "Read a generation job (fresh signed URLs on every call).", "tags": []any{"generations"},
-					"parameters": idParam("job_id", "Job id (vfx_…)."),
-					"responses": Obj{"200": Response("The job.", Ref("GenerationJob"), rateHdr...), "401": resp401,
-						"404": ErrResp("No such job of this account.", CodeJobNotFound), "429": rateLimited(CodeRateLimitExceeded), "500": Resp500}},
-			},
-			"/v1/vfx/events": Obj{
-				"get": Obj{"operationId": "streamGenerations",
-					"summary":     "The page of the caller's jobs that GET /v1/vfx/generations would answer, as server-sent events (the web page's live list).",
-					"description": "Counts as one read of the read limit when it opens. Events: `jobs` (data: a GenerationList, at once and whenever a job on the page changes status, progress or error, or a job joins the page; signed URLs are fresh in each), `end` (data: {\"reason\": \"max_age\"|\"shutdown\"}; the stream lasts 5 minutes), and `: ping` comments every 15 s. At most 5 open streams per account on one API replica; a sixth gets 429.",
-					"tags":        []any{"generations"},
-					"parameters": []any{
-						Obj{"name": "limit", "in": "query", "schema": Obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
-						Obj{"name": "page_token", "in": "query", "schema": Obj{"type": []any{"string", "null"}}, "description": "next_page_token of the previous page."},
-					},
-					"responses": Obj{"200": sseResponse(Response("An event stream.", nil, rateHdr...)),
-						"401": resp401, "422": Resp422, "429": rateLimited(CodeRateLimitExceeded), "500": Resp500, "503": Resp500}},
-			},
 			"/v1/uploads": Obj{
 				"post": Obj{"operationId": "createUpload", "summary": "Create a presigned upload URL (PUT the file to it within 1 hour).", "tags": []any{"uploads"},
 					"requestBody": Obj{"required": true, "content": Obj{"application/json": Obj{"schema": Ref("UploadRequest")}}},
 					"responses": Obj{"200": Response("Upload record.", Ref("UploadRecord")), "400": ErrResp("Bad filename.", CodeInvalidFilename),
-						"401": resp401, "403": ErrResp("X-Service-Team-Id names a team this organization key may not act for.", CodeTeamForbidden),
+						"401": Resp401, "403": ErrResp("X-Service-Team-Id names a team this organization key may not act for.", CodeTeamForbidden),
 						"408": ErrResp("Request body too slow.", CodeRequestTimeout), "422": Resp422,
 						"429": ErrResp("The owner's open uploads or bytes of the last 24 hours are at their limit (Retry-After).", CodeRateLimitExceeded),
 						"500": Resp500, "503": ErrResp("Request body budget full (Retry-After).", CodeUnavailable)}},
-			},
-			"/v1/account/info": Obj{
-				"get": Obj{"operationId": "getAccountInfo", "summary": "Account, live rate-limit usage and limits (read rate class).", "tags": []any{"account"},
-					"responses": Obj{"200": Response("Account info.", Ref("AccountInfo"), rateHdr...), "401": resp401, "429": rateLimited(CodeRateLimitExceeded), "500": Resp500}},
-			},
-			"/v1/account/billing": Obj{
-				"get": Obj{"operationId": "getAccountBilling", "summary": "Billing period, balance, usage and meters (billing rate class).", "tags": []any{"account"},
-					"responses": Obj{"200": Response("Billing info.", Ref("BillingInfo"), rateHdr...), "401": resp401, "429": rateLimited(CodeRateLimitExceeded), "500": Resp500}},
 			},
 			"/v1/openapi.json": Obj{
 				"get": Obj{"operationId": "getOpenAPI", "summary": "This document.", "security": []any{}, "tags": []any{"meta"},
 					"responses": Obj{"200": Response("OpenAPI 3.1 document.", Obj{"type": "object"})}},
 			},
-			"/admin/v1/accounts": Obj{
-				"post": Obj{"operationId": "adminCreateAccount", "summary": "Create an account.", "security": admin, "tags": []any{"admin"},
-					"requestBody": JSONBody(Ref("AccountCreate")),
-					"responses": Obj{"201": Response("The account, with its id.", Ref("Account")), "400": ErrResp("Invalid argument.", CodeInvalidInput),
-						"401": RespAdmin401, "409": ErrResp("E-mail taken.", CodeAccountExists), "422": Resp422, "500": Resp500}},
-			},
-			"/admin/v1/accounts/{id}": Obj{
-				"patch": Obj{"operationId": "adminUpdateAccount", "summary": "Change limits and balance of an account.", "security": admin, "tags": []any{"admin"},
-					"parameters": idParam("id", "Account id."), "requestBody": JSONBody(Ref("AccountPatch")),
-					"responses": Obj{"200": Response("The account.", Ref("Account")), "400": ErrResp("Invalid argument.", CodeInvalidInput),
-						"401": RespAdmin401, "404": ErrResp("No such account.", CodeAccountNotFound), "422": Resp422, "500": Resp500}},
-			},
-			"/admin/v1/accounts/{id}/keys": Obj{
-				"post": Obj{"operationId": "adminCreateKey", "summary": "Create an API key; the secret is shown this once.", "security": admin, "tags": []any{"admin"},
-					"parameters":  idParam("id", "Account id."),
-					"requestBody": Obj{"required": false, "content": Obj{"application/json": Obj{"schema": Ref("KeyCreate")}}},
-					"responses": Obj{"201": Response("The key id and secret.", Ref("KeyCreated")), "400": ErrResp("Invalid kind.", CodeInvalidInput),
-						"401": RespAdmin401, "404": ErrResp("No such account.", CodeAccountNotFound), "422": Resp422, "500": Resp500}},
-			},
-			"/admin/v1/keys/{key_id}": Obj{
-				"delete": Obj{"operationId": "adminRevokeKey", "summary": "Revoke a key; it stops working at once.", "security": admin, "tags": []any{"admin"},
-					"parameters": idParam("key_id", "Key id."),
-					"responses":  Obj{"204": Obj{"description": "Revoked."}, "401": RespAdmin401, "404": ErrResp("No such key.", CodeKeyNotFound), "500": Resp500}},
-			},
-			"/admin/v1/accounts/{id}/webhook-secret": Obj{
-				"get": Obj{"operationId": "adminWebhookSecret", "summary": "The account's webhook signing secret (created on first read).", "security": admin, "tags": []any{"admin"},
-					"parameters": idParam("id", "Account id."),
-					"responses": Obj{"200": Response("The secret.", Obj{"type": "object", "required": []any{"secret"}, "properties": Obj{"secret": StrS("whsec_<base64 of 32 bytes>.")}}),
-						"401": RespAdmin401, "404": ErrResp("No such account.", CodeAccountNotFound), "500": Resp500}},
-			},
-			"/admin/v1/queue": Obj{
-				"get": Obj{"operationId": "adminQueue", "summary": "Queue depth, the workers running jobs and the newest dead letters (the web page's operator view).", "security": admin, "tags": []any{"admin"},
-					"responses": Obj{"200": Response("The queue.", Obj{"type": "object",
-						"required": []any{"pending", "in_flight", "redelivered", "waiting_pulls", "messages", "dead_letters", "running", "recent_dead", "workers"},
-						"properties": Obj{
-							"pending":       Obj{"type": "integer", "description": "Jobs waiting for a worker (queue depth)."},
-							"in_flight":     Obj{"type": "integer", "description": "Jobs delivered to a worker and not yet settled."},
-							"redelivered":   Obj{"type": "integer", "description": "Of those, on a second or later attempt."},
-							"waiting_pulls": Obj{"type": "integer", "description": "Free worker slots waiting for a job."},
-							"messages":      Obj{"type": "integer", "description": "Messages in VFX_JOBS."},
-							"dead_letters":  Obj{"type": "integer", "description": "Dead-letter copies in VFX_DLQ."},
-							"running": Obj{"type": "array", "description": "Claimed jobs (status processing), up to 100.", "items": Obj{"type": "object", "properties": Obj{
-								"job_id": StrS("Job id."), "worker": StrS("Worker name."), "attempt": Obj{"type": "integer"}, "progress": Obj{"type": "integer"},
-								"started_at": Obj{"type": "string", "format": "date-time"}, "heartbeat_at": Obj{"type": "string", "format": "date-time"}}}},
-							"recent_dead": Obj{"type": "array", "description": "The newest dead letters first, up to 20.", "items": Obj{"type": "object", "properties": Obj{
-								"job_id": StrS("Job id."), "kind": StrS("generation or product."), "subject": StrS("Subject of the job message."),
-								"stream_seq": Obj{"type": "integer"}, "attempts": Obj{"type": "integer"}, "reason": StrS("Why the job failed for good."),
-								"at": Obj{"type": "string", "format": "date-time"}}}},
-							"workers": Obj{"type": "array", "description": "The workers of the running jobs.", "items": Obj{"type": "object", "properties": Obj{
-								"name": StrS("Worker name."), "state": Obj{"type": "string", "enum": []any{"running", "silent"}, "description": "silent: no heartbeat for two heartbeat periods."},
-								"jobs": Obj{"type": "array", "items": Obj{"type": "string"}}, "last_seen": Obj{"type": "string", "format": "date-time"}}}},
-						}}),
-						"401": RespAdmin401, "500": Resp500}},
-			},
 		},
-		"webhooks": Obj{
-			"jobFinished": Obj{"post": Obj{
-				"summary":     "Sent to callback_url when a generation job completes or fails.",
-				"description": "Attempts at 0, +1 s, +5 s, +30 s, +2 min (5 in all); each must be answered with a 2xx within 10 s; redirects are not followed. After 5 failed attempts the job's webhook.status is failed with last_error. The body carries freshly signed output URLs.",
-				"parameters": []any{
-					Obj{"name": "webhook-id", "in": "header", "required": true, "schema": Obj{"type": "string"}, "description": webhookHeaders["webhook-id"].(Obj)["description"]},
-					Obj{"name": "webhook-timestamp", "in": "header", "required": true, "schema": Obj{"type": "integer"}, "description": webhookHeaders["webhook-timestamp"].(Obj)["description"]},
-					Obj{"name": "webhook-signature", "in": "header", "required": true, "schema": Obj{"type": "string"}, "description": webhookHeaders["webhook-signature"].(Obj)["description"]},
-				},
-				"requestBody": JSONBody(Ref("WebhookEvent")),
-				"responses":   Obj{"2XX": Obj{"description": "Delivered."}},
-			}},
-		},
+		"webhooks": Obj{},
 		"components": Obj{
 			"securitySchemes": Obj{
 				"ApiKey":     Obj{"type": "apiKey", "in": "header", "name": "x-api-key", "description": "Personal or organization API key (vfx_sk_…)."},
@@ -397,55 +207,16 @@ func (s *Server) OpenAPI() map[string]any {
 				"X-RateLimit-Reset":     Obj{"schema": Obj{"type": "integer"}, "description": "Unix seconds when the window resets."},
 			},
 			"schemas": Obj{
-				"GenerationRequest": genReq,
-				"GenerationJob":     job,
-				"GenerationList": Obj{"type": "object", "required": []any{"jobs", "next_page_token"}, "properties": Obj{
-					"jobs": Obj{"type": "array", "items": Ref("GenerationJob")}, "next_page_token": Nullable("string", "Pass as page_token; null on the last page.")}},
-				"WebhookState": Obj{"type": "object", "description": "Present only when callback_url was given.", "required": []any{"status", "attempts", "last_error"},
-					"properties": Obj{"status": Obj{"type": "string", "enum": []any{dispatch.Pending, dispatch.Delivered, dispatch.Failed}},
-						"attempts": Obj{"type": "integer", "minimum": 0, "maximum": 5}, "last_error": StrS("The last failure; empty when none.")}},
-				"WebhookEvent": Obj{"type": "object", "required": []any{"id", "status", "completed_at"}, "properties": Obj{
-					"id": StrS("Job id."), "status": Obj{"type": "string", "enum": []any{"completed", "failed"}},
-					"output":       Obj{"type": "object", "description": "When completed.", "properties": Obj{"render": Obj{"type": "string"}, "source": Obj{"type": "string"}, "alpha": Obj{"type": "string"}}},
-					"completed_at": Obj{"type": "string", "format": "date-time"}, "error": StrS("When failed.")}},
 				"UploadRequest": Obj{"type": "object", "required": []any{"filename"}, "properties": Obj{
 					"filename": Obj{"type": "string", "minLength": 3, "maxLength": 255, "description": "With one of the extensions .mp4 .mov .png .jpg .jpeg .webp .mp3 .wav, or .zip .tar (extension: a video source given as an archive of PNG or EXR frames, checked from its index before anything is extracted; see source_uri)."}}},
 				"UploadRecord": Obj{"type": "object", "required": []any{"id", "upload_url", "vfx_uri"}, "properties": Obj{
 					"id": Obj{"type": "string", "pattern": "^upload_"}, "upload_url": StrS("Presigned PUT URL, valid 1 hour; no header required."),
 					"vfx_uri": StrS("vfx://uploads/{id}/{filename}, accepted as source_uri, alpha_uri and reference_image_uri.")}},
-				"UsageLimit": Obj{"type": "object", "required": []any{"usage", "limit"}, "properties": Obj{"usage": intS("Live usage."), "limit": intS("The account's limit (personal keys).")}},
-				"AccountInfo": Obj{"type": "object", "required": []any{"email", "billing_type", "spending_limit", "rate_limits"}, "properties": Obj{
-					"email": StrS(""), "billing_type": Obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
-					"spending_limit": Obj{"type": "number", "description": "Dollars per billing period."},
-					"rate_limits": Obj{"type": "object", "required": []any{"rpm", "concurrency"}, "properties": Obj{
-						"rpm": Ref("UsageLimit"), "concurrency": Ref("UsageLimit")}}}},
-				"BillingInfo": Obj{"type": "object", "required": []any{"billing_period_start", "billing_period_end", "prepaid_balance", "current_period_usage", "meters"}, "properties": Obj{
-					"billing_period_start": intS("Unix seconds (calendar month, UTC)."), "billing_period_end": intS("Unix seconds."),
-					"prepaid_balance": Obj{"type": "number"}, "current_period_usage": Obj{"type": "number", "description": "Dollars charged in the period."},
-					"meters": Obj{"type": "array", "items": Ref("Meter")}}},
-				"Meter": Obj{"type": "object", "required": []any{"id", "label", "unit", "total_usage"}, "properties": Obj{
-					"id":    Obj{"type": "string", "enum": []any{account.MeterImage720p, account.MeterImage1080p, account.MeterVideo720p, account.MeterVideo1080p}},
-					"label": StrS(""), "unit": Obj{"type": "string", "enum": []any{"image", "frame"}}, "total_usage": Obj{"type": "number"}}},
 				"ErrorEnvelope": Obj{"type": "object", "required": []any{"error"}, "properties": Obj{"error": Obj{"type": "object", "required": []any{"code", "message"},
 					"properties": Obj{"code": Obj{"type": "string", "enum": allCodes}, "message": StrS("Human-readable.")}}}},
 				"ValidationErrorBody": Obj{"type": "object", "required": []any{"detail"}, "properties": Obj{"detail": Obj{"type": "array", "items": Obj{
 					"type": "object", "required": []any{"loc", "msg", "type"}, "properties": Obj{
 						"loc": Obj{"type": "array", "items": Obj{"type": []any{"string", "integer"}}}, "msg": StrS(""), "type": StrS("json_invalid, string_type, int_type, …")}}}}},
-				"RateLimits": Obj{"type": "object", "properties": Obj{"rpm": intS("Submissions per minute."), "read_rpm": intS("Reads per minute."),
-					"billing_rpm": intS("Billing reads per minute."), "concurrency": intS("Jobs in flight.")}},
-				"Account": Obj{"type": "object", "properties": Obj{"id": Obj{"type": "string", "pattern": "^acct_"}, "email": StrS(""),
-					"billing_type":   Obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
-					"spending_limit": Obj{"type": "number"}, "prepaid_balance": Obj{"type": "number"}, "rate_limits": Ref("RateLimits"),
-					"created_at": Obj{"type": "string", "format": "date-time"}}},
-				"AccountCreate": Obj{"type": "object", "required": []any{"email"}, "additionalProperties": false, "properties": Obj{
-					"email": StrS(""), "billing_type": Obj{"type": "string", "enum": []any{account.BillingPrepaid, account.BillingPostpaid}},
-					"spending_limit": Obj{"type": "number", "minimum": 0, "default": account.DefaultSpendingLimit}, "prepaid_balance": Obj{"type": "number", "minimum": 0}}},
-				"AccountPatch": Obj{"type": "object", "additionalProperties": false, "properties": Obj{
-					"spending_limit": Obj{"type": "number", "minimum": 0}, "prepaid_balance": Obj{"type": "number", "minimum": 0}, "rate_limits": Ref("RateLimits")}},
-				"KeyCreate": Obj{"type": "object", "additionalProperties": false, "properties": Obj{
-					"kind": Obj{"type": "string", "enum": []any{string(account.KindPersonal), string(account.KindOrganization)}, "default": string(account.KindPersonal)}}},
-				"KeyCreated": Obj{"type": "object", "required": []any{"id", "key"}, "properties": Obj{"id": StrS("Key id."), "key": StrS("The secret, shown this once."),
-					"kind": Obj{"type": "string", "enum": []any{string(account.KindPersonal), string(account.KindOrganization)}}}},
 			},
 		},
 	}

@@ -351,9 +351,10 @@ func (s *Server) NewClaims(kv jetstream.KeyValue, newID func() string) *Claims {
 		newID: newID, now: s.Now, log: s.Log.Named("idem")}
 }
 
-// AddDoc adds an API's part to the OpenAPI document that
-// /v1/openapi.json serves (add runs on each request, after the
-// generation API's part). Call it before serving.
+// AddDoc adds an API's part (its paths, schemas and webhooks) to the
+// OpenAPI document that /v1/openapi.json serves; add runs on each request,
+// on the core's skeleton (Server.OpenAPI), in the order of registration.
+// Call it before serving.
 func (s *Server) AddDoc(add func(doc Obj)) { s.docs = append(s.docs, add) }
 
 // Handler returns the HTTP handler of every route.

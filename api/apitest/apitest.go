@@ -1,9 +1,10 @@
-// Package apitest is the test environment of the API packages (api and
-// api/product): an embedded NATS, the queue, the account service and a
-// local store behind a real HTTP listener on loopback, the HTTP helpers
-// the tests send requests with, and test media. It builds no API: each
-// package's tests build theirs on it and hand it to Serve (the tests of
-// package api cannot import a package that imports api).
+// Package apitest is the test environment of the API packages (api,
+// api/gen, api/product): an embedded NATS, the queue, the account service
+// and a local store behind a real HTTP listener on loopback, the HTTP
+// helpers the tests send requests with, and test media. It builds no API
+// (the tests of package api cannot import a package that imports api):
+// package apienv builds the job APIs' served Server on it, and package
+// api's tests build theirs on Start.
 package apitest
 
 import (
@@ -36,6 +37,7 @@ import (
 
 	"github.com/vfxrender/vfx/account"
 	"github.com/vfxrender/vfx/bench"
+	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/dispatch"
 	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/job"
@@ -64,6 +66,13 @@ type Env struct {
 	handler http.Handler
 	ctx     context.Context
 	wg      sync.WaitGroup
+}
+
+// Main is the TestMain of the API packages' tests: FFmpeg's log quiet,
+// then the tests.
+func Main(m *testing.M) {
+	codec.Quiet()
+	os.Exit(m.Run())
 }
 
 // Options configures Start.

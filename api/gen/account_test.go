@@ -15,7 +15,7 @@ import (
 )
 
 func TestUploads(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	r := e.Do("POST", "/v1/uploads", key, map[string]any{"filename": "clip.MOV"})
 	if r.Status != 200 {
@@ -84,7 +84,7 @@ func TestAccountInfoAndBilling(t *testing.T) {
 	e.Finish(bad, false)
 	// The same event again (a redelivery) charges nothing more.
 	_ = e.settle(context.Background(), ok)
-	_, price := e.srv.Prices.Estimate("image", 1080, 1)
+	_, price := e.Srv.Prices.Estimate("image", 1080, 1)
 	apitest.Eventually(t, 10*time.Second, "settled", func() bool {
 		n, _ := e.Acc.InFlight(context.Background(), a.ID)
 		return n == 0
@@ -110,7 +110,7 @@ func TestAccountInfoAndBilling(t *testing.T) {
 }
 
 func TestAdminAPI(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	for _, h := range []string{"", "Bearer wrong", "admintoken"} {
 		r := e.Do("POST", "/admin/v1/accounts", "", map[string]any{"email": "x@example.com"}, "Authorization", h)
 		if r.Status != 401 {
@@ -183,7 +183,7 @@ func TestAdminAPI(t *testing.T) {
 }
 
 func TestUnknownRoute(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	r := e.Do("GET", "/v1/nothing", "", nil)
 	if r.Status != 404 || r.Code() != api.CodeNotFound {
 		t.Fatalf("%d %s", r.Status, r.Body)
@@ -194,7 +194,7 @@ func TestUnknownRoute(t *testing.T) {
 // the frames the worker recorded, not the estimate and not a count read
 // back from the render (here a PNG, which would count as one frame).
 func TestBillingChargesRecordedFrames(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	bal := 100.0
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{PrepaidBalance: &bal, BillingType: "prepaid"})
@@ -227,7 +227,7 @@ func TestBillingChargesRecordedFrames(t *testing.T) {
 	if n, _ := e.Acc.InFlight(ctx, a.ID); n != 0 {
 		t.Fatalf("in flight %d after settling", n)
 	}
-	_, want := e.srv.Prices.Estimate("video", 1080, recorded)
+	_, want := e.Srv.Prices.Estimate("video", 1080, recorded)
 	b := e.Do("GET", "/v1/account/billing", key, nil).JSON(t)
 	if got := b["current_period_usage"].(float64); got < want-1e-9 || got > want+1e-9 {
 		t.Fatalf("usage %v, want %v for %d frames (%v)", got, want, recorded, b)

@@ -12,7 +12,7 @@ import (
 // TestAdminQueue: the operator's view of the queue needs the operator
 // token, and shows the depth, the worker running a job and its state.
 func TestAdminQueue(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if r := e.Do("GET", "/admin/v1/queue", "", nil); r.Status != 401 {

@@ -79,6 +79,7 @@ func New(ctx context.Context, s *api.Server) (*API, error) {
 	s.Handle("DELETE", "/admin/v1/keys/{key_id}", s.WithAdmin(g.adminRevokeKey))
 	s.Handle("GET", "/admin/v1/accounts/{id}/webhook-secret", s.WithAdmin(g.adminWebhookSecret))
 	s.Handle("GET", "/admin/v1/queue", s.WithAdmin(g.adminQueue))
+	s.AddDoc(g.addDoc)
 	s.AddJobAPI(queue.KindGeneration, genDispatch{g})
 	s.AddGiveBack(api.PendingGeneration, g.giveBack)
 	return g, nil

@@ -19,7 +19,7 @@ func TestEndToEndWithWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders real jobs; skipped with -short")
 	}
-	e := newEnv(t, envOpts{workers: true})
+	e := newEnv(t, envOpts{Workers: true})
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	rc := newReceiver(t, 0)
 	vid := apitest.VideoFixture(t, 64, 48, 6)
@@ -65,8 +65,8 @@ func TestEndToEndWithWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, c1 := e.srv.Prices.Estimate("image", 1080, 1)
-	_, c2 := e.srv.Prices.Estimate("video", 720, 6)
+	_, c1 := e.Srv.Prices.Estimate("image", 1080, 1)
+	_, c2 := e.Srv.Prices.Estimate("video", 720, 6)
 	if d := bl.CurrentPeriodUsage - (c1 + c2); d > 1e-9 || d < -1e-9 {
 		t.Fatalf("usage %v, want %v", bl.CurrentPeriodUsage, c1+c2)
 	}
@@ -78,7 +78,7 @@ func TestEndToEndMattes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders real jobs; skipped with -short")
 	}
-	e := newEnv(t, envOpts{workers: true})
+	e := newEnv(t, envOpts{Workers: true})
 	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	vid := apitest.VideoFixture(t, 64, 48, 6)
 	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))

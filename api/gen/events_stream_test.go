@@ -84,7 +84,7 @@ func pageOf(t *testing.T, ev sseEvent) api.JobPage {
 // again when a job joins it and when it completes, and ends at its age
 // limit and at shutdown; a sixth stream of an account is refused.
 func TestEventStream(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) {
 		c.StreamEvery, c.StreamMaxAge, c.MaxStreamsPerAccount = 50*time.Millisecond, 3*time.Second, 2
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -25,7 +25,7 @@ import (
 // reaches the worker through the job record; a completed exr job lists
 // its pass sequences; the OpenAPI document describes both fields.
 func TestFramesAndOutputFormat(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	vid := apitest.VideoFixture(t, 64, 48, 4)
 	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
@@ -161,7 +161,7 @@ func TestFramesAndOutputFormat(t *testing.T) {
 // accepted with its frame count; a TAR with a link, and a ZIP one frame
 // over the limit, are refused at submission with their codes.
 func TestArchiveUpload(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	frame := apitest.PNGBytes(t, 64, 48, false)
 	zipOf := func(n int) []byte {

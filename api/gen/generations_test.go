@@ -57,7 +57,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestValidationRules(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	base := apitest.ValidGeneration(src)
@@ -136,7 +136,7 @@ func TestValidationRules(t *testing.T) {
 }
 
 func TestValidation422(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	for _, tc := range []struct {
 		name, body, loc, typ string
@@ -173,7 +173,7 @@ func TestValidation422(t *testing.T) {
 }
 
 func TestContentChecks(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	vid := apitest.VideoFixture(t, 64, 48, 4)
 	long := apitest.VideoFixture(t, 16, 16, 241)
@@ -229,7 +229,7 @@ func TestContentChecks(t *testing.T) {
 }
 
 func TestBodyCap(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	body := `{"generation_type":"image","alpha_mode":"fill","prompt":"x","source_uri":"data:image/png;base64,` +
 		strings.Repeat("A", int(api.DefaultMaxBodyBytes)) + `"}`
@@ -247,7 +247,7 @@ func TestBodyCap(t *testing.T) {
 }
 
 func TestCreateGetList(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	r := e.Do("POST", "/v1/vfx/generations", key, apitest.With(apitest.ValidGeneration(src), "seed", 42, "callback_url", "http://127.0.0.1:1/hook"))
@@ -369,7 +369,7 @@ func TestCreateGetList(t *testing.T) {
 }
 
 func TestIdempotency(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	body := apitest.With(apitest.ValidGeneration(src), "idempotency_key", "order-1")
@@ -425,7 +425,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	_, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	for i := range 5 {
@@ -474,7 +474,7 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestRateLimitPerAccount(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	a, k1 := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	_, k2, err := e.Acc.CreateKey(context.Background(), a.ID, account.KindPersonal)
 	if err != nil {
@@ -495,7 +495,7 @@ func TestRateLimitPerAccount(t *testing.T) {
 }
 
 func TestConcurrencyAndSpendingLimits(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	a, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	if _, err := e.Acc.UpdateAccount(ctx, a.ID, account.AccountPatch{RateLimits: &account.RateLimits{RPM: 100, ReadRPM: 100, BillingRPM: 100, Concurrency: 2}}); err != nil {
@@ -543,7 +543,7 @@ func TestConcurrencyAndSpendingLimits(t *testing.T) {
 
 // TestSelectMatteChecks drives the select-mode content checks directly.
 func TestSelectMatteChecks(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	vid := apitest.VideoFixture(t, 64, 48, 4)
 	src := e.Upload(key, "src.mp4", apitest.ReadFile(t, vid.Source))
@@ -566,7 +566,7 @@ func TestSelectMatteChecks(t *testing.T) {
 		{e.Upload(key, "half.png", apitest.PNGBytes(t, 32, 24, true)), 0, ""},
 		{kf, 3, ""},
 	} {
-		_, err := e.srv.CheckMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
+		_, err := e.Srv.CheckMedia(ctx, job.JobRequest{GenerationType: "video", SourceURI: src, AlphaMode: "select",
 			AlphaURI: tc.alpha, AlphaKeyframeIndex: tc.index})
 		var ae *api.Error
 		if tc.code == "" {

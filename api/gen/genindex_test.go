@@ -61,7 +61,7 @@ func refPage(sfx []string, exists map[string]bool, limit int, after string) (ids
 // sorted list of all entries: same jobs, same order, same token presence,
 // tokens naming the same entry; and tokens of the former layout still work.
 func TestListIndexMatchesReference(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	e.gen.chunk = 4
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
@@ -95,7 +95,7 @@ func TestListIndexMatchesReference(t *testing.T) {
 		all = append(all, indexSuffix(tm, id))
 		exists[id] = true
 	}
-	if _, err := newAPI(ctx, e.cfg); err != nil { // a restart: migrates
+	if _, err := newAPI(ctx, e.Cfg); err != nil { // a restart: migrates
 		t.Fatal(err)
 	}
 	if kl, err := e.gen.index.ListKeysFiltered(ctx, acct+".*"); err != nil {
@@ -228,7 +228,7 @@ func TestListIndexMatchesReference(t *testing.T) {
 // several requests or replicas do) into one account with small chunks:
 // no entry is lost and the chunks stay ordered.
 func TestIndexConcurrentInserts(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	e.gen.chunk = 3
 	acct := api.KeyPart("acct_concurrent")

@@ -30,11 +30,11 @@ func deadGeneration(t *testing.T, e *env, a account.Account, ikey string, body m
 		t.Fatal(err)
 	}
 	id, created := api.NewJobID(), time.Now().UTC()
-	if err := e.srv.BeginPending(ctx, api.PendingSub{JobID: id, Kind: api.PendingGeneration, Owner: a.ID, CreatedAt: created}); err != nil {
+	if err := e.Srv.BeginPending(ctx, api.PendingSub{JobID: id, Kind: api.PendingGeneration, Owner: a.ID, CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	in := store.JobInputKey("jobs", id, "source.png")
-	if err := e.srv.PendingInput(ctx, id, in); err != nil {
+	if err := e.Srv.PendingInput(ctx, id, in); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.St.Put(ctx, in, strings.NewReader("png"), 3, "image/png"); err != nil {
@@ -65,7 +65,7 @@ func deadGeneration(t *testing.T, e *env, a account.Account, ikey string, body m
 // its stored inline input, its meta, index entry and pending record.
 func TestIdemTakeoverRecoversGeneration(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir, mut: func(c *api.Config) { c.IdemClaimLease = 300 * time.Millisecond }})
+	e := newEnv(t, envOpts{NoRun: true, StoreDir: dir, Mut: func(c *api.Config) { c.IdemClaimLease = 300 * time.Millisecond }})
 	ctx := context.Background()
 	a, key := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	body := apitest.With(apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))), "idempotency_key", "crash-1")
@@ -108,16 +108,16 @@ func TestIdemTakeoverRecoversGeneration(t *testing.T) {
 // given back; a younger record is left alone.
 func TestSweepPending(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
+	e := newEnv(t, envOpts{NoRun: true, StoreDir: dir})
 	ctx := context.Background()
 	a, _ := e.NewAccount(account.KindPersonal, account.AccountInput{})
 	dead := deadGeneration(t, e, a, "", apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))))
-	if n, err := e.srv.SweepPending(ctx); n != 0 || err != nil {
+	if n, err := e.Srv.SweepPending(ctx); n != 0 || err != nil {
 		t.Fatalf("a young record was swept: %d %v", n, err)
 	}
-	e.srv.Cfg.PendingGrace = 50 * time.Millisecond
+	e.Srv.Cfg.PendingGrace = 50 * time.Millisecond
 	time.Sleep(100 * time.Millisecond)
-	if n, err := e.srv.SweepPending(ctx); n != 1 || err != nil {
+	if n, err := e.Srv.SweepPending(ctx); n != 1 || err != nil {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	if n, err := e.Acc.InFlight(ctx, a.ID); n != 0 || err != nil {
@@ -126,7 +126,7 @@ func TestSweepPending(t *testing.T) {
 	if got := apitest.InputObjects(t, dir); len(got) != 0 {
 		t.Fatalf("input objects left: %v", got)
 	}
-	if _, _, err := e.srv.GetPending(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, _, err := e.Srv.GetPending(ctx, dead); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("pending record: %v", err)
 	}
 }
@@ -135,7 +135,7 @@ func TestSweepPending(t *testing.T) {
 // message a crash lost (queue.Submit died between the two) is queued again
 // when its key is resent, and the resend answers the job (200).
 func TestIdemResendRequeues(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	body := apitest.With(apitest.ValidGeneration(apitest.DataURI("image/png", apitest.PNGBytes(t, 64, 48, false))), "idempotency_key", "lost-msg")

@@ -17,7 +17,7 @@ import (
 // the refused submission leaves no entry in the job list.
 func TestInlineFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
+	e := newEnv(t, envOpts{NoRun: true, StoreDir: dir})
 	key := e.OrgKey()
 	big := apitest.DataURI("image/png", apitest.PNGBytes(t, 2000, 1500, true))
 	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(big))
@@ -40,7 +40,7 @@ func TestInlineFailureLeavesNothing(t *testing.T) {
 // TestIndexRemove: the entry of a submission whose record was never
 // written (create removes it then) is gone from the index.
 func TestIndexRemove(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx := context.Background()
 	owner := "acct_x"
 	now := time.Now()
@@ -63,7 +63,7 @@ func TestIndexRemove(t *testing.T) {
 // (here a record over a 4 KB message cap) is answered 503 and leaves no
 // entry in the account's job list.
 func TestRefusedRecordLeavesNoIndexEntry(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, maxPayload: 4096, mut: func(c *api.Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
+	e := newEnv(t, envOpts{NoRun: true, MaxPayload: 4096, Mut: func(c *api.Config) { c.SubmitRetryFor = 50 * time.Millisecond }})
 	a, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	long := "https://example.com/" + strings.Repeat("a", 6000) + ".png"
 	r := e.Do("POST", "/v1/vfx/generations", key, apitest.ValidGeneration(long))
@@ -93,7 +93,7 @@ func TestInlineDataLimitEdge(t *testing.T) {
 		t.Skip("-short: posts 67 MB bodies")
 	}
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir})
+	e := newEnv(t, envOpts{NoRun: true, StoreDir: dir})
 	key := e.OrgKey()
 	at := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 50_000_000))
 	over := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 50_000_001))

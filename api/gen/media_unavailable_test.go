@@ -44,7 +44,7 @@ func TestMediaErrorStoreDown(t *testing.T) {
 // Both shapes answer alike: the generation API's envelope and the
 // product API's detail.
 func TestNATSUnavailableIs503(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	for _, sh := range []api.Shape{api.EnvelopeShape, api.DetailShape} {
 		for _, c := range []struct {
 			err  error
@@ -56,7 +56,7 @@ func TestNATSUnavailableIs503(t *testing.T) {
 			{errors.New("something else"), http.StatusInternalServerError, api.CodeInternal},
 		} {
 			rec := httptest.NewRecorder()
-			e.srv.WriteError(rec, httptest.NewRequest("POST", "/v1/vfx/generations", nil), c.err, sh)
+			e.Srv.WriteError(rec, httptest.NewRequest("POST", "/v1/vfx/generations", nil), c.err, sh)
 			if rec.Code != c.code {
 				t.Errorf("api.Shape %d, %v: %d, want %d", sh, c.err, rec.Code, c.code)
 			}

@@ -15,7 +15,7 @@ import (
 // stalls gets 408 REQUEST_TIMEOUT once it falls under the minimum body
 // rate, and its budget is returned; a body at full speed is read.
 func TestSlowBodyRefused(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) {
 		c.MinBodyRate = 1000
 		c.MinBodyGrace = 100 * time.Millisecond
 	}})
@@ -37,7 +37,7 @@ func TestSlowBodyRefused(t *testing.T) {
 	if res.StatusCode != http.StatusRequestTimeout {
 		t.Fatalf("stalled body: %d", res.StatusCode)
 	}
-	if n := e.srv.Budget.InUse(); n != 0 {
+	if n := e.Srv.Budget.InUse(); n != 0 {
 		t.Fatalf("%d budget bytes still held", n)
 	}
 	if r := e.Do("POST", "/v1/uploads", key, map[string]any{"filename": "a.png"}); r.Status != 200 {
@@ -48,11 +48,11 @@ func TestSlowBodyRefused(t *testing.T) {
 // TestBodyBudget: bodies that fit the in-flight budget are read; one that
 // does not gets 503 SERVICE_UNAVAILABLE with Retry-After, at the edge.
 func TestBodyBudget(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.MaxInflightBodyBytes = 1000 }})
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) { c.MaxInflightBodyBytes = 1000 }})
 	key := e.OrgKey()
 	body := `{"filename":"a.png"}`
 	// Hold all but len(body) bytes of the budget, as concurrent requests would.
-	if !e.srv.Budget.Take(1000 - int64(len(body))) {
+	if !e.Srv.Budget.Take(1000 - int64(len(body))) {
 		t.Fatal("take")
 	}
 	if r := e.Do("POST", "/v1/uploads", key, body); r.Status != 200 {
@@ -61,11 +61,11 @@ func TestBodyBudget(t *testing.T) {
 	if r := e.Do("POST", "/v1/uploads", key, body+" "); r.Status != 503 || r.Code() != api.CodeUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("one byte over: %d %v %s", r.Status, r.Header, r.Body)
 	}
-	e.srv.Budget.Give(1000 - int64(len(body)))
+	e.Srv.Budget.Give(1000 - int64(len(body)))
 	if r := e.Do("POST", "/v1/uploads", key, body+" "); r.Status != 200 {
 		t.Fatalf("after the budget was returned: %d %s", r.Status, r.Body)
 	}
-	if n := e.srv.Budget.InUse(); n != 0 {
+	if n := e.Srv.Budget.InUse(); n != 0 {
 		t.Fatalf("%d budget bytes still held", n)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // TestOneSniffingRule: content is judged against the type its name or
 // data: header declares, for uploads and data: URIs alike.
 func TestOneSniffingRule(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
 	var jb bytes.Buffer

@@ -18,7 +18,7 @@ import (
 // the fix: the record stayed in_queue while the client's retry made a
 // second job).
 func TestSubmitQueueDown(t *testing.T) {
-	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
+	e := newEnv(t, envOpts{Mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
 	acct, key := e.NewAccount(account.KindOrganization, account.AccountInput{})
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -45,7 +45,7 @@ func TestSubmitQueueDown(t *testing.T) {
 // TestSubmitQueueBack: VFX_JOBS comes back while the request retries: the
 // request answers 201 and the job is queued once.
 func TestSubmitQueueBack(t *testing.T) {
-	e := newEnv(t, envOpts{mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
+	e := newEnv(t, envOpts{Mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
 	key := e.OrgKey()
 	src := e.Upload(key, "src.png", apitest.PNGBytes(t, 64, 48, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

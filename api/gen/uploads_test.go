@@ -38,7 +38,7 @@ func TestUploadQuotas(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	img := apitest.PNGBytes(t, 64, 48, false)
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) {
 		c.MaxOpenUploads = 3
 		c.MaxUploadBytesPerDay = int64(3 * len(img))
 		c.Now = clock
@@ -103,7 +103,7 @@ func TestUploadExpiry(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.Now = clock; c.UploadExpiry = 24 * time.Hour }})
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) { c.Now = clock; c.UploadExpiry = 24 * time.Hour }})
 	key := e.OrgKey()
 	img := apitest.PNGBytes(t, 64, 48, false)
 	unused := e.Upload(key, "a.png", img)
@@ -116,13 +116,13 @@ func TestUploadExpiry(t *testing.T) {
 	mu.Lock()
 	now = now.Add(24*time.Hour - time.Second)
 	mu.Unlock()
-	if n, err := e.srv.SweepUploads(ctx); err != nil || n != 0 {
+	if n, err := e.Srv.SweepUploads(ctx); err != nil || n != 0 {
 		t.Fatalf("sweep before expiry: %d %v", n, err)
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Second)
 	mu.Unlock()
-	if n, err := e.srv.SweepUploads(ctx); err != nil || n != 1 {
+	if n, err := e.Srv.SweepUploads(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep after expiry: %d %v", n, err)
 	}
 	if _, err := e.St.Stat(ctx, keyOf(unused)); !errors.Is(err, store.ErrNotFound) {

@@ -80,7 +80,7 @@ var validateFaults = []struct {
 // every fault and every pair of faults, and compares each answer (and the
 // normalised request of the accepted ones) with the recorded file.
 func TestValidateOrder(t *testing.T) {
-	s := newEnv(t, envOpts{noRun: true}).gen
+	s := newEnv(t, envOpts{NoRun: true}).gen
 	base := func() genRequest {
 		return genRequest{GenerationType: p("video"), SourceURI: p("vfx://uploads/upload_abcdefgh12/src.mp4"),
 			AlphaMode: p("select"), AlphaURI: p("vfx://uploads/upload_abcdefgh12/alpha.png"), Prompt: p("warm key light"),

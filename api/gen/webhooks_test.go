@@ -157,13 +157,13 @@ func TestWebhookFailedAfterFiveAttempts(t *testing.T) {
 }
 
 func TestWebhookSurvivesRestart(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, delays: []time.Duration{700 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
+	e := newEnv(t, envOpts{NoRun: true, Delays: []time.Duration{700 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
 	key := e.OrgKey()
 	rc := newReceiver(t, 1)
 	id := e.submitWithHook(key, rc.URL)
 	ctx1, stop1 := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = runBackground(ctx1, e.srv, e.dcfg); close(done) }()
+	go func() { _ = runBackground(ctx1, e.Srv, e.DCfg); close(done) }()
 	e.Finish(id, true)
 	apitest.Eventually(t, 10*time.Second, "first attempt", func() bool { return rc.n.Load() == 1 })
 	stop1()
@@ -172,13 +172,13 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 		t.Fatalf("after first attempt: %v", w)
 	}
 	// A new process (a new api.Server on the same NATS) takes over.
-	srv2, err := newAPI(context.Background(), e.cfg)
+	srv2, err := newAPI(context.Background(), e.Cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx2, stop2 := context.WithCancel(context.Background())
 	done2 := make(chan struct{})
-	go func() { _ = runBackground(ctx2, srv2.Server, e.dcfg); close(done2) }()
+	go func() { _ = runBackground(ctx2, srv2.Server, e.DCfg); close(done2) }()
 	defer func() { stop2(); <-done2 }()
 	apitest.Eventually(t, 10*time.Second, "delivered after restart", func() bool { return e.webhookState(key, id)["status"] == "delivered" })
 	if w := e.webhookState(key, id); w["attempts"].(float64) != 2 {
@@ -201,7 +201,7 @@ type netErr struct{}
 func (*netErr) Error() string { return "no such host" }
 
 func TestSSRFGuard(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) {
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) {
 		c.AllowPrivateNetworks = false
 		c.AllowHTTPCallbacks = false
 		c.Resolver = fakeResolver{

@@ -38,7 +38,7 @@ const corpusFile = "testdata/error_corpus.golden"
 // submission, a cancelled product job and a record written before the
 // error_code field), and compares every answer with the recorded corpus.
 func TestErrorCorpus(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, key := e.NewAccount(account.KindOrganization, account.AccountInput{Email: "corpus@example.com"})
@@ -208,7 +208,7 @@ func TestErrorCorpus(t *testing.T) {
 	if err := take(id).Done(ctx); err != nil {
 		t.Fatalf("take the abandoned job's message: %v", err)
 	}
-	e.srv.Abandon(ctx, id, errors.New("test"))
+	e.Srv.Abandon(ctx, id, errors.New("test"))
 	record("generation abandoned", jobError(id))
 	// A record written before the error_code field: the code only as the
 	// prefix of its error.

@@ -17,7 +17,7 @@ import (
 // submission's credits are refunded and its inline input deleted.
 func TestIdemTakeoverRecoversProduct(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{noRun: true, storeDir: dir, mut: func(c *api.Config) { c.IdemClaimLease = 300 * time.Millisecond }})
+	e := newEnv(t, envOpts{NoRun: true, StoreDir: dir, Mut: func(c *api.Config) { c.IdemClaimLease = 300 * time.Millisecond }})
 	ctx := context.Background()
 	o := e.newOrg(1000, nil)
 	before := e.credits(o.ID)
@@ -28,11 +28,11 @@ func TestIdemTakeoverRecoversProduct(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead, created := newProductJobID(), time.Now().UTC()
-	if err := e.srv.BeginPending(ctx, api.PendingSub{JobID: dead, Kind: api.PendingProduct, Owner: o.ID, CreatedAt: created}); err != nil {
+	if err := e.Srv.BeginPending(ctx, api.PendingSub{JobID: dead, Kind: api.PendingProduct, Owner: o.ID, CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
 	in := store.JobInputKey("product-jobs", dead, "source.png")
-	if err := e.srv.PendingInput(ctx, dead, in); err != nil {
+	if err := e.Srv.PendingInput(ctx, dead, in); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.St.Put(ctx, in, strings.NewReader("png"), 3, "image/png"); err != nil {

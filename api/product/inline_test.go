@@ -20,7 +20,7 @@ func TestInlineDataByReference(t *testing.T) {
 		t.Skip("renders real jobs from 49 MB inputs (-short)")
 	}
 	dir := t.TempDir()
-	e := newEnv(t, envOpts{workers: true, storeDir: dir})
+	e := newEnv(t, envOpts{Workers: true, StoreDir: dir})
 	key := e.OrgKey()
 	o := e.newOrg(10000, nil)
 	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(apitest.PaddedPNG(t, 49_000_000))

@@ -16,10 +16,10 @@ import (
 // Allow header and the error shape of the route's family; unknown paths
 // stay 404 and served methods are not answered 405.
 func TestMethodNotAllowed(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	served := map[string][]string{} // path → methods
 	product := map[string]bool{}
-	for _, rt := range e.srv.RouteTable() {
+	for _, rt := range e.Srv.RouteTable() {
 		served[rt.Path] = append(served[rt.Path], rt.Method)
 		product[rt.Path] = product[rt.Path] || rt.Product
 	}

@@ -1,12 +1,15 @@
 package product
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vfxrender/vfx/api"
+	"github.com/vfxrender/vfx/api/gen"
 	"github.com/vfxrender/vfx/job"
 )
 
@@ -14,7 +17,7 @@ import (
 // the server registered, both ways, and that it names every status and
 // error code of the generation API.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	r := e.Do("GET", "/v1/openapi.json", "", nil)
 	if r.Status != 200 {
 		t.Fatalf("%d", r.Status)
@@ -30,7 +33,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
 		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
 	}
-	served := e.srv.Routes()
+	served := e.Srv.Routes()
 	var documented []string
 	for p, ops := range doc.Paths {
 		for m := range ops {
@@ -66,7 +69,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("document lacks %s", s)
 		}
 	}
-	for _, c := range append(slices.Clone(api.GenerationCodes), api.CodeInvalidAPIKey, api.CodeJobNotFound, api.CodeRateLimitExceeded,
+	for _, c := range append(slices.Clone(gen.GenerationCodes), api.CodeInvalidAPIKey, api.CodeJobNotFound, api.CodeRateLimitExceeded,
 		api.CodeConcurrentLimitExceeded, api.CodeHardLimitExceeded, api.CodeInsufficientBalance, api.CodeIdempotencyConflict, api.CodeInvalidFilename, api.CodeMethodNotAllowed,
 		api.CodeInvalidPrompt, api.CodeRequestTimeout, api.CodeUnavailable) {
 		if _, ok := api.ErrorCodes[c]; !ok || !strings.Contains(text, `"`+string(c)+`"`) {
@@ -89,4 +92,89 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("document lacks %s", s)
 		}
 	}
+}
+
+// openAPIFile is the served /v1/openapi.json of a server with both APIs
+// on it, byte for byte but for the order of the two enums built from a
+// map (canonicalOpenAPI). It was recorded before the generation API's part
+// moved from package api's openapi.go to api/gen (issue 34); a change of
+// the document fails the test. Rewrite it (go test ./api/product/ -run
+// TestOpenAPIGolden -update-corpus) only for a deliberate change.
+const openAPIFile = "testdata/openapi.golden.json"
+
+// TestOpenAPIGolden compares the served document with openAPIFile.
+func TestOpenAPIGolden(t *testing.T) {
+	e := newEnv(t, envOpts{NoRun: true})
+	r := e.Do("GET", "/v1/openapi.json", "", nil)
+	if r.Status != 200 {
+		t.Fatalf("%d", r.Status)
+	}
+	got := canonicalOpenAPI(t, r.Body)
+	if len(got) != len(r.Body) {
+		t.Fatalf("canonical form of %d bytes, served %d: it changed more than the order of the enums", len(got), len(r.Body))
+	}
+	if *updateCorpus {
+		if err := os.WriteFile(openAPIFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(openAPIFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		n := min(len(got), len(want))
+		i := 0
+		for i < n && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("document differs from %s at byte %d (%d bytes served, %d recorded):\n got  …%s…\n want …%s…",
+			openAPIFile, i, len(got), len(want), got[max(0, i-80):min(len(got), i+80)], want[max(0, i-80):min(len(want), i+80)])
+	}
+}
+
+// canonicalOpenAPI is the served document b with the enums of every error
+// code (ErrorEnvelope's and ProductError's, built from a map, so their
+// order changes from one request to the next) sorted. Everything else
+// stays as served: numbers keep their text, and encoding/json writes the
+// objects' keys sorted as the server's encoding/json did.
+func canonicalOpenAPI(t *testing.T, b []byte) []byte {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var doc map[string]any
+	if err := d.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	at := func(v any, keys ...string) map[string]any {
+		for _, k := range keys {
+			m, ok := v.(map[string]any)
+			if !ok {
+				t.Fatalf("document has no %v", keys)
+			}
+			v = m[k]
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("document has no object at %v", keys)
+		}
+		return m
+	}
+	schemas := at(doc, "components", "schemas")
+	for _, enum := range []map[string]any{
+		at(schemas, "ErrorEnvelope", "properties", "error", "properties", "code"),
+		at(schemas, "ProductError", "properties", "detail", "properties", "error_code"),
+	} {
+		codes, ok := enum["enum"].([]any)
+		if !ok || len(codes) == 0 {
+			t.Fatalf("enum %v", enum)
+		}
+		slices.SortFunc(codes, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
 }

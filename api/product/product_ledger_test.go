@@ -16,7 +16,7 @@ import (
 // and not before; a submitted job's reservation is kept and settles as
 // usual. The reconciler also runs from Run.
 func TestProductLedgerReconcile(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o := e.newOrg(1000, nil)
@@ -45,7 +45,7 @@ func TestProductLedgerReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := e.cfg
+	cfg := e.Cfg
 	cfg.Accounts = late
 	newAPI := func(cfg api.Config, pcfg Config) (*API, error) {
 		srv, err := api.New(ctx, cfg)

@@ -74,7 +74,7 @@ func TestProductRenderAndFinish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders real video (-short)")
 	}
-	e := newEnv(t, envOpts{workers: true})
+	e := newEnv(t, envOpts{Workers: true})
 	o := e.newOrg(10000, nil)
 	fx := apitest.VideoFixture(t, 96, 64, 8)
 	src := "data:video/mp4;base64," + base64.StdEncoding.EncodeToString(apitest.ReadFile(t, fx.Source))

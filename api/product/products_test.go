@@ -159,7 +159,7 @@ func (e *env) finishProduct(id string, ok bool, frames int) {
 }
 
 func TestProductAuthAndTeams(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	o := e.newOrg(100, nil)
 	o2 := e.newOrg(100, nil)
 	_, personal := e.NewAccount(account.KindPersonal, account.AccountInput{})
@@ -202,7 +202,7 @@ func TestProductAuthAndTeams(t *testing.T) {
 }
 
 func TestProductCatalogueAndAccess(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	o := e.newOrg(1000, nil)
 	r := e.Do("GET", "/v1/products", o.Key, nil)
 	var list struct {
@@ -264,7 +264,7 @@ func TestProductCatalogueAndAccess(t *testing.T) {
 }
 
 func TestProductValidation(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	o := e.newOrg(1000, nil)
 	post := func(body any) Resp { return e.Do("POST", "/v1/products/vfx/jobs", o.Key, body) }
 	src := dataPNG(t, 64, 64)
@@ -336,7 +336,7 @@ func TestProductValidation(t *testing.T) {
 }
 
 func TestProductEstimateAndCredits(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	budget := int64(20)
 	o := e.newOrg(100, &budget)
 	src := dataPNG(t, 64, 64)
@@ -395,7 +395,7 @@ func TestProductEstimateAndCredits(t *testing.T) {
 }
 
 func TestProductIdempotency(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	o := e.newOrg(10000, nil)
 	src := dataPNG(t, 64, 64)
 	r1 := e.Do("POST", "/v1/products/vfx/jobs", o.Key, vfxJob("same", src))
@@ -579,7 +579,7 @@ func TestProductWebhook(t *testing.T) {
 }
 
 func TestFinishParents(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	o := e.newOrg(10000, nil)
 	o2 := e.newOrg(10000, nil)
 	src := dataPNG(t, 64, 64)

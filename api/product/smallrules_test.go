@@ -10,7 +10,7 @@ import (
 // TestPromptRules: prompts must be valid UTF-8 without control characters
 // (tab, line feed and carriage return allowed), in both APIs.
 func TestPromptRules(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	o := e.newOrg(1000, nil)
 	src := dataPNG(t, 64, 48)
@@ -48,7 +48,7 @@ func TestPromptRules(t *testing.T) {
 // TestDuplicateKeysRefused: a repeated JSON key is refused (422), not
 // resolved to its last value, in every body.
 func TestDuplicateKeysRefused(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	key := e.OrgKey()
 	o := e.newOrg(1000, nil)
 	src := dataPNG(t, 64, 48)
@@ -68,7 +68,7 @@ func TestDuplicateKeysRefused(t *testing.T) {
 
 // TestOperatorAmountBounds: operator amounts have bounds, each at its edge.
 func TestOperatorAmountBounds(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	for _, tc := range []struct {
 		body   string
 		status int

@@ -17,7 +17,7 @@ import (
 // SERVICE_UNAVAILABLE with Retry-After (in the detail shape), the credits
 // reserved are given back, and no job is left queued without a message.
 func TestProductSubmitQueueDown(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) { c.SubmitRetryFor = 300 * time.Millisecond }})
 	o := e.newOrg(1000, nil)
 	before := e.credits(o.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -51,7 +51,7 @@ func TestProductSubmitQueueDown(t *testing.T) {
 // TestProductSubmitQueueBack: VFX_JOBS comes back while a product
 // submission retries: the request answers 202 and the job is queued once.
 func TestProductSubmitQueueBack(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true, mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
+	e := newEnv(t, envOpts{NoRun: true, Mut: func(c *api.Config) { c.SubmitRetryFor = time.Minute }})
 	o := e.newOrg(1000, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

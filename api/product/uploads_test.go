@@ -12,7 +12,7 @@ import (
 // organisation and team, that created it; anyone else naming it gets the
 // answer of an upload that does not exist, word for word.
 func TestUploadOwnership(t *testing.T) {
-	e := newEnv(t, envOpts{noRun: true})
+	e := newEnv(t, envOpts{NoRun: true})
 	keyA, keyB := e.OrgKey(), e.OrgKey()
 	img := apitest.PNGBytes(t, 64, 48, false)
 	srcA := e.Upload(keyA, "still.png", img)

@@ -15,7 +15,7 @@ import (
 // body refused before the request is built (a wrong JSON type).
 func TestValidateOncePerSubmission(t *testing.T) {
 	var calls atomic.Int64
-	e := newEnv(t, envOpts{noRun: true, validate: func(r job.JobRequest) (job.Valid, error) {
+	e := newEnv(t, envOpts{NoRun: true, Validate: func(r job.JobRequest) (job.Valid, error) {
 		calls.Add(1)
 		return job.Validate(r)
 	}})
