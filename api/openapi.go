@@ -1,7 +1,9 @@
 package api
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/vfxrender/vfx/account"
@@ -61,6 +63,17 @@ var (
 	RespAdmin401 = ErrResp("Missing or wrong operator token.", CodeUnauthorized)
 	Resp500      = ErrResp("Internal error: the outcome is uncertain; resend the exact request with the same idempotency_key.", CodeInternal, CodeUnavailable)
 )
+
+// SortedCodes lists the codes of m in order, for an enum: the document is
+// the same bytes on every request.
+func SortedCodes(m map[job.Code]string) []any {
+	codes := slices.Sorted(maps.Keys(m))
+	out := make([]any, len(codes))
+	for i, c := range codes {
+		out[i] = c
+	}
+	return out
+}
 
 // ErrorCodes describes every error code the API answers.
 var ErrorCodes = map[job.Code]string{
@@ -145,10 +158,7 @@ func (s *Server) OpenAPI() map[string]any {
 	for c, d := range ErrorCodes {
 		codes[string(c)] = d
 	}
-	allCodes := make([]any, 0, len(ErrorCodes))
-	for c := range ErrorCodes {
-		allCodes = append(allCodes, c)
-	}
+	allCodes := SortedCodes(ErrorCodes)
 	prices := Obj{}
 	for m, p := range s.Prices {
 		prices[m] = p

@@ -146,10 +146,7 @@ func (s *API) addProductAPI(doc api.Obj) {
 	paths["/admin/v1/orgs/{id}/webhook-secret"] = api.Obj{"get": aOp("adminOrgWebhookSecret", "The organization's webhook signing secret (created on first read).", []any{orgID}, nil,
 		"200", api.Response("The secret.", api.Obj{"type": "object", "required": []any{"secret"}, "properties": api.Obj{"secret": api.StrS("whsec_…")}}), nil)}
 
-	allProductCodes := make([]any, 0, len(api.ProductErrorCodes))
-	for c := range api.ProductErrorCodes {
-		allProductCodes = append(allProductCodes, c)
-	}
+	allProductCodes := api.SortedCodes(api.ProductErrorCodes)
 	schemas["ProductError"] = api.Obj{"type": "object", "required": []any{"detail"}, "properties": api.Obj{"detail": api.Obj{"type": "object",
 		"required": []any{"error_code", "message", "unknown_fields", "missing_fields"}, "properties": api.Obj{
 			"error_code": api.Obj{"type": "string", "enum": allProductCodes}, "message": api.StrS("Human-readable."),
