@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -17,10 +18,7 @@ func TestStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := e.q.Stats(ctx, 10, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := statsWhen(ctx, t, e.q, func(st Stats) bool { return st.Pending == 3 })
 	if st.Pending != 3 || st.InFlight != 0 || st.Messages != 3 || len(st.Running) != 0 || st.DeadLetters != 0 || len(st.RecentDead) != 0 {
 		t.Fatalf("before: %+v", st)
 	}
@@ -45,10 +43,7 @@ func TestStats(t *testing.T) {
 	if err := d2.Fail(ctx, Permanent(errors.New("bad input"))); err != nil {
 		t.Fatal(err)
 	}
-	st, err = e.q.Stats(ctx, 10, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = statsWhen(ctx, t, e.q, func(st Stats) bool { return st.Pending == 1 && st.InFlight == 1 && st.DeadLetters == 1 })
 	if st.Pending != 1 || st.InFlight != 1 || st.Messages != 2 || st.DeadLetters != 1 {
 		t.Fatalf("after: %+v", st)
 	}
@@ -61,5 +56,24 @@ func TestStats(t *testing.T) {
 	// The limits hold: none of either asked for.
 	if st, err = e.q.Stats(ctx, 0, 0); err != nil || len(st.Running) != 0 || len(st.RecentDead) != 0 || st.DeadLetters != 1 {
 		t.Errorf("limits 0: %+v %v", st, err)
+	}
+}
+
+// statsWhen reads e.q.Stats until ok holds or 5 s pass, and returns the
+// last reading: the consumer's counters (NumPending, NumAckPending) are
+// the server's, updated a moment after a publish or an ack, so a reading
+// right after Submit can still count 0 pending (seen on a loaded CI run).
+func statsWhen(ctx context.Context, t *testing.T, q *Queue, ok func(Stats) bool) Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := q.Stats(ctx, 10, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
