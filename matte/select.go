@@ -566,7 +566,7 @@ type gapFill struct {
 	pool []kernels.Image // spare 1-, 2- and 3-channel images, reused
 	// fwd and colour are scratch for decide (SelectOptions.GapColour).
 	fwd, colour []float32
-	back kernels.Image
+	back        kernels.Image
 }
 
 type heldFrame struct {
