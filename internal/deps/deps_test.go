@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/ro
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "api/gen", "api/product", "client", "codec", "codec/exr", "dispatch", "frame", "infer", "internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt", "store", "web", "worker"}
+var library = []string{"account", "api", "api/gen", "api/product", "client", "codec", "codec/exr", "dispatch", "frame", "infer", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt", "store", "web", "worker"}
 
 // renderParts are render's host-side parts, below it.
 var renderParts = []string{"render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt"}
@@ -62,7 +62,7 @@ var rules = []struct {
 		"the look takes a matte as frames; it does not make one"},
 	{renderParts, []string{"render", "kernels", "matte", "codec", "infer"},
 		"the look's host-side parts (the prompt parser, the backdrop painter, colour helpers, the plate measures, the camera fit) are plain Go on host slices: no compute device, no FFmpeg"},
-	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/srgb", "internal/trunc"),
+	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/resample", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
 	{[]string{"codec/exr"}, others("codec/exr", "frame"),
 		"codec/exr is the OpenEXR format without FFmpeg (headers, chromaticities, the sRGB encoding): pure Go below codec"},
@@ -76,8 +76,8 @@ var rules = []struct {
 		"the job contract is pure Go: no cgo, no FFmpeg, no pipeline, so anything can import it"},
 	{[]string{"media"}, []string{"worker", "api", "dispatch", "render", "matte", "kernels", "infer"},
 		"the media checks probe with codec only; the API imports them"},
-	{[]string{"internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/kvcas", "internal/retry", "internal/srgb", "internal/trunc"),
-		"kvcas, retry, srgb and trunc are leaves every package may use"},
+	{[]string{"internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"),
+		"kvcas, resample, retry, srgb and trunc are leaves every package may use"},
 	{[]string{"client"}, others("client", "job", "internal/retry", "internal/trunc"),
 		"client is a small Go client of the HTTP API with its own wire types: it links no server, pipeline or FFmpeg code"},
 	{[]string{"localfile"}, others("localfile", "codec", "codec/exr", "frame", "internal/srgb", "internal/trunc"),
