@@ -1,0 +1,245 @@
+package matte
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/kernels"
+)
+
+// NetLongSide bounds the long side of the frames given to the network: it
+// resamples every input to its own size (1024x1024 for IS-Net), so more
+// detail than that is never seen.
+const NetLongSide = 1024
+
+// netSize is the size frames are decoded at for the network: the source's
+// size, shrunk to fit NetLongSide (even dimensions).
+func netSize(w, h int) (int, int) {
+	if max(w, h) <= NetLongSide {
+		return w, h
+	}
+	s := float64(NetLongSide) / float64(max(w, h))
+	return max(2, int(float64(w)*s+0.5)&^1), max(2, int(float64(h)*s+0.5)&^1)
+}
+
+// lowClip is a clip read once at the flow size, kept as packed RGB24
+// (3 bytes a pixel), served as sRGB-encoded floats (Frames), with the
+// network's maps of the frames it ran on (Objectness).
+type lowClip struct {
+	dev    kernels.Device
+	w, h   int
+	frames [][]byte
+	buf    []float32
+	nets   map[int][]uint8 // flow-size P(object) per frame the network ran on
+	// first is the network's map of frame 0 at the decode size (fw x fh):
+	// a still's matte is made from it at the output size.
+	first  []float32
+	fw, fh int
+}
+
+func (l *lowClip) Len() int { return len(l.frames) }
+
+func (l *lowClip) Frame(_ context.Context, i int, dst kernels.Image) error {
+	if i < 0 || i >= len(l.frames) {
+		return fmt.Errorf("matte: frame %d of %d", i, len(l.frames))
+	}
+	n := l.w * l.h
+	if l.buf == nil {
+		l.buf = make([]float32, 3*n)
+	}
+	f := l.frames[i]
+	for p := 0; p < n; p++ {
+		l.buf[p] = float32(f[3*p]) / 255
+		l.buf[n+p] = float32(f[3*p+1]) / 255
+		l.buf[2*n+p] = float32(f[3*p+2]) / 255
+	}
+	return l.dev.WritePixels(dst, l.buf)
+}
+
+// Objectness serves the network's map of frame i (Objectness).
+func (l *lowClip) Objectness(_ context.Context, i int, dst []float32) (bool, error) {
+	m, ok := l.nets[i]
+	if !ok {
+		return false, nil
+	}
+	for k, v := range m {
+		dst[k] = float32(v) / 255
+	}
+	return true, nil
+}
+
+// clipReader turns frames decoded at the network's size (sw x sh) into
+// the flow size (w x h), running the network on the frames it is asked
+// to.
+type clipReader struct {
+	dev        kernels.Device
+	net        Segmenter
+	sw, sh     int
+	big, small kernels.Image // the frame at sw x sh and at the flow size
+	rgb, pm    []float32     // the frame as planar floats, the network's map
+}
+
+func newClipReader(dev kernels.Device, net Segmenter, sw, sh, w, h int) (*clipReader, error) {
+	r := &clipReader{dev: dev, net: net, sw: sw, sh: sh}
+	var err error
+	if r.big, err = dev.NewImage(sw, sh, 3); err != nil {
+		return nil, err
+	}
+	if r.small, err = dev.NewImage(w, h, 3); err != nil {
+		r.close()
+		return nil, err
+	}
+	r.rgb, r.pm = make([]float32, 3*sw*sh), make([]float32, sw*sh)
+	return r, nil
+}
+
+func (r *clipReader) close() {
+	if r.big != nil {
+		r.dev.Free(r.big)
+	}
+	if r.small != nil {
+		r.dev.Free(r.small)
+	}
+}
+
+// load converts the decoded frame f into r.rgb.
+func (r *clipReader) load(f *frame.HostFrame) error {
+	if f.Format != frame.RGB24 || f.Width != r.sw || f.Height != r.sh {
+		return fmt.Errorf("matte: the source gave a %dx%d %v frame, want %dx%d %v", f.Width, f.Height, f.Format, r.sw, r.sh, frame.RGB24)
+	}
+	n := r.sw * r.sh
+	for y := 0; y < r.sh; y++ {
+		row := f.Planes[0][y*f.Strides[0]:]
+		for x := 0; x < r.sw; x++ {
+			p := y*r.sw + x
+			r.rgb[p] = float32(row[3*x]) / 255
+			r.rgb[n+p] = float32(row[3*x+1]) / 255
+			r.rgb[2*n+p] = float32(row[3*x+2]) / 255
+		}
+	}
+	return nil
+}
+
+// segment runs the network on the frame in r.rgb (frame i of l) and
+// keeps its map at the flow size (frame 0's also at the decode size).
+func (r *clipReader) segment(ctx context.Context, l *lowClip, i int) error {
+	if err := r.net.Segment(ctx, r.rgb, r.sw, r.sh, r.pm); err != nil {
+		return fmt.Errorf("matte: segmentation network, frame %d: %w", i, err)
+	}
+	lo := make([]float32, l.w*l.h)
+	boxResize(lo, l.w, l.h, r.pm, r.sw, r.sh)
+	q := make([]uint8, l.w*l.h)
+	for k, v := range lo {
+		q[k] = uint8(min(max(v, 0), 1)*255 + 0.5)
+	}
+	l.nets[i] = q
+	if i == 0 {
+		l.first, l.fw, l.fh = slices.Clone(r.pm), r.sw, r.sh
+	}
+	return nil
+}
+
+// shrink returns the frame in r.rgb at the flow size as packed RGB24.
+func (r *clipReader) shrink() ([]byte, error) {
+	if err := r.dev.WritePixels(r.big, r.rgb); err != nil {
+		return nil, err
+	}
+	if err := r.dev.Ops().ResizeArea(r.small, r.big); err != nil {
+		return nil, err
+	}
+	v, err := r.dev.ReadPixels(r.small)
+	if err != nil {
+		return nil, err
+	}
+	m := r.small.Width() * r.small.Height()
+	b := make([]byte, 3*m)
+	for p := 0; p < m; p++ {
+		b[3*p] = uint8(min(max(v[p], 0), 1)*255 + 0.5)
+		b[3*p+1] = uint8(min(max(v[m+p], 0), 1)*255 + 0.5)
+		b[3*p+2] = uint8(min(max(v[2*m+p], 0), 1)*255 + 0.5)
+	}
+	return b, nil
+}
+
+// readClip reads every frame of src at the network's size (netSize, at
+// least w x h), runs the network on the frames sched picks (key: the
+// keyframe, < 0 for none) and keeps the frames and the network's maps at
+// the flow size w x h. step is called after each frame (and its network
+// run).
+func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, step func()) (*lowClip, error) {
+	sw, sh, err := src.Size(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sw, sh = netSize(sw, sh)
+	sw, sh = max(sw, w), max(sh, h)
+	in, err := src.Open(ctx, sw, sh)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	r, err := newClipReader(dev, net, sw, sh, w, h)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	l := &lowClip{dev: dev, w: w, h: h, nets: map[int][]uint8{}}
+	f := &frame.HostFrame{}
+	for i := 0; ; i++ {
+		if err := in.Next(ctx, f); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		if err := r.load(f); err != nil {
+			return nil, err
+		}
+		if sched.Runs(i, i+2, key) { // i+2: the last frame is not known yet
+			if err := r.segment(ctx, l, i); err != nil {
+				return nil, err
+			}
+		}
+		b, err := r.shrink()
+		if err != nil {
+			return nil, err
+		}
+		l.frames = append(l.frames, b)
+		step()
+	}
+	last := len(l.frames) - 1
+	if last < 0 {
+		return nil, ErrNoFrames
+	}
+	if _, ok := l.nets[last]; !ok {
+		// The schedule always includes the last frame: r.rgb still holds it.
+		if err := r.segment(ctx, l, last); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// boxResize shrinks (or bilinearly resamples) one plane: each output pixel
+// averages the source pixels its footprint covers.
+func boxResize(dst []float32, dw, dh int, src []float32, sw, sh int) {
+	fx, fy := float64(sw)/float64(dw), float64(sh)/float64(dh)
+	for y := 0; y < dh; y++ {
+		y0 := int(float64(y) * fy)
+		y1 := max(y0+1, min(sh, int(float64(y+1)*fy+0.5)))
+		for x := 0; x < dw; x++ {
+			x0 := int(float64(x) * fx)
+			x1 := max(x0+1, min(sw, int(float64(x+1)*fx+0.5)))
+			s := float32(0)
+			for yy := y0; yy < y1; yy++ {
+				for xx := x0; xx < x1; xx++ {
+					s += src[yy*sw+xx]
+				}
+			}
+			dst[y*dw+x] = s / float32((y1-y0)*(x1-x0))
+		}
+	}
+}
