@@ -296,7 +296,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	if p.OnPlan != nil {
 		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
-			heap += lowBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
+			heap += matte.PrepareBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}
 		switch {
 		case req.OutputFormat == OutputEXR:
@@ -334,7 +334,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	defer ms.close()
+	defer ms.Close()
 	if ms != nil {
 		res.Matte = ms.Method
 	}

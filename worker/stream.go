@@ -9,6 +9,7 @@ import (
 	"github.com/vfxrender/vfx/codec"
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/job"
+	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/render"
 )
 
@@ -17,9 +18,9 @@ import (
 type stream struct {
 	req  *RenderRequest
 	mode job.AlphaMode
-	ms   *matteSource // select (video) and auto: makes the matte; nil otherwise
-	info codec.Info   // the source's
-	w, h int          // output size
+	ms   *matte.Prepared // select (video) and auto: makes the matte; nil otherwise
+	info codec.Info      // the source's
+	w, h int             // output size
 	rend *render.Renderer
 	// Output files (fgPath only with req.Foreground).
 	renderPath, sourcePath, alphaPath, fgPath string

@@ -225,7 +225,7 @@ func (c *compute) render(ctx context.Context, s *stream, i int, out *frame.HostF
 	if err := dev.Upload(c.srcImg, wk.src); err != nil {
 		return fmt.Errorf("worker: upload source: %w", err)
 	}
-	if err := s.ms.alpha(i, c.srcImg, c.aImg); err != nil {
+	if err := s.ms.Alpha(i, c.srcImg, c.aImg); err != nil {
 		return fmt.Errorf("worker: matte of frame %d: %w", i, err)
 	}
 	// The render uses exactly the 8-bit matte written to the alpha file
@@ -250,7 +250,7 @@ func (c *compute) renderPasses(ctx context.Context, s *stream, i int, out *frame
 		return fmt.Errorf("worker: upload source: %w", err)
 	}
 	if s.ms != nil {
-		if err := s.ms.alpha(i, c.srcImg, c.aImg); err != nil {
+		if err := s.ms.Alpha(i, c.srcImg, c.aImg); err != nil {
 			return fmt.Errorf("worker: matte of frame %d: %w", i, err)
 		}
 		if err := dev.Download(wk.alpha, c.aImg); err != nil {
