@@ -15,14 +15,17 @@ import (
 // light from any direction), on the renderer's passes of one frame
 // (render.Passes: the composite, the backdrop used, the shadow and the
 // wrap), per subject:
-//   - halo: beyond 2 px outside the matte (its 0.5 contour) and within
-//     haloBand px more, the mean |composite - backdrop·(1 - shadow)| of
-//     luminance over the backdrop's mean there: what reaches the plate
-//     around the subject other than its shadows (a rim or glow past the
-//     matte, the soft band's foreground); limit HaloLimit. As defined it
-//     reads the soft matte's own subject where alpha is still above 0
-//     past 2 px (all of today's 1-4%: 0 where alpha is 0), not only a
-//     glow: to be redefined before tuning (issue 31 note, session 12);
+//   - halo: the light the renderer adds round the subject. The
+//     composite (its grain divided out) is compared with a plain
+//     composite of the same frame, A·source + (1 - A)·backdrop·(1 -
+//     shadow), brightening only: the sum of max(0, Yc - Yp) over the soft
+//     band outside the matte (0 < A < 0.5) and the ring from 2 to 2 +
+//     haloBand px outside its 0.5 contour, over the backdrop's luminance
+//     summed there; limit HaloLimit. A glow or a rim past the subject's
+//     own edge, or light wrap outside it, reads here; the soft matte's
+//     own subject does not (it is in both). (Session 12's measure, |Yc -
+//     Yb(1 - S)| beyond 2 px, read the soft band's subject: 1-4%, all of
+//     it where alpha was still above 0.)
 //   - bleed: inside the matte beyond the wrap width (2 sigma of the wrap's
 //     blur: 2 × 0.012 of the output's diagonal), the 99th percentile of
 //     the wrap pass's luminance over the mean of the backdrop's brightest
@@ -110,25 +113,14 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
 		return 0, 0, 0, err
 	}
-	var px [4][]float32
-	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap} {
+	var px [6][]float32
+	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha} {
 		if px[i], err = dev.ReadPixels(img); err != nil {
 			return 0, 0, 0, err
 		}
 	}
 	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
-	sh := px[2]
-	var dsum, bsum float64
-	for i := range yc {
-		if out[i] > 2 && out[i] <= 2+haloBand {
-			dsum += math.Abs(yc[i] - yb[i]*(1-float64(sh[i])))
-			bsum += yb[i]
-		}
-	}
-	halo = math.NaN()
-	if bsum > 0 {
-		halo = dsum / bsum
-	}
+	halo = haloRatio(yc, yb, luma(s.src, n), px[4], px[2], px[5], out)
 	ww := wrapWidthFrac * math.Hypot(float64(w), float64(h))
 	var wrapIn []float64
 	for i := range yw {
@@ -142,6 +134,35 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 		bleed = wrapIn[len(wrapIn)*99/100] / top
 	}
 	return halo, bleed, contactRatio(s, yc, yb), nil
+}
+
+// haloRatio is the halo measure (see the package's edge measures): yc,
+// yb and ys the luminance of the composite, the backdrop and the source,
+// grain the composite's grain gain (3 planes; its luminance-weighted mean
+// is divided out), sh the shadow, a the matte and out the distance
+// outside it (the matte's, a the matte the render used). NaN when the region is empty or black.
+func haloRatio(yc, yb, ys []float64, grain, sh, a, out []float32) float64 {
+	n := len(yc)
+	var dsum, bsum float64
+	for i := range yc {
+		ai := float64(a[i])
+		soft := ai > 0 && ai < 0.5
+		ring := ai < 0.5 && out[i] > 2 && out[i] <= 2+haloBand
+		if !soft && !ring {
+			continue
+		}
+		c := yc[i]
+		if g := 0.2126*float64(grain[i]) + 0.7152*float64(grain[n+i]) + 0.0722*float64(grain[2*n+i]); g > 0 {
+			c /= g
+		}
+		plain := ai*ys[i] + (1-ai)*yb[i]*(1-float64(sh[i]))
+		dsum += math.Max(0, c-plain)
+		bsum += yb[i]
+	}
+	if !(bsum > 0) {
+		return math.NaN()
+	}
+	return dsum / bsum
 }
 
 // upload3 is a device image of w x h x c holding data (nil on error: the
