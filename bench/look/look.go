@@ -126,7 +126,7 @@ type Row struct {
 	Prompt  Prompt
 	Values  []float64 // per subject (NaN where the measure is undefined)
 	Median  float64
-	Values2 []float64 // shadow: darkening away from the key minus toward it
+	Values2 []float64 // shadow: darkening away from the key minus toward it; rim: rimSide
 	Median2 float64
 	// Hue: the subject's hue shift per subject (degrees, lookcolour.go)
 	// and its median.
@@ -644,6 +644,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				}
 			}
 			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refs[lp.refClip()].lum)
+			if lp.Measure == MeasureRim {
+				v2 = rimSide(lp.Prompt, s, out, dist)
+			}
 			rep.Rows[pi].Hue = append(rep.Rows[pi].Hue, hueShift(s.src, out, s.alpha, s.w*s.h))
 			if lp.Night {
 				rep.Rows[pi].Read = append(rep.Rows[pi].Read, nightRead(luma(out, s.w*s.h), s.alpha))
@@ -892,6 +895,9 @@ func (r *Report) PerSubject() string {
 		if row.Prompt.Measure == MeasureShadow {
 			line("  cast: away - toward", row.Values2)
 		}
+		if row.Prompt.Measure == MeasureRim {
+			line("  rim's side / other side", row.Values2)
+		}
 	}
 	var e0, e1, g, sf []float64
 	for _, v := range r.FGValues {
@@ -945,6 +951,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", p, names[row.Prompt.Measure], row.Median)
 		if row.Prompt.Measure == MeasureShadow {
 			fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "", "cast: darkening away - toward key", row.Median2)
+		}
+		if row.Prompt.Measure == MeasureRim {
+			fmt.Fprintf(&b, "%-40s %-34s %8.3f %s\n", "", fmt.Sprintf("band, rim's side / other >= %.1f", RimSideLimit), row.Median2, metStr(row.Median2 >= RimSideLimit))
 		}
 	}
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "foreground, soft band", "colour error, source colour", r.FGErrSource)
