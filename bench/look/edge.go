@@ -52,8 +52,10 @@ const (
 type EdgeRow struct {
 	Name                 string
 	Halo, Bleed, Contact []float64 // per subject (NaN where undefined)
-	MHalo, MBleed, MCont float64   // medians
-	XHalo, XBleed, XCont float64   // the worst subject (largest)
+	HaloWrap             []float64 // per subject: the wrap's light in the halo region
+	MHaloWrap            float64
+	MHalo, MBleed, MCont float64 // medians
+	XHalo, XBleed, XCont float64 // the worst subject (largest)
 }
 
 // edgeName names the prompts whose passes are measured ("" = not).
@@ -95,15 +97,15 @@ func outsideDist(dev kernels.Device, alpha []float32, w, h int) ([]float32, erro
 
 // edgeMeasure renders one frame's passes of s with p and measures them;
 // in and out are the distances (px) inside and outside the matte.
-func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (halo, bleed, contact float64, err error) {
+func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (v edgeVals, err error) {
 	r, err := render.New(ctx, dev, p)
 	if err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
 	defer r.Close()
 	ps, err := r.NewPasses()
 	if err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
 	defer ps.Free()
 	w, h, n := s.w, s.h, s.w*s.h
@@ -111,16 +113,16 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 	defer dev.Free(src)
 	defer dev.Free(a)
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
 	var px [6][]float32
 	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha} {
 		if px[i], err = dev.ReadPixels(img); err != nil {
-			return 0, 0, 0, err
+			return v, err
 		}
 	}
 	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
-	halo = haloRatio(yc, yb, luma(s.src, n), px[4], px[2], px[5], out)
+	v.Halo, v.HaloWrap = haloRatio(yc, yb, luma(s.src, n), yw, px[4], px[2], px[5], out)
 	ww := wrapWidthFrac * math.Hypot(float64(w), float64(h))
 	var wrapIn []float64
 	for i := range yw {
@@ -128,22 +130,32 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 			wrapIn = append(wrapIn, yw[i])
 		}
 	}
-	bleed = math.NaN()
+	v.Bleed = math.NaN()
 	if top := topTenth(yb); len(wrapIn) > 0 && top > 0 {
 		sort.Float64s(wrapIn)
-		bleed = wrapIn[len(wrapIn)*99/100] / top
+		v.Bleed = wrapIn[len(wrapIn)*99/100] / top
 	}
-	return halo, bleed, contactRatio(s, yc, yb), nil
+	v.Contact = contactRatio(s, yc, yb)
+	return v, nil
 }
 
-// haloRatio is the halo measure (see the package's edge measures): yc,
-// yb and ys the luminance of the composite, the backdrop and the source,
-// grain the composite's grain gain (3 planes; its luminance-weighted mean
+// edgeVals are one render's edge measures (see the package's edge
+// measures); HaloWrap is the light wrap's share of the halo region's
+// light (the wrap pass's luminance there over the backdrop's: the part of
+// the halo the wrap adds, the rest being the relit subject's soft band).
+type edgeVals struct {
+	Halo, HaloWrap, Bleed, Contact float64
+}
+
+// haloRatio is the halo measure (see the package's edge measures) and
+// the wrap's share of it: yc, yb, ys and yw the luminance of the
+// composite, the backdrop, the source and the wrap pass, grain the
+// composite's grain gain (3 planes; its luminance-weighted mean
 // is divided out), sh the shadow, a the matte and out the distance
 // outside it (the matte's, a the matte the render used). NaN when the region is empty or black.
-func haloRatio(yc, yb, ys []float64, grain, sh, a, out []float32) float64 {
+func haloRatio(yc, yb, ys, yw []float64, grain, sh, a, out []float32) (halo, wrap float64) {
 	n := len(yc)
-	var dsum, bsum float64
+	var dsum, bsum, wsum float64
 	for i := range yc {
 		ai := float64(a[i])
 		soft := ai > 0 && ai < 0.5
@@ -158,11 +170,12 @@ func haloRatio(yc, yb, ys []float64, grain, sh, a, out []float32) float64 {
 		plain := ai*ys[i] + (1-ai)*yb[i]*(1-float64(sh[i]))
 		dsum += math.Max(0, c-plain)
 		bsum += yb[i]
+		wsum += yw[i]
 	}
 	if !(bsum > 0) {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	return dsum / bsum
+	return dsum / bsum, wsum / bsum
 }
 
 // upload3 is a device image of w x h x c holding data (nil on error: the
@@ -234,6 +247,7 @@ func contactRatio(s *lookSubject, yc, yb []float64) float64 {
 
 func (r *EdgeRow) finish() {
 	r.MHalo, r.MBleed, r.MCont = median(r.Halo), median(r.Bleed), median(r.Contact)
+	r.MHaloWrap = median(r.HaloWrap)
 	r.XHalo, r.XBleed, r.XCont = most(r.Halo), most(r.Bleed), most(r.Contact)
 }
 
@@ -253,6 +267,7 @@ func (r *Report) edgeString() string {
 	for _, e := range r.Edges {
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "edges, "+e.Name, "halo: median", e.MHalo)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", HaloLimit), e.XHalo, metStr(e.XHalo < HaloLimit))
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "  light wrap there (info): median", e.MHaloWrap)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "bleed: median", e.MBleed)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", BleedLimit), e.XBleed, metStr(e.XBleed < BleedLimit))
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "contact: median", e.MCont)
@@ -271,6 +286,7 @@ func metStr(ok bool) string {
 func (r *Report) edgePerSubject(line func(string, []float64)) {
 	for _, e := range r.Edges {
 		line("edges "+e.Name+": halo", e.Halo)
+		line("  halo region: wrap", e.HaloWrap)
 		line("  bleed", e.Bleed)
 		line("  contact", e.Contact)
 	}

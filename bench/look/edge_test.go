@@ -38,7 +38,7 @@ func TestHaloRatio(t *testing.T) {
 	// The region: the soft band's A < 0.5 pixels (x = 12, 13) and the
 	// ring 2 < out <= 18 (x = 14..29): 18 pixels of backdrop 0.5.
 	const bsum = 18 * 0.5
-	if v := haloRatio(plain(), yb, ys, grain, sh, a, out); v != 0 {
+	if v := haloRatio1(plain(), yb, ys, grain, sh, a, out); v != 0 {
 		t.Errorf("plain composite: halo %v, want 0", v)
 	}
 	// A glow of 0.09 on the ring's pixels x = 14..23 (10 px).
@@ -46,19 +46,19 @@ func TestHaloRatio(t *testing.T) {
 	for x := 14; x < 24; x++ {
 		yc[x] += 0.09
 	}
-	if v, want := haloRatio(yc, yb, ys, grain, sh, a, out), 10*0.09/bsum; math.Abs(v-want) > 1e-12 {
+	if v, want := haloRatio1(yc, yb, ys, grain, sh, a, out), 10*0.09/bsum; math.Abs(v-want) > 1e-12 {
 		t.Errorf("glow: halo %v, want %v", v, want)
 	}
 	// Outside the region (inside the 0.5 contour, or beyond the ring): 0.
 	yc = plain()
 	yc[5], yc[11], yc[30], yc[39] = 1, 1, 1, 1
-	if v := haloRatio(yc, yb, ys, grain, sh, a, out); v != 0 {
+	if v := haloRatio1(yc, yb, ys, grain, sh, a, out); v != 0 {
 		t.Errorf("brightening outside the region: halo %v, want 0", v)
 	}
 	// The soft band's pixel x = 12 (A = 0.4) brightened by 0.1: read.
 	yc = plain()
 	yc[12] += 0.1
-	if v, want := haloRatio(yc, yb, ys, grain, sh, a, out), 0.1/bsum; math.Abs(v-want) > 1e-12 {
+	if v, want := haloRatio1(yc, yb, ys, grain, sh, a, out), 0.1/bsum; math.Abs(v-want) > 1e-12 {
 		t.Errorf("soft band: halo %v, want %v", v, want)
 	}
 	// Darkening only (a deeper shadow): 0.
@@ -66,7 +66,7 @@ func TestHaloRatio(t *testing.T) {
 	for x := 12; x < 30; x++ {
 		yc[x] *= 0.5
 	}
-	if v := haloRatio(yc, yb, ys, grain, sh, a, out); v != 0 {
+	if v := haloRatio1(yc, yb, ys, grain, sh, a, out); v != 0 {
 		t.Errorf("darkening: halo %v, want 0", v)
 	}
 	// Grain of gain 1.1 everywhere is divided out.
@@ -75,11 +75,28 @@ func TestHaloRatio(t *testing.T) {
 		yc[i] *= 1.1
 		grain[i], grain[n+i], grain[2*n+i] = 1.1, 1.1, 1.1
 	}
-	if v := haloRatio(yc, yb, ys, grain, sh, a, out); !(v < 1e-12) {
+	if v := haloRatio1(yc, yb, ys, grain, sh, a, out); !(v < 1e-12) {
 		t.Errorf("grain: halo %v, want 0", v)
 	}
+	// The wrap's light in the region: 0.05 on every region pixel.
+	yw := make([]float64, n)
+	for x := range yw {
+		yw[x] = 0.05
+	}
+	if _, wr := haloRatio(plain(), yb, ys, yw, grain, sh, a, out); math.Abs(wr-18*0.05/bsum) > 1e-12 {
+		t.Errorf("wrap share %v, want %v", wr, 18*0.05/bsum)
+	}
 	// No backdrop light there: NaN.
-	if v := haloRatio(yc, make([]float64, n), ys, grain, sh, a, out); !math.IsNaN(v) {
+	if v := haloRatio1(yc, make([]float64, n), ys, grain, sh, a, out); !math.IsNaN(v) {
 		t.Errorf("black backdrop: halo %v, want NaN", v)
 	}
+}
+
+// haloRatio1 is haloRatio's halo with no wrap.
+func haloRatio1(yc, yb, ys []float64, grain, sh, a, out []float32) float64 {
+	v, w := haloRatio(yc, yb, ys, make([]float64, len(yc)), grain, sh, a, out)
+	if w != 0 && !math.IsNaN(w) {
+		return math.Inf(1)
+	}
+	return v
 }

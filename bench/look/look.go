@@ -661,12 +661,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				pr.Grain, pr.Sharp, pr.Black = append(pr.Grain, g), append(pr.Sharp, sh), append(pr.Black, bl)
 			}
 			if k := edgeIndex[pi]; k >= 0 {
-				ha, bl, co, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
+				v, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
 				if err != nil {
 					return nil, fmt.Errorf("bench: %s: edges: %w", name, err)
 				}
 				e := &rep.Edges[k]
-				e.Halo, e.Bleed, e.Contact = append(e.Halo, ha), append(e.Bleed, bl), append(e.Contact, co)
+				e.Halo, e.Bleed, e.Contact = append(e.Halo, v.Halo), append(e.Bleed, v.Bleed), append(e.Contact, v.Contact)
+				e.HaloWrap = append(e.HaloWrap, v.HaloWrap)
 			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
