@@ -3,16 +3,15 @@ package look
 import (
 	"math"
 
-	"github.com/vfxrender/vfx/matte"
 	"github.com/vfxrender/vfx/render/prompt"
 )
 
 // RimSideLimit is the rim's direction check (issue 31 item 3: rim light
 // only where the normals face away from the camera toward the rim's
 // direction): on the edge band of the rim prompt's renders, the relight
-// gain on the rim light's side of the subject over the gain on the other
-// side, median over subjects, at least this. A band lit all round the
-// silhouette reads about 1.
+// gain where the silhouette faces the rim light over the gain where it
+// faces away (rimSide), median over subjects, at least this. A band lit
+// all round the silhouette reads about 1.
 const RimSideLimit = 1.5
 
 // rimDir is the picture-plane direction (x right, y up; unit) of the
@@ -35,25 +34,37 @@ func rimDir(text string) (lx, ly float64, ok bool) {
 
 // rimSide is the rim's direction measure on one render out of s: the
 // relight gain (output over source luminance) on the edge band
-// (MeasureRim's: alpha >= 0.5, within 4 px of the edge) on the side of the
-// subject's centroid toward the rim light of text, over the gain on the
-// band's other side. NaN without a rim direction or a subject.
+// (MeasureRim's: alpha >= 0.5, within 4 px of the edge) where the
+// silhouette faces the rim light of text, over the gain on the band where
+// it faces away: the band's pixels whose outward direction (down the
+// gradient of dist, the distance inside the matte) is within 60 degrees of
+// the light's picture-plane direction, and those within 60 degrees of the
+// opposite. NaN without a rim direction or such pixels.
 func rimSide(text string, s *lookSubject, out, dist []float32) float64 {
 	lx, ly, ok := rimDir(text)
 	if !ok {
 		return math.NaN()
 	}
-	w, n := s.w, s.w*s.h
+	w, h, n := s.w, s.h, s.w*s.h
 	a := s.alpha
-	c, ok := matte.Centroid(a, w)
-	if !ok {
-		return math.NaN()
+	// facing is the cosine between the outward direction at i and the
+	// light's (x right, y up); NaN where the gradient is 0.
+	facing := func(i int) float64 {
+		x, y := i%w, i/w
+		if x == 0 || y == 0 || x == w-1 || y == h-1 {
+			return math.NaN()
+		}
+		gx := float64(dist[i+1] - dist[i-1])
+		gy := float64(dist[i+w] - dist[i-w])
+		g := math.Hypot(gx, gy)
+		if g == 0 {
+			return math.NaN()
+		}
+		// Outward: -gradient; picture y up: -(-gy).
+		return (-gx*lx + gy*ly) / g
 	}
 	band := func(i int) bool { return a[i] >= 0.5 && dist[i] > 0 && dist[i] <= 4 }
-	toward := func(i int) bool {
-		return (float64(i%w)+0.5-c[0])*lx-(float64(i/w)+0.5-c[1])*ly >= 0
-	}
 	return gainRatio(luma(out, n), luma(s.src, n),
-		func(i int) bool { return band(i) && toward(i) },
-		func(i int) bool { return band(i) && !toward(i) })
+		func(i int) bool { return band(i) && facing(i) >= 0.5 },
+		func(i int) bool { return band(i) && facing(i) <= -0.5 })
 }
