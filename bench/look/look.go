@@ -119,6 +119,9 @@ type Options struct {
 	CameraClips  []string
 	CameraFrames int
 	NoCameraLock bool
+	// ContactReach is render.Params.ContactReach (0: the renderer's
+	// default).
+	ContactReach float64
 }
 
 // Row is one prompt's result: the measure per subject and its median.
@@ -618,7 +621,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
 		for pi, lp := range Prompts {
-			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch}
+			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch,
+				ContactReach: opt.ContactReach}
 			if lp.Reference {
 				p.Reference = refs[lp.refClip()].frame
 			}
