@@ -34,7 +34,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
-	if *reach < 0 || *reach > 1 {
+	if !(*reach >= 0 && *reach <= 1) {
 		return usageError{"--contact-reach: want a share of the height in [0, 1]"}
 	}
 	codec.Quiet()
