@@ -52,10 +52,12 @@ const (
 type EdgeRow struct {
 	Name                 string
 	Halo, Bleed, Contact []float64 // per subject (NaN where undefined)
-	HaloWrap             []float64 // per subject: the wrap's light in the halo region
-	MHaloWrap            float64
-	MHalo, MBleed, MCont float64 // medians
-	XHalo, XBleed, XCont float64 // the worst subject (largest)
+	// Per subject: the wrap's and the relight's light in the halo region
+	// (edgeVals), and their medians.
+	HaloWrap, HaloRelight   []float64
+	MHaloWrap, MHaloRelight float64
+	MHalo, MBleed, MCont    float64 // medians
+	XHalo, XBleed, XCont    float64 // the worst subject (largest)
 }
 
 // edgeName names the prompts whose passes are measured ("" = not).
@@ -115,14 +117,16 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
 		return v, err
 	}
-	var px [6][]float32
-	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha} {
+	var px [8][]float32
+	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha, ps.Foreground, ps.Gain} {
 		if px[i], err = dev.ReadPixels(img); err != nil {
 			return v, err
 		}
 	}
 	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
-	v.Halo, v.HaloWrap = haloRatio(yc, yb, luma(s.src, n), yw, px[4], px[2], px[5], out)
+	var parts []float64
+	v.Halo, parts = haloRatio(yc, yb, luma(s.src, n), px[4], px[2], px[5], out, yw, relightLight(px[6], px[7], n))
+	v.HaloWrap, v.HaloRelight = parts[0], parts[1]
 	ww := wrapWidthFrac * math.Hypot(float64(w), float64(h))
 	var wrapIn []float64
 	for i := range yw {
@@ -140,22 +144,45 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 }
 
 // edgeVals are one render's edge measures (see the package's edge
-// measures); HaloWrap is the light wrap's share of the halo region's
-// light (the wrap pass's luminance there over the backdrop's: the part of
-// the halo the wrap adds, the rest being the relit subject's soft band).
+// measures). HaloWrap and HaloRelight are two sources of the halo
+// region's light, each over the backdrop's luminance there: the light
+// wrap pass, and what the relight gain adds to the clean foreground
+// (relightLight); the rest of the halo is the foreground estimate's
+// difference from A·source in the soft band.
 type edgeVals struct {
-	Halo, HaloWrap, Bleed, Contact float64
+	Halo, HaloWrap, HaloRelight, Bleed, Contact float64
 }
 
-// haloRatio is the halo measure (see the package's edge measures) and
-// the wrap's share of it: yc, yb, ys and yw the luminance of the
-// composite, the backdrop, the source and the wrap pass, grain the
+// relightLight is, per pixel, the luminance the relight gain adds to the
+// clean foreground: max(0, Y(fg) - Y(fg / gain)) (fg the Foreground pass,
+// gain the Gain pass, 3 planes of n; channels with no gain count 0).
+func relightLight(fg, gain []float32, n int) []float64 {
+	out := make([]float64, n)
+	w := [3]float64{0.2126, 0.7152, 0.0722}
+	for i := 0; i < n; i++ {
+		var d float64
+		for c := 0; c < 3; c++ {
+			if g := float64(gain[c*n+i]); g > 0 {
+				f := float64(fg[c*n+i])
+				d += w[c] * (f - f/g)
+			}
+		}
+		out[i] = math.Max(0, d)
+	}
+	return out
+}
+
+// haloRatio is the halo measure (see the package's edge measures) and,
+// for each of parts (per-pixel luminance: the sources of the halo), its
+// sum over the same region and the same backdrop sum: yc, yb and ys the
+// luminance of the composite, the backdrop and the source, grain the
 // composite's grain gain (3 planes; its luminance-weighted mean
 // is divided out), sh the shadow, a the matte and out the distance
 // outside it (the matte's, a the matte the render used). NaN when the region is empty or black.
-func haloRatio(yc, yb, ys, yw []float64, grain, sh, a, out []float32) (halo, wrap float64) {
+func haloRatio(yc, yb, ys []float64, grain, sh, a, out []float32, parts ...[]float64) (halo float64, shares []float64) {
 	n := len(yc)
-	var dsum, bsum, wsum float64
+	var dsum, bsum float64
+	shares = make([]float64, len(parts))
 	for i := range yc {
 		ai := float64(a[i])
 		soft := ai > 0 && ai < 0.5
@@ -170,12 +197,17 @@ func haloRatio(yc, yb, ys, yw []float64, grain, sh, a, out []float32) (halo, wra
 		plain := ai*ys[i] + (1-ai)*yb[i]*(1-float64(sh[i]))
 		dsum += math.Max(0, c-plain)
 		bsum += yb[i]
-		wsum += yw[i]
+		for k, p := range parts {
+			shares[k] += p[i]
+		}
+	}
+	for k := range shares {
+		shares[k] /= bsum // NaN when bsum is 0
 	}
 	if !(bsum > 0) {
-		return math.NaN(), math.NaN()
+		return math.NaN(), shares
 	}
-	return dsum / bsum, wsum / bsum
+	return dsum / bsum, shares
 }
 
 // upload3 is a device image of w x h x c holding data (nil on error: the
@@ -247,7 +279,7 @@ func contactRatio(s *lookSubject, yc, yb []float64) float64 {
 
 func (r *EdgeRow) finish() {
 	r.MHalo, r.MBleed, r.MCont = median(r.Halo), median(r.Bleed), median(r.Contact)
-	r.MHaloWrap = median(r.HaloWrap)
+	r.MHaloWrap, r.MHaloRelight = median(r.HaloWrap), median(r.HaloRelight)
 	r.XHalo, r.XBleed, r.XCont = most(r.Halo), most(r.Bleed), most(r.Contact)
 }
 
@@ -268,6 +300,7 @@ func (r *Report) edgeString() string {
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "edges, "+e.Name, "halo: median", e.MHalo)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", HaloLimit), e.XHalo, metStr(e.XHalo < HaloLimit))
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "  light wrap there (info): median", e.MHaloWrap)
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "  relight there (info): median", e.MHaloRelight)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "bleed: median", e.MBleed)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", BleedLimit), e.XBleed, metStr(e.XBleed < BleedLimit))
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "contact: median", e.MCont)
@@ -287,6 +320,7 @@ func (r *Report) edgePerSubject(line func(string, []float64)) {
 	for _, e := range r.Edges {
 		line("edges "+e.Name+": halo", e.Halo)
 		line("  halo region: wrap", e.HaloWrap)
+		line("  halo region: relight", e.HaloRelight)
 		line("  bleed", e.Bleed)
 		line("  contact", e.Contact)
 	}

@@ -83,8 +83,8 @@ func TestHaloRatio(t *testing.T) {
 	for x := range yw {
 		yw[x] = 0.05
 	}
-	if _, wr := haloRatio(plain(), yb, ys, yw, grain, sh, a, out); math.Abs(wr-18*0.05/bsum) > 1e-12 {
-		t.Errorf("wrap share %v, want %v", wr, 18*0.05/bsum)
+	if _, wr := haloRatio(plain(), yb, ys, grain, sh, a, out, yw, yw); len(wr) != 2 || math.Abs(wr[0]-18*0.05/bsum) > 1e-12 || wr[1] != wr[0] {
+		t.Errorf("wrap share %v, want two of %v", wr, 18*0.05/bsum)
 	}
 	// No backdrop light there: NaN.
 	if v := haloRatio1(yc, make([]float64, n), ys, grain, sh, a, out); !math.IsNaN(v) {
@@ -92,11 +92,23 @@ func TestHaloRatio(t *testing.T) {
 	}
 }
 
-// haloRatio1 is haloRatio's halo with no wrap.
+// haloRatio1 is haloRatio's halo with no parts.
 func haloRatio1(yc, yb, ys []float64, grain, sh, a, out []float32) float64 {
-	v, w := haloRatio(yc, yb, ys, make([]float64, len(yc)), grain, sh, a, out)
-	if w != 0 && !math.IsNaN(w) {
+	v, parts := haloRatio(yc, yb, ys, grain, sh, a, out)
+	if len(parts) != 0 {
 		return math.Inf(1)
 	}
 	return v
+}
+
+// TestRelightLight: the light the relight gain adds to the foreground,
+// per pixel: fg - fg/gain in luminance, 0 where the gain darkens or is 0.
+func TestRelightLight(t *testing.T) {
+	const n = 3
+	fg := []float32{0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4}
+	gain := []float32{2, 0.5, 0, 2, 0.5, 0, 2, 0.5, 0}
+	got := relightLight(fg, gain, n)
+	if math.Abs(got[0]-0.2) > 1e-6 || got[1] != 0 || got[2] != 0 {
+		t.Errorf("relight light %v, want [0.2 0 0]", got)
+	}
 }

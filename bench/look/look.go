@@ -671,7 +671,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				}
 				e := &rep.Edges[k]
 				e.Halo, e.Bleed, e.Contact = append(e.Halo, v.Halo), append(e.Bleed, v.Bleed), append(e.Contact, v.Contact)
-				e.HaloWrap = append(e.HaloWrap, v.HaloWrap)
+				e.HaloWrap, e.HaloRelight = append(e.HaloWrap, v.HaloWrap), append(e.HaloRelight, v.HaloRelight)
 			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
