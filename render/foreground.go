@@ -45,11 +45,6 @@ const (
 	// contactDark is the contact shadow's darkening right under the feet
 	// (half the sky hidden).
 	contactDark = 0.5
-	// contactReach: the points within this share of the subject's height
-	// above its lowest one stand on the ground (was 1/20, which left
-	// the far legs of the bench's bear and elephant without contact:
-	// issue 31's contact measure 0.91-0.93 under them, 0.74-0.83 now).
-	contactReach = 1.0 / 8
 	// maxShadowLen bounds the cast shadow's length per pixel of height
 	// (a low sun).
 	maxShadowLen = 2.0
@@ -72,6 +67,7 @@ type lookImages struct {
 	castDark                  float32
 	haveShadow                bool
 	hardness                  float32
+	contactReach              float64 // Params.ContactReach (0: DefaultContactReach)
 }
 
 func (c *compositeStage) allocLook(plan *lightPlan, lw, lh int) error {
@@ -242,14 +238,14 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 				d[y*w+x] = v
 			}
 		}
-		// Contact: under the lowest points (within contactReach of the
+		// Contact: under the lowest points (within reach() of the
 		// height of the lowest: the far feet of a walker or an animal
 		// stand higher in the picture), over about a foot's length (8%
 		// of the height) down and half that sideways, fading with the
 		// distance.
 		ch := max(2, int(math.Round(hs/12)))
 		for x := 0; x < w; x++ {
-			if low[x] < 0 || float64(low[x]) < float64(yg)-math.Max(1, hs*contactReach) {
+			if low[x] < 0 || float64(low[x]) < float64(yg)-math.Max(1, hs*q.reach()) {
 				continue
 			}
 			for dx := -ch / 2; dx <= ch/2; dx++ {

@@ -24,8 +24,17 @@ const (
 	oldEpsFrac = 0.2
 )
 
-// Tuning (distances in pixels at the working resolution).
-const ()
+// rimPeak is a rim's shape on the silhouette where it faces the light
+// squarely (rimBandShape), before its colour: the rim lights one side of
+// the silhouette only (its mean round the silhouette is rimPeak/pi), so
+// it peaks above the all-round band it replaced (1 + k cos, at most 1.5,
+// mean 1). Chosen on the look bench's fold A (bench/look FoldSubjects),
+// the least of 3, 5 and 8 that meets both rim checks there (edge band
+// over interior >= 1.5: 1.74, 1.86, 1.90; the rim's side over the other
+// >= 1.5: 1.85, 1.83, 1.79): the side ratio does not grow with the peak
+// (not traced: something later in the look compresses it), so a larger
+// peak only brightens the band.
+const rimPeak = 3
 
 // keyStage relights the subject at the working resolution: it fits the
 // subject's old shading (least squares on the smooth normals, smoothed in
@@ -264,14 +273,24 @@ func halfBasisMeans(nq, aq []float32, qw, qh int, cx, cy, lx, ly float64) (mk, m
 }
 
 // rimLight adds the rims to relit0 into relit: the rims' shape rimW
-// (rimIrradiance's quadratic, 1 channel) on the silhouette band's normals,
-// times their irradiance relative to the subject's mean new light (rel,
-// per channel), multiplies the relit subject: relit = relit0 *
-// (1 + rimW*rel). The light a rim adds is reflected by the subject's own
-// colour, like the rest, and it takes one 1-channel evaluation.
+// (rimBandShape's on the silhouette band's normals, 1 channel,
+// clamped at 0 so that only the normals facing away from the camera
+// toward the rim's side are lit), times their irradiance relative to the
+// subject's mean new light (rel, per channel), multiplies the relit
+// subject: relit = relit0 * (1 + rimW*rel). The light a rim adds is
+// reflected by the subject's own colour (its albedo, in relit0), and as
+// a gain on the subject it never reaches past the matte (the composite
+// weighs the foreground by the alpha).
 func (k *keyStage) rimLight(f *lowFrame, n *normalStage, rel [3]float32) error {
 	ops := k.ops
 	if err := step("rim shading", ops.SHEval(k.rimW, n.nRim, []kernels.SH9{toSH9(k.plan.parts.rimPoly)})); err != nil {
+		return err
+	}
+	cl, ok := k.dev.(kernels.ClampOps)
+	if !ok {
+		return step("rim shading", fmt.Errorf("device %T has no Clamp", k.dev))
+	}
+	if err := step("rim shading", cl.Clamp(k.rimW, k.rimW, 0, rimPeak)); err != nil {
 		return err
 	}
 	if err := step("rim shading", ops.Fill(k.rimGain, []float32{1 + rel[0], 1 + rel[1], 1 + rel[2]})); err != nil {

@@ -182,7 +182,7 @@ func lightingParts(l *prompt.Lighting, envL [3]kernels.SH9, hasRef bool) (p ligh
 			lightIrradiance(&key, lt.Dir, lt.Color, lt.Hardness)
 			col := colour.Scale3(lt.Color, rimBoost)
 			rimIrradiance(&rim, lt.Dir, col)
-			sh, y := rimShape(lt.Dir), float64(colour.Luminance(col))
+			sh, y := rimBandShape(lt.Dir), float64(colour.Luminance(col))
 			for k := range sh {
 				rimPoly[k] += y * sh[k]
 			}

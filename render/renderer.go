@@ -52,6 +52,8 @@ type Params struct {
 	// NoCameraLock keeps the plate still whatever the source's camera
 	// does (for comparisons; see camera.go).
 	NoCameraLock bool
+	// ContactReach overrides DefaultContactReach (0: the default; foreground.go).
+	ContactReach float64
 	// PlateMoved, when set, is called once, by the first frame whose
 	// plate the camera lock moves, after the stage made its two shifted
 	// full-resolution images (3-channel float32: 24 bytes an output
@@ -147,6 +149,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err := r.ops.ResizeArea(bgQ, bgLow); err != nil {
 		return fmt.Errorf("render: background blur: %w", err)
 	}
+	r.comp.look.contactReach = p.ContactReach
 	if err := r.comp.setWrap(bgQ, lw, lh, r.plan); err != nil {
 		return err
 	}

@@ -181,6 +181,34 @@ func rimIrradiance(e *[3][9]float64, dir, col [3]float32) {
 	}
 }
 
+// rimBandShape returns the SH coefficients of the rims' shape on the
+// silhouette band (Renderer's keyStage.rimLight, with its colour apart):
+//
+//	band(n) = rimPeak (n_x l_x + n_y l_y)
+//
+// with (l_x, l_y) the light's unit direction in the picture plane: the
+// normals turned away from the camera (their picture-plane part is the
+// sine of their angle to the view axis) toward the light's side, largest
+// on the silhouette where it faces the light, 0 where the surface faces
+// the camera (the band's normals are (0, 0, 1) past its width). It is
+// linear and signed (negative on the far side); the renderer clamps it at
+// 0 after SHEval, so the rim lights only the light's side. A light
+// straight behind (no direction in the picture plane) lights the whole
+// silhouette: rimPeak (1 - n_z^2).
+func rimBandShape(dir [3]float32) [9]float64 {
+	lx, ly := float64(dir[0]), float64(dir[1])
+	var p [9]float64
+	h := math.Hypot(lx, ly)
+	if h <= 1e-6 {
+		p[0] = rimPeak * (2.0 / 3) / shC0
+		p[6] = -rimPeak / (3 * shC3)
+		return p
+	}
+	p[3] = rimPeak * lx / h / shC1
+	p[1] = rimPeak * ly / h / shC1
+	return p
+}
+
 // rimShape returns the SH coefficients of rimIrradiance's quadratic for a
 // rim light from unit direction dir (colour 1).
 func rimShape(dir [3]float32) [9]float64 {

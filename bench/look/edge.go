@@ -15,14 +15,17 @@ import (
 // light from any direction), on the renderer's passes of one frame
 // (render.Passes: the composite, the backdrop used, the shadow and the
 // wrap), per subject:
-//   - halo: beyond 2 px outside the matte (its 0.5 contour) and within
-//     haloBand px more, the mean |composite - backdrop·(1 - shadow)| of
-//     luminance over the backdrop's mean there: what reaches the plate
-//     around the subject other than its shadows (a rim or glow past the
-//     matte, the soft band's foreground); limit HaloLimit. As defined it
-//     reads the soft matte's own subject where alpha is still above 0
-//     past 2 px (all of today's 1-4%: 0 where alpha is 0), not only a
-//     glow: to be redefined before tuning (issue 31 note, session 12);
+//   - halo: the light the renderer adds round the subject. The
+//     composite (its grain divided out) is compared with a plain
+//     composite of the same frame, A·source + (1 - A)·backdrop·(1 -
+//     shadow), brightening only: the sum of max(0, Yc - Yp) over the soft
+//     band outside the matte (0 < A < 0.5) and the ring from 2 to 2 +
+//     haloBand px outside its 0.5 contour, over the backdrop's luminance
+//     summed there; limit HaloLimit. A glow or a rim past the subject's
+//     own edge, or light wrap outside it, reads here; the soft matte's
+//     own subject does not (it is in both). (Session 12's measure, |Yc -
+//     Yb(1 - S)| beyond 2 px, read the soft band's subject: 1-4%, all of
+//     it where alpha was still above 0.)
 //   - bleed: inside the matte beyond the wrap width (2 sigma of the wrap's
 //     blur: 2 × 0.012 of the output's diagonal), the 99th percentile of
 //     the wrap pass's luminance over the mean of the backdrop's brightest
@@ -49,8 +52,12 @@ const (
 type EdgeRow struct {
 	Name                 string
 	Halo, Bleed, Contact []float64 // per subject (NaN where undefined)
-	MHalo, MBleed, MCont float64   // medians
-	XHalo, XBleed, XCont float64   // the worst subject (largest)
+	// Per subject: the wrap's and the relight's light in the halo region
+	// (edgeVals), and their medians.
+	HaloWrap, HaloRelight   []float64
+	MHaloWrap, MHaloRelight float64
+	MHalo, MBleed, MCont    float64 // medians
+	XHalo, XBleed, XCont    float64 // the worst subject (largest)
 }
 
 // edgeName names the prompts whose passes are measured ("" = not).
@@ -92,15 +99,15 @@ func outsideDist(dev kernels.Device, alpha []float32, w, h int) ([]float32, erro
 
 // edgeMeasure renders one frame's passes of s with p and measures them;
 // in and out are the distances (px) inside and outside the matte.
-func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (halo, bleed, contact float64, err error) {
+func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (v edgeVals, err error) {
 	r, err := render.New(ctx, dev, p)
 	if err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
 	defer r.Close()
 	ps, err := r.NewPasses()
 	if err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
 	defer ps.Free()
 	w, h, n := s.w, s.h, s.w*s.h
@@ -108,27 +115,18 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 	defer dev.Free(src)
 	defer dev.Free(a)
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
-		return 0, 0, 0, err
+		return v, err
 	}
-	var px [4][]float32
-	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap} {
+	var px [8][]float32
+	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha, ps.Foreground, ps.Gain} {
 		if px[i], err = dev.ReadPixels(img); err != nil {
-			return 0, 0, 0, err
+			return v, err
 		}
 	}
 	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
-	sh := px[2]
-	var dsum, bsum float64
-	for i := range yc {
-		if out[i] > 2 && out[i] <= 2+haloBand {
-			dsum += math.Abs(yc[i] - yb[i]*(1-float64(sh[i])))
-			bsum += yb[i]
-		}
-	}
-	halo = math.NaN()
-	if bsum > 0 {
-		halo = dsum / bsum
-	}
+	var parts []float64
+	v.Halo, parts = haloRatio(yc, yb, luma(s.src, n), px[4], px[2], px[5], out, yw, relightLight(px[6], px[7], n))
+	v.HaloWrap, v.HaloRelight = parts[0], parts[1]
 	ww := wrapWidthFrac * math.Hypot(float64(w), float64(h))
 	var wrapIn []float64
 	for i := range yw {
@@ -136,12 +134,80 @@ func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lo
 			wrapIn = append(wrapIn, yw[i])
 		}
 	}
-	bleed = math.NaN()
+	v.Bleed = math.NaN()
 	if top := topTenth(yb); len(wrapIn) > 0 && top > 0 {
 		sort.Float64s(wrapIn)
-		bleed = wrapIn[len(wrapIn)*99/100] / top
+		v.Bleed = wrapIn[len(wrapIn)*99/100] / top
 	}
-	return halo, bleed, contactRatio(s, yc, yb), nil
+	v.Contact = contactRatio(s, yc, yb)
+	return v, nil
+}
+
+// edgeVals are one render's edge measures (see the package's edge
+// measures). HaloWrap and HaloRelight are two sources of the halo
+// region's light, each over the backdrop's luminance there: the light
+// wrap pass, and what the relight gain adds to the clean foreground
+// (relightLight); the rest of the halo is the foreground estimate's
+// difference from A·source in the soft band.
+type edgeVals struct {
+	Halo, HaloWrap, HaloRelight, Bleed, Contact float64
+}
+
+// relightLight is, per pixel, the luminance the relight gain adds to the
+// clean foreground: max(0, Y(fg) - Y(fg / gain)) (fg the Foreground pass,
+// gain the Gain pass, 3 planes of n; channels with no gain count 0).
+func relightLight(fg, gain []float32, n int) []float64 {
+	out := make([]float64, n)
+	w := [3]float64{0.2126, 0.7152, 0.0722}
+	for i := 0; i < n; i++ {
+		var d float64
+		for c := 0; c < 3; c++ {
+			if g := float64(gain[c*n+i]); g > 0 {
+				f := float64(fg[c*n+i])
+				d += w[c] * (f - f/g)
+			}
+		}
+		out[i] = math.Max(0, d)
+	}
+	return out
+}
+
+// haloRatio is the halo measure (see the package's edge measures) and,
+// for each of parts (per-pixel luminance: the sources of the halo), its
+// sum over the same region and the same backdrop sum: yc, yb and ys the
+// luminance of the composite, the backdrop and the source, grain the
+// composite's grain gain (3 planes; its luminance-weighted mean
+// is divided out), sh the shadow, a the matte and out the distance
+// outside it (the matte's, a the matte the render used). NaN when the region is empty or black.
+func haloRatio(yc, yb, ys []float64, grain, sh, a, out []float32, parts ...[]float64) (halo float64, shares []float64) {
+	n := len(yc)
+	var dsum, bsum float64
+	shares = make([]float64, len(parts))
+	for i := range yc {
+		ai := float64(a[i])
+		soft := ai > 0 && ai < 0.5
+		ring := ai < 0.5 && out[i] > 2 && out[i] <= 2+haloBand
+		if !soft && !ring {
+			continue
+		}
+		c := yc[i]
+		if g := 0.2126*float64(grain[i]) + 0.7152*float64(grain[n+i]) + 0.0722*float64(grain[2*n+i]); g > 0 {
+			c /= g
+		}
+		plain := ai*ys[i] + (1-ai)*yb[i]*(1-float64(sh[i]))
+		dsum += math.Max(0, c-plain)
+		bsum += yb[i]
+		for k, p := range parts {
+			shares[k] += p[i]
+		}
+	}
+	for k := range shares {
+		shares[k] /= bsum // NaN when bsum is 0
+	}
+	if !(bsum > 0) {
+		return math.NaN(), shares
+	}
+	return dsum / bsum, shares
 }
 
 // upload3 is a device image of w x h x c holding data (nil on error: the
@@ -213,6 +279,7 @@ func contactRatio(s *lookSubject, yc, yb []float64) float64 {
 
 func (r *EdgeRow) finish() {
 	r.MHalo, r.MBleed, r.MCont = median(r.Halo), median(r.Bleed), median(r.Contact)
+	r.MHaloWrap, r.MHaloRelight = median(r.HaloWrap), median(r.HaloRelight)
 	r.XHalo, r.XBleed, r.XCont = most(r.Halo), most(r.Bleed), most(r.Contact)
 }
 
@@ -232,6 +299,8 @@ func (r *Report) edgeString() string {
 	for _, e := range r.Edges {
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "edges, "+e.Name, "halo: median", e.MHalo)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", HaloLimit), e.XHalo, metStr(e.XHalo < HaloLimit))
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "  light wrap there (info): median", e.MHaloWrap)
+		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "  relight there (info): median", e.MHaloRelight)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "bleed: median", e.MBleed)
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f %s\n", "", fmt.Sprintf("  worst subject, limit < %.2f", BleedLimit), e.XBleed, metStr(e.XBleed < BleedLimit))
 		fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "", "contact: median", e.MCont)
@@ -250,6 +319,8 @@ func metStr(ok bool) string {
 func (r *Report) edgePerSubject(line func(string, []float64)) {
 	for _, e := range r.Edges {
 		line("edges "+e.Name+": halo", e.Halo)
+		line("  halo region: wrap", e.HaloWrap)
+		line("  halo region: relight", e.HaloRelight)
 		line("  bleed", e.Bleed)
 		line("  contact", e.Contact)
 	}

@@ -119,6 +119,9 @@ type Options struct {
 	CameraClips  []string
 	CameraFrames int
 	NoCameraLock bool
+	// ContactReach is render.Params.ContactReach (0: the renderer's
+	// default).
+	ContactReach float64
 }
 
 // Row is one prompt's result: the measure per subject and its median.
@@ -126,7 +129,7 @@ type Row struct {
 	Prompt  Prompt
 	Values  []float64 // per subject (NaN where the measure is undefined)
 	Median  float64
-	Values2 []float64 // shadow: darkening away from the key minus toward it
+	Values2 []float64 // shadow: darkening away from the key minus toward it; rim: rimSide
 	Median2 float64
 	// Hue: the subject's hue shift per subject (degrees, lookcolour.go)
 	// and its median.
@@ -618,7 +621,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		row := []*thumb{makeThumb(s.src, s.w, s.h)}
 		zero := make([]float32, s.w*s.h)
 		for pi, lp := range Prompts {
-			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch}
+			p := render.Params{Prompt: lp.Prompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch, NoFocusMatch: opt.NoFocusMatch,
+				ContactReach: opt.ContactReach}
 			if lp.Reference {
 				p.Reference = refs[lp.refClip()].frame
 			}
@@ -644,6 +648,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				}
 			}
 			v, v2 := lookMeasure(lp.Measure, s, out, plate, dist, refs[lp.refClip()].lum)
+			if lp.Measure == MeasureRim {
+				v2 = rimSide(lp.Prompt, s, out, dist)
+			}
 			rep.Rows[pi].Hue = append(rep.Rows[pi].Hue, hueShift(s.src, out, s.alpha, s.w*s.h))
 			if lp.Night {
 				rep.Rows[pi].Read = append(rep.Rows[pi].Read, nightRead(luma(out, s.w*s.h), s.alpha))
@@ -658,12 +665,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				pr.Grain, pr.Sharp, pr.Black = append(pr.Grain, g), append(pr.Sharp, sh), append(pr.Black, bl)
 			}
 			if k := edgeIndex[pi]; k >= 0 {
-				ha, bl, co, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
+				v, err := edgeMeasure(ctx, dev, p, s, dist, outDist)
 				if err != nil {
 					return nil, fmt.Errorf("bench: %s: edges: %w", name, err)
 				}
 				e := &rep.Edges[k]
-				e.Halo, e.Bleed, e.Contact = append(e.Halo, ha), append(e.Bleed, bl), append(e.Contact, co)
+				e.Halo, e.Bleed, e.Contact = append(e.Halo, v.Halo), append(e.Bleed, v.Bleed), append(e.Contact, v.Contact)
+				e.HaloWrap, e.HaloRelight = append(e.HaloWrap, v.HaloWrap), append(e.HaloRelight, v.HaloRelight)
 			}
 			rep.Rows[pi].Values = append(rep.Rows[pi].Values, v)
 			rep.Rows[pi].Values2 = append(rep.Rows[pi].Values2, v2)
@@ -892,6 +900,9 @@ func (r *Report) PerSubject() string {
 		if row.Prompt.Measure == MeasureShadow {
 			line("  cast: away - toward", row.Values2)
 		}
+		if row.Prompt.Measure == MeasureRim {
+			line("  rim's side / other side", row.Values2)
+		}
 	}
 	var e0, e1, g, sf []float64
 	for _, v := range r.FGValues {
@@ -945,6 +956,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", p, names[row.Prompt.Measure], row.Median)
 		if row.Prompt.Measure == MeasureShadow {
 			fmt.Fprintf(&b, "%-40s %-34s %8.3f\n", "", "cast: darkening away - toward key", row.Median2)
+		}
+		if row.Prompt.Measure == MeasureRim {
+			fmt.Fprintf(&b, "%-40s %-34s %8.3f %s\n", "", fmt.Sprintf("band, rim's side / other >= %.1f", RimSideLimit), row.Median2, metStr(row.Median2 >= RimSideLimit))
 		}
 	}
 	fmt.Fprintf(&b, "%-40s %-34s %8.4f\n", "foreground, soft band", "colour error, source colour", r.FGErrSource)

@@ -78,6 +78,11 @@ func TestLookBenchDAVIS(t *testing.T) {
 			t.Errorf("%q: %.3f, issue 15 asks >= %.1f", c.prompt, v, c.want)
 		}
 	}
+	// Issue 31 item 3's rim: lit where the silhouette faces the rim light,
+	// not all round (1.128 before, a band round the whole silhouette).
+	if v := row(MeasureRim, "backlit rim light").Median2; !(v >= RimSideLimit) {
+		t.Errorf("rim: the band facing the light over the band facing away %.3f, want >= %.1f", v, RimSideLimit)
+	}
 	// Plate matching: no subject is left much cleaner than its plate
 	// (grain is added where the plate is grainier; without plate matching
 	// dance-jump reads 0.02 and flamingo 0.00 on the beach backdrop, and

@@ -29,12 +29,17 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cameraClips := fs.String("camera-clips", strings.Join(look.CameraClips, ","), "comma-separated clips of the camera-lock check (empty skips it)")
 	cameraFrames := fs.Int("camera-frames", 16, "frames per clip of the camera-lock check")
 	noLock := fs.Bool("no-camera-lock", false, "render with a still plate, for before figures")
+	reach := fs.Float64("contact-reach", 0, "contact shadow reach, a share of the subject's height (0 = the renderer's default)")
+	fitReach := fs.Bool("fit-contact-reach", false, "fit the contact reach on --subjects (default: fold A of the bench's subjects) and print the grid; renders nothing else")
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
 	}
+	if !(*reach >= 0 && *reach <= 1) {
+		return usageError{"--contact-reach: want a share of the height in [0, 1]"}
+	}
 	codec.Quiet()
 	opt := look.Options{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate, NoFocusMatch: *noFocus,
-		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock}
+		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock, ContactReach: *reach}
 	if *cameraClips != "" {
 		opt.CameraClips = strings.Split(*cameraClips, ",")
 	}
@@ -43,6 +48,14 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *subjects != "" {
 		opt.Subjects = strings.Split(*subjects, ",")
+	}
+	if *fitReach {
+		fit, err := look.FitContactReach(ctx, opt, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, fit)
+		return nil
 	}
 	rep, err := look.Run(ctx, opt)
 	if err != nil {
