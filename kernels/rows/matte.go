@@ -43,6 +43,41 @@ func ShiftBlocks(x0, x1 []int) []int32 {
 	return b
 }
 
+// Shift is the sampling plan of Shift (dx, dy) over a w x h image:
+// each axis's taps and weights and the vector blocks of the columns.
+type Shift struct {
+	X0, X1, Y0, Y1 []int
+	FX, FY         []float32
+	Blocks         []int32
+}
+
+// NewShift returns Shift's plan for a w x h image moved by (dx, dy).
+func NewShift(w, h int, dx, dy float32) *Shift {
+	s := &Shift{}
+	s.X0, s.X1, s.FX = ShiftTaps(w, dx)
+	s.Y0, s.Y1, s.FY = ShiftTaps(h, dy)
+	s.Blocks = ShiftBlocks(s.X0, s.X1)
+	return s
+}
+
+// Row writes the columns [xl, xr) of row y of one plane p (width
+// len(row)) shifted: each value bit for bit Shift's (ShiftPix, or
+// ShiftRowSIMD over the whole blocks of 8 inside [xl, xr)).
+func (s *Shift) Row(row, p []float32, y, xl, xr int) {
+	w := len(row)
+	r0, r1, ty := p[s.Y0[y]*w:][:w], p[s.Y1[y]*w:][:w], s.FY[y]
+	x := xl
+	if kb, ke := (xl+7)/8, xr/8; kb < ke {
+		for ; x < kb*8; x++ {
+			row[x] = ShiftPix(r0, r1, s.X0[x], s.X1[x], s.FX[x], ty)
+		}
+		x += ShiftRowSIMD(row[x:], r0, r1, s.FX[x:], s.Blocks[kb:ke], s.X0[x:], s.X1[x:], ty)
+	}
+	for ; x < xr; x++ {
+		row[x] = ShiftPix(r0, r1, s.X0[x], s.X1[x], s.FX[x], ty)
+	}
+}
+
 // ShiftTaps are bilinear's taps along one axis of n samples for the
 // positions i + off (float32, clamped to [0, n-1]).
 func ShiftTaps(n int, off float32) (i0, i1 []int, f []float32) {
