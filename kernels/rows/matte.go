@@ -22,12 +22,23 @@ func ShiftPix(r0, r1 []float32, i0, i1 int, tx, ty float32) float32 {
 	return (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*c+tx*e)
 }
 
+// ShiftBlock* mark ShiftBlocks' blocks that are not 8 consecutive
+// columns: one column (ShiftBlockOne: the same taps and weight 8 times,
+// past a border) or mixed (ShiftBlockMixed: a border or a rounding step
+// inside the block).
+const (
+	ShiftBlockMixed int32 = -1
+	ShiftBlockOne   int32 = -2
+)
+
 // ShiftBlocks returns, for each whole block of 8 columns, the first
 // source column of its taps when they are 8 consecutive columns each
 // with its right neighbour (x0[x+j] = x0[x]+j, x1 = x0+1: no clamp at a
-// border and no step of 0 or 2 where float32 rounds the positions), else
-// -1: the blocks that Shift's vector loop can load whole.
-func ShiftBlocks(x0, x1 []int) []int32 {
+// border and no step of 0 or 2 where float32 rounds the positions),
+// ShiftBlockOne when its 8 taps and weights fx are one column's (clamped
+// past a border), else ShiftBlockMixed: how Shift's vector loop does
+// each block.
+func ShiftBlocks(x0, x1 []int, fx []float32) []int32 {
 	const n = 8
 	b := make([]int32, len(x0)/n)
 	for k := range b {
@@ -35,8 +46,17 @@ func ShiftBlocks(x0, x1 []int) []int32 {
 		b[k] = int32(x0[x])
 		for j := range n {
 			if x0[x+j] != x0[x]+j || x1[x+j] != x0[x+j]+1 {
-				b[k] = -1
+				b[k] = ShiftBlockMixed
 				break
+			}
+		}
+		if b[k] == ShiftBlockMixed {
+			b[k] = ShiftBlockOne
+			for j := range n {
+				if x0[x+j] != x0[x] || x1[x+j] != x1[x] || math.Float32bits(fx[x+j]) != math.Float32bits(fx[x]) {
+					b[k] = ShiftBlockMixed
+					break
+				}
 			}
 		}
 	}
@@ -56,7 +76,7 @@ func NewShift(w, h int, dx, dy float32) *Shift {
 	s := &Shift{}
 	s.X0, s.X1, s.FX = ShiftTaps(w, dx)
 	s.Y0, s.Y1, s.FY = ShiftTaps(h, dy)
-	s.Blocks = ShiftBlocks(s.X0, s.X1)
+	s.Blocks = ShiftBlocks(s.X0, s.X1, s.FX)
 	return s
 }
 
