@@ -391,3 +391,12 @@ func BenchmarkShift1080p(b *testing.B) {
 	s, o := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
 	e.run(px(fw, fh, 6), func() error { return e.d.Shift(o, s, -3.37, 1.61) })
 }
+
+// BenchmarkShift1080pClamped is BenchmarkShift1080p after a long pan:
+// the offset (-700.37 px) puts the first 700 columns of every row past
+// the border (clamped: each block's taps are one column).
+func BenchmarkShift1080pClamped(b *testing.B) {
+	e := newBench(b)
+	s, o := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
+	e.run(px(fw, fh, 6), func() error { return e.d.Shift(o, s, -700.37, 1.61) })
+}

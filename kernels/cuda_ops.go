@@ -985,6 +985,7 @@ type gcArg struct {
 	gr                          cu.DevicePtr // CompositeLook.Grain (0 = none)
 	grw, grh, grx, gry          int32
 	grain                       float32
+	pdx, pdy                    float32 // CompositeLook.PlateX, PlateY
 }
 
 // gcLook checks GainCompositeLook's optional inputs (the CPU's setLook
@@ -1042,6 +1043,14 @@ func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) er
 			j.gr, j.grain = gr.ptr, look.GrainAmount
 			j.grw, j.grh = int32(gr.w), int32(gr.h)
 			j.grx, j.gry = int32(look.GrainX%gr.w), int32(look.GrainY%gr.h)
+		}
+	}
+	if look.PlateX != 0 || look.PlateY != 0 {
+		if !finite32(look.PlateX) || !finite32(look.PlateY) {
+			return d.shapeErr(op, "plate offset %v, %v is not finite", look.PlateX, look.PlateY)
+		}
+		if j.alpha != 0 {
+			j.pdx, j.pdy = look.PlateX, look.PlateY
 		}
 	}
 	return nil
@@ -1209,3 +1218,6 @@ func (d *CUDA) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha
 func structBytes[T any](v *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
 }
+
+// finite32 reports whether v is neither NaN nor infinite.
+func finite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }

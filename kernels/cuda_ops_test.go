@@ -309,6 +309,11 @@ var opCases = append([]opCase{
 	gcdCase("GainCompositeDownload/rgb24", frame.RGB24),
 	gcdLookCase("GainCompositeLookDownload/yuv420p", frame.YUV420P),
 	gcdLookCase("GainCompositeLookDownload/rgb24", frame.RGB24),
+	cudaPlateCase("GainCompositeLook/plate", -3.37, 1.61),
+	cudaPlateCase("GainCompositeLook/plate-rounding", -1e-5, 0),
+	cudaPlateCase("GainCompositeLook/plate-beyond", -3000, 1200.5),
+	cudaPlateDownloadCase("GainCompositeLookDownload/plate/yuv420p", frame.YUV420P, 2.37, -0.61),
+	cudaPlateDownloadCase("GainCompositeLookDownload/plate/rgb24", frame.RGB24, -7.125, 3),
 	// ScaleOps (issue 7): 2x as 1080 -> 2160, non-integer ratios, one
 	// axis only, equal sizes (copy), edge 0 (plain Lanczos), fractional
 	// and out-of-range edge.
@@ -568,6 +573,32 @@ func TestCUDAShapeErrors(t *testing.T) {
 	if err := d.ChromaKey(one, a, a, ChromaParams{Screen: [3]float32{0.9, 0.1, 0.1}, Channel: 1, High: 1}); err == nil {
 		t.Fatal("ChromaKey of a red screen as green succeeded")
 	}
+}
+
+// cudaPlateCase is GainCompositeLook with the plate moved by (dx, dy)
+// (CompositeLook.PlateX, PlateY), its wrap and look inputs set.
+func cudaPlateCase(name string, dx, dy float32) opCase {
+	return imageOp(name, 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		g := up(in.gainLow)
+		look := CompositeLook{FgLow: g, BgOldLow: up(in.gainLow), ShadowLow: up(in.alphaLow), PlateX: dx, PlateY: dy}
+		return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
+	})
+}
+
+// cudaPlateDownloadCase is cudaPlateCase into a host frame of format fm.
+func cudaPlateDownloadCase(name string, fm frame.PixelFormat, dx, dy float32) opCase {
+	return opCase{name, 0, func(t testing.TB, d Device, in *opInputs) []float64 {
+		f, _ := frame.New(fm, in.w, in.h)
+		f.ColorSpace = frame.BT709
+		look := CompositeLook{ShadowLow: put(t, d, in.lw, in.lh, in.alphaLow), PlateX: dx, PlateY: dy}
+		err := d.Ops().GainCompositeLookDownload(f, put(t, d, in.w, in.h, in.rgb), put(t, d, in.w, in.h, in.alpha),
+			put(t, d, in.lw, in.lh, in.gainLow), put(t, d, in.w, in.h, in.rgb2), put(t, d, in.w, in.h, in.rgb),
+			put(t, d, in.lw, in.lh, in.alphaLow), look, 0.4, 1.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frameCodes(f)
+	}}
 }
 
 func gcdLookCase(name string, fm frame.PixelFormat) opCase {

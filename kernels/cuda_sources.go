@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "6ba6ef4c3ef0ea53f41d90c623c37b6dfa7a33c978205d5782383bfa0572a1fc"
+const cudaSourcesSHA256 = "706d9d2e1b4e6db7cedd249d3f059f802591dcdc893b6d1c9709a868d05a5e03"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "589c791846d8fa2094a5a801b0842c92bbc87f589c8898d6689fb2cf065e4aea"
+const cudaFatbinSHA256 = "f60a7c6563ed34330ee03e19fbfe9a89e2643151f65f681dfbfac81ebbed33c2"

@@ -31,6 +31,45 @@ func BenchmarkGainCompositeLookFrame(b *testing.B) { benchGCLF(b, false) }
 // with CompositeLook's grain (a 509x509 tile, as the renderer's).
 func BenchmarkGainCompositeLookFrameGrain(b *testing.B) { benchGCLF(b, true) }
 
+// BenchmarkGainCompositeLookFramePlate is the composite of a frame over
+// a plate moved by the camera lock (-3.37, 1.61 px, no background codes to
+// copy): "sample" moves it inside the composite (CompositeLook.PlateX,
+// PlateY), "shift" the way it was done before, Shift of the plate and of
+// its blur into two more images then the composite over them (the same
+// output, bit for bit).
+func BenchmarkGainCompositeLookFramePlate(b *testing.B) {
+	for _, shift := range []bool{false, true} {
+		b.Run(map[bool]string{false: "sample", true: "shift"}[shift], func(b *testing.B) {
+			e := newBench(b)
+			src := randFrame(frame.YUV420P, fw, fh)
+			alpha, _ := frame.New(frame.Gray8, fw, fh)
+			if err := e.d.Download(alpha, e.alpha(fw, fh)); err != nil {
+				b.Fatal(err)
+			}
+			gain := e.img(480, 270, 3, 0.5, 1.5)
+			bg, bgBlur := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
+			sbg, sbb := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
+			ab := e.img(240, 135, 1, 0, 1)
+			dst, _ := frame.New(frame.YUV420P, fw, fh)
+			dst.ColorSpace = frame.BT709
+			const dx, dy = -3.37, 1.61
+			e.run(frameBytes(src)+frameBytes(alpha), func() error {
+				if !shift {
+					look := CompositeLook{PlateX: dx, PlateY: dy}
+					return e.d.GainCompositeLookFrame(dst, src, alpha, nil, gain, bg, bgBlur, ab, look, 0.3, 1)
+				}
+				if err := e.d.Shift(sbg, bg, dx, dy); err != nil {
+					return err
+				}
+				if err := e.d.Shift(sbb, bgBlur, dx, dy); err != nil {
+					return err
+				}
+				return e.d.GainCompositeLookFrame(dst, src, alpha, nil, gain, sbg, sbb, ab, CompositeLook{}, 0.3, 1)
+			})
+		})
+	}
+}
+
 func benchGCLF(b *testing.B, grain bool) {
 	e := newBench(b)
 	var look CompositeLook

@@ -12,8 +12,10 @@ import (
 // frame, the motion of the source's background (outside the dilated
 // matte) from the previous frame is fitted at half the working resolution
 // (package camfit: a translation by direct alignment): its accumulation
-// over the frames shifts the plate (and its blur for the light wrap)
-// through the Shift op (Warp with a constant flow).
+// over the frames moves the plate (and its blur for the light wrap): the
+// composite samples them at the shifted position itself
+// (kernels.CompositeLook.PlateX, PlateY: what the Shift op would give,
+// bit for bit, without the two shifted full-resolution images).
 // A motion under camDeadband output pixels a frame counts as none, so a
 // locked-off shot keeps a still plate.
 
@@ -41,16 +43,14 @@ type cameraStage struct {
 	have bool
 	// dx, dy is the background's motion accumulated since the first frame
 	// (output pixels, x right, y down); step the last frame's.
-	dx, dy     float64
-	stepX      float64
-	stepY      float64
-	moved      bool          // the plate is shifted this frame
-	bg, bgBlur kernels.Image // the shifted plate and its blur (full resolution)
-	onMoved    func()        // Params.PlateMoved
+	dx, dy float64
+	stepX  float64
+	stepY  float64
+	moved  bool // the plate is moved this frame
 }
 
-func newCameraStage(dev kernels.Device, ops kernels.Ops, w, h int, off bool, moved func()) *cameraStage {
-	return &cameraStage{dev: dev, ops: ops, w: w, h: h, off: off, onMoved: moved}
+func newCameraStage(dev kernels.Device, ops kernels.Ops, w, h int, off bool) *cameraStage {
+	return &cameraStage{dev: dev, ops: ops, w: w, h: h, off: off}
 }
 
 func (c *cameraStage) free() { freeImages(c.dev, c.images) }
@@ -67,9 +67,9 @@ func (r *Renderer) Motion() (stepX, stepY, totalX, totalY float64) {
 }
 
 // run measures this frame's camera motion from f's luminance and matte
-// (f.luma and f.alphaQ, made by the normals) and shifts the plate bg
-// and its blur bgBlur when the accumulated motion is not zero.
-func (c *cameraStage) run(f *lowFrame, bg, bgBlur kernels.Image) error {
+// (f.luma and f.alphaQ, made by the normals): the plate moves when the
+// accumulated motion is not zero (see setLook).
+func (c *cameraStage) run(f *lowFrame) error {
 	if c.off {
 		return nil
 	}
@@ -107,42 +107,26 @@ func (c *cameraStage) run(f *lowFrame, bg, bgBlur kernels.Image) error {
 	c.prev, c.have = cur, true
 	c.dx += c.stepX
 	c.dy += c.stepY
-	return c.shift(bg, bgBlur)
-}
-
-// shift makes c.bg and c.bgBlur, the plate and its blur moved by the
-// accumulated motion (kernels Shift: bilinear, the borders clamped), when
-// it is not zero.
-func (c *cameraStage) shift(bg, bgBlur kernels.Image) error {
 	c.moved = c.dx != 0 || c.dy != 0
-	if !c.moved {
-		return nil
-	}
-	if c.bg == nil {
-		a := allocator{dev: c.dev}
-		a.img(&c.bg, c.w, c.h, 3)
-		a.img(&c.bgBlur, c.w, c.h, 3)
-		c.images = append(c.images, a.made...)
-		if a.err != nil {
-			return fmt.Errorf("render: allocate: %w", a.err)
-		}
-		if c.onMoved != nil {
-			c.onMoved()
-		}
-	}
-	// The plate at x shows what was at x - d.
-	dx, dy := float32(-c.dx), float32(-c.dy)
-	return steps(
-		namedStep{"camera", func() error { return c.ops.Shift(c.bg, bg, dx, dy) }},
-		namedStep{"camera", func() error { return c.ops.Shift(c.bgBlur, bgBlur, dx, dy) }},
-	)
+	return nil
 }
 
-// plate returns the plate and its blur to composite this frame: moved,
-// or bg and bgBlur as they are.
-func (c *cameraStage) plate(bg, bgBlur kernels.Image) (kernels.Image, kernels.Image) {
-	if c != nil && c.moved {
-		return c.bg, c.bgBlur
+// plateMoved reports whether the plate is moved this frame.
+func (c *cameraStage) plateMoved() bool { return c != nil && c.moved }
+
+// setLook sets the composite's plate offset: the plate at x shows what
+// was at x - d (d the accumulated motion), as Shift(plate, -dx, -dy)
+// would; a still plate is read as it is.
+func (c *cameraStage) setLook(look *kernels.CompositeLook) {
+	if c.plateMoved() {
+		look.PlateX, look.PlateY = float32(-c.dx), float32(-c.dy)
 	}
-	return bg, bgBlur
+}
+
+// compositeLook is the composite's look inputs for this frame: the
+// compositing stage's, with the camera lock's plate offset.
+func (r *Renderer) compositeLook() kernels.CompositeLook {
+	look := r.comp.compositeLook(r.exposure)
+	r.camera.setLook(&look)
+	return look
 }

@@ -164,8 +164,9 @@ func luma32(p []float32, n int) []float32 {
 }
 
 // BenchmarkCamera1080p is the camera stage's cost a frame at 1080p (CPU):
-// the motion's fit at the working resolution, and with a moving camera
-// the plate's and its blur's shift (two full-resolution Warps).
+// the motion's fit at the working resolution. A moving camera's plate is
+// moved by the composite itself (kernels.CompositeLook.PlateX, PlateY;
+// BenchmarkGainCompositeLookFramePlate in kernels), not here.
 func BenchmarkCamera1080p(b *testing.B) {
 	for _, moving := range []bool{false, true} {
 		b.Run(map[bool]string{false: "still", true: "moving"}[moving], func(b *testing.B) {
@@ -178,8 +179,7 @@ func BenchmarkCamera1080p(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer f.free(d)
-			bg, bgBlur := upload(b, d, w, h, 3, nil), upload(b, d, w, h, 3, nil)
-			c := newCameraStage(d, d.Ops(), w, h, false, nil)
+			c := newCameraStage(d, d.Ops(), w, h, false)
 			defer c.free()
 			frames := make([]scene, 2)
 			for k := range frames {
@@ -187,7 +187,7 @@ func BenchmarkCamera1080p(b *testing.B) {
 			}
 			if moving {
 				// The two frames alternate (+1.3, then -1.3 px): an offset
-				// keeps the total off zero, so every frame shifts the plate.
+				// keeps the total off zero, so every frame moves the plate.
 				c.dx = 0.5
 			}
 			var ru0 syscall.Rusage
@@ -204,7 +204,7 @@ func BenchmarkCamera1080p(b *testing.B) {
 				if err := d.Ops().Luma(f.luma, f.srcLow); err != nil {
 					b.Fatal(err)
 				}
-				if err := c.run(f, bg, bgBlur); err != nil {
+				if err := c.run(f); err != nil {
 					b.Fatal(err)
 				}
 			}

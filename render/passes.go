@@ -194,7 +194,7 @@ func (r *Renderer) fillPasses(p *Passes, src kernels.Image) error {
 // estimates and shadows made).
 func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 	ops, step := r.ops, passStep
-	look := r.comp.compositeLook(r.exposure)
+	look := r.compositeLook()
 	clean := look
 	clean.Grain, clean.GrainAmount = nil, 0
 	if err := step("composite", ops.GainCompositeLook(p.Composite, src, alpha, r.low.gain, bg, bgBlur, aBlur, look, wrap, 1)); err != nil {
@@ -215,7 +215,8 @@ func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.
 		return err
 	}
 	// W: a black subject over a black background, with the wrap.
-	if err := step("wrap", ops.GainCompositeLook(p.Wrap, p.zeros3, alpha, r.low.gain, p.zeros3, bgBlur, aBlur, kernels.CompositeLook{}, wrap, 1)); err != nil {
+	plate := kernels.CompositeLook{PlateX: look.PlateX, PlateY: look.PlateY} // the camera lock's
+	if err := step("wrap", ops.GainCompositeLook(p.Wrap, p.zeros3, alpha, r.low.gain, p.zeros3, bgBlur, aBlur, plate, wrap, 1)); err != nil {
 		return err
 	}
 	if look.ShadowLow != nil {
@@ -228,7 +229,7 @@ func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.
 	if err := step("alpha", ops.Copy(p.Alpha, alpha)); err != nil {
 		return err
 	}
-	if err := step("backdrop", ops.Copy(p.Backdrop, bg)); err != nil {
+	if err := step("backdrop", r.backdrop(p.Backdrop, bg, look)); err != nil {
 		return err
 	}
 	if err := step("normals", ops.ResizeBilinear(p.Normals, r.normals.nDetail)); err != nil {
@@ -237,6 +238,15 @@ func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.
 	// G = composite / composite without grain, 1 where the latter is
 	// below 1e-6 (there the composite is too).
 	return step("grain", p.grainGain())
+}
+
+// backdrop writes the plate as the composite saw it into dst: moved by
+// the camera lock (look's plate offset) or as it is.
+func (r *Renderer) backdrop(dst, bg kernels.Image, look kernels.CompositeLook) error {
+	if look.PlateX != 0 || look.PlateY != 0 {
+		return r.ops.Shift(dst, bg, look.PlateX, look.PlateY)
+	}
+	return r.ops.Copy(dst, bg)
 }
 
 // grainGain computes p.Grain from p.Composite and p.noGrain on the host.

@@ -54,11 +54,6 @@ type Params struct {
 	NoCameraLock bool
 	// ContactReach overrides DefaultContactReach (0: the default; foreground.go).
 	ContactReach float64
-	// PlateMoved, when set, is called once, by the first frame whose
-	// plate the camera lock moves, after the stage made its two shifted
-	// full-resolution images (3-channel float32: 24 bytes an output
-	// pixel), so that a caller can account for them (worker.Plan).
-	PlateMoved func()
 }
 
 // Renderer renders the frames of one job on a kernels.Device. Create it
@@ -177,7 +172,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 		return err
 	}
 	if !r.fill {
-		r.camera = newCameraStage(r.dev, r.ops, r.w, r.h, p.NoCameraLock, p.PlateMoved)
+		r.camera = newCameraStage(r.dev, r.ops, r.w, r.h, p.NoCameraLock)
 	}
 	r.key, err = newKeyStage(r.dev, r.ops, r.plan, lw, lh)
 	return err
@@ -198,7 +193,7 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 		if r.fill {
 			return r.ops.GainComposite(dst, src, nil, r.low.gain, nil, nil, nil, 0, 1)
 		}
-		return r.ops.GainCompositeLook(dst, src, alpha, r.low.gain, bg, bgBlur, aBlur, r.comp.compositeLook(r.exposure), wrap, 1)
+		return r.ops.GainCompositeLook(dst, src, alpha, r.low.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -218,7 +213,7 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 		if r.fill {
 			return r.ops.GainCompositeDownload(dst, src, nil, r.low.gain, nil, nil, nil, 0, 1)
 		}
-		return r.ops.GainCompositeLookDownload(dst, src, alpha, r.low.gain, bg, bgBlur, aBlur, r.comp.compositeLook(r.exposure), wrap, 1)
+		return r.ops.GainCompositeLookDownload(dst, src, alpha, r.low.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -278,10 +273,10 @@ func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.Hos
 		if err != nil {
 			return err
 		}
-		if bg != r.comp.bg {
+		if r.camera.plateMoved() {
 			codes = nil // the plate moved with the camera
 		}
-		return r.ops.GainCompositeLookFrame(dst, src, alpha, codes, r.low.gain, bg, bgBlur, aBlur, r.comp.compositeLook(r.exposure), wrap, 1)
+		return r.ops.GainCompositeLookFrame(dst, src, alpha, codes, r.low.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }
 
@@ -361,11 +356,10 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 		return err
 	}
 	c := r.comp
-	if err := r.camera.run(f, c.bg, c.bgBlur); err != nil {
+	if err := r.camera.run(f); err != nil {
 		return err
 	}
-	bg, bgBlur := r.camera.plate(c.bg, c.bgBlur)
-	return step("composite", finish(bg, bgBlur, c.alphaBlur, c.wrap))
+	return step("composite", finish(c.bg, c.bgBlur, c.alphaBlur, c.wrap))
 }
 
 // Close frees the renderer's device images. It is idempotent and always

@@ -156,11 +156,7 @@ const (
 	heapEXRPerPixel      = 4 * 28
 	heapPerPixel         = 43
 	heapDevicePerPixel   = 16
-	// The camera lock's plate and plate blur, shifted (render's
-	// cameraStage: two 3-channel float32 images, made once the camera
-	// moves; Params.PlateMoved adds them to the plan then).
-	heapCameraPerPixel = 24
-	heapFixed          = 24 << 20
+	heapFixed            = 24 << 20
 )
 
 // Job is a render request that validation produced: Validate (a request
@@ -346,14 +342,6 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		Width:     outW,
 		Height:    outH,
 		Fill:      mode == job.AlphaFill,
-		// The plan grows by the camera lock's shifted plate and blur once
-		// the plate moves (a locked-off shot never makes them).
-		PlateMoved: func() {
-			if p.OnPlan != nil {
-				plan.HeapBytes += int64(heapCameraPerPixel * outW * outH)
-				p.OnPlan(plan)
-			}
-		},
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("worker: render setup: %w", err)

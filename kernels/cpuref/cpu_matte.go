@@ -92,18 +92,12 @@ func (d *CPU) Shift(dst, src Image, dx, dy float32) error {
 		return shapeErr(op, "dst aliases src")
 	}
 	w, h := o.w, o.h
-	x0, x1, fx := rows.ShiftTaps(w, dx)
-	y0, y1, fy := rows.ShiftTaps(h, dy)
-	blocks := rows.ShiftBlocks(x0, x1)
+	sh := rows.NewShift(w, h, dx, dy)
 	d.parallel(h, BandRows(w), func(_, ya, yb int) {
 		for c := 0; c < o.c; c++ {
 			sp, op := s.plane(c), o.plane(c)
 			for y := ya; y < yb; y++ {
-				r0, r1, ty := sp[y0[y]*w:][:w], sp[y1[y]*w:][:w], fy[y]
-				row := op[y*w:][:w]
-				for x := rows.ShiftRowSIMD(row, r0, r1, fx, blocks, x0, x1, ty); x < w; x++ {
-					row[x] = rows.ShiftPix(r0, r1, x0[x], x1[x], fx[x], ty)
-				}
+				sh.Row(op[y*w:][:w], sp, y, 0, w)
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package cpuref
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels/rows"
@@ -468,6 +469,9 @@ type compositeJob struct {
 	gr             *cpuImage // CompositeLook.Grain (nil = no grain)
 	grAmt          float32
 	grX, grY       int // the grain's offsets, reduced modulo its size
+	// plate samples b and bb moved (CompositeLook.PlateX, PlateY; nil =
+	// read as they are).
+	plate *rows.Shift
 	// shFirst[c]: the first output column whose sample reads a column >= c;
 	// shLast[c]: one past the last that reads a column < c.
 	shFirst, shLast []int
@@ -487,6 +491,19 @@ type compositeScratch struct {
 	// CompositeLook's FgLow and BgOldLow: their resampled rows per
 	// channel (nil without them), over the same hull as the gain's.
 	fm, bm [3]*rows.Hrows
+	// A moved plate's rows: bg's and bgBlur's row of the moment, per
+	// channel (made on first use).
+	pb, pbb [3][]float32
+}
+
+// plateRows returns sc's rows for a moved plate of width w.
+func (sc *compositeScratch) plateRows(w int) (pb, pbb *[3][]float32) {
+	if len(sc.pb[0]) != w {
+		for c := range 3 {
+			sc.pb[c], sc.pbb[c] = make([]float32, w), make([]float32, w)
+		}
+	}
+	return &sc.pb, &sc.pbb
 }
 
 // setLook checks and records GainCompositeLook's optional inputs: each
@@ -540,6 +557,14 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 		if j.hasAlpha {
 			j.gr, j.grAmt = gr, look.GrainAmount
 			j.grX, j.grY = look.GrainX%gr.w, look.GrainY%gr.h
+		}
+	}
+	if look.PlateX != 0 || look.PlateY != 0 {
+		if !finite32(look.PlateX) || !finite32(look.PlateY) {
+			return shapeErr(op, "plate offset %v, %v is not finite", look.PlateX, look.PlateY)
+		}
+		if j.hasAlpha {
+			j.plate = rows.NewShift(j.w, j.h, look.PlateX, look.PlateY)
 		}
 	}
 	if j.sh != nil {
@@ -794,6 +819,15 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		qs[c] = qs[c][:w]
 		bs[c] = b.plane(c)[lo:][:w]
 	}
+	var pbb *[3][]float32 // the moved bgBlur's rows (nil: bb's)
+	if j.plate != nil {
+		var pb *[3][]float32
+		pb, pbb = sc.plateRows(w)
+		for c := range 3 {
+			j.plate.Row(pb[c], b.plane(c), y, xl, xr)
+			bs[c] = pb[c]
+		}
+	}
 	// GainCompositeLook: the shadow row (full width: it falls outside the
 	// subject) multiplies bg where a < 1.
 	// Rows whose two source rows of ShadowLow are all zero have no
@@ -838,6 +872,10 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		}
 		if doWrap {
 			bbs[c] = bb.plane(c)[lo:][:w]
+			if pbb != nil {
+				j.plate.Row(pbb[c], bb.plane(c), y, l, r)
+				bbs[c] = pbb[c]
+			}
 		}
 	}
 	var ab0, ab1 []float32
@@ -913,3 +951,6 @@ func (j *compositeJob) grainRow(qs [3][]float32, al []float32, y, x0, x1 int) {
 	gy := (y + j.grY) % gr.h
 	rows.GrainRow(qs, al, gr.plane(0)[gy*gw:][:gw], (x0+j.grX)%gw, j.grAmt, j.maxV, x0, x1)
 }
+
+// finite32 reports whether v is neither NaN nor infinite.
+func finite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }

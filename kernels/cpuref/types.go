@@ -78,6 +78,13 @@ type CompositeLook struct {
 	Grain          Image
 	GrainAmount    float32
 	GrainX, GrainY int
+	// PlateX, PlateY move the new background: where they are not both
+	// zero, bg and bgBlur are read as Shift(bg, PlateX, PlateY) and
+	// Shift(bgBlur, PlateX, PlateY) would be, bit for bit (sampled
+	// bilinearly at (x + PlateX, y + PlateY), the position clamped to the
+	// image; the camera lock's plate) without those images being made.
+	// Both zero read them as they are. Ignored without alpha.
+	PlateX, PlateY float32
 }
 
 // FuseParams weigh the evidence terms of MatteFuse.

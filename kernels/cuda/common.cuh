@@ -155,3 +155,29 @@ __device__ __forceinline__ void yuv_block(uint8_t *Y, uint8_t *U, uint8_t *V, in
     ccodes(k, r, g, b, &U[(int64_t)cy * cw + cx], &V[(int64_t)cy * cw + cx]);
 }
 
+// Go's min and max on float32 exactly: NaN if either
+// argument is NaN, and -0 orders below +0 (max(-0, +0) = +0,
+// min(-0, +0) = -0), which gomin/gomax above do not do.
+__device__ __forceinline__ float go_maxf(float a, float b) {
+    if (a != a || b != b) return a + b;
+    if (a == 0 && b == 0) return __int_as_float(__float_as_int(a) & __float_as_int(b));
+    return a > b ? a : b;
+}
+__device__ __forceinline__ float go_minf(float a, float b) {
+    if (a != a || b != b) return a + b;
+    if (a == 0 && b == 0) return __int_as_float(__float_as_int(a) | __float_as_int(b));
+    return a < b ? a : b;
+}
+
+// bilinear of rows.Bilinear (Warp, Shift): plane p (w x h) sampled at (px, py), the
+// position clamped to the image, float32 weights.
+__device__ __forceinline__ float matte_bilinear(const float *p, int w, int h, float px, float py) {
+    px = go_minf(go_maxf(px, 0), (float)(w - 1));
+    py = go_minf(go_maxf(py, 0), (float)(h - 1));
+    int x0 = (int)px, y0 = (int)py;
+    float fx = px - (float)x0, fy = py - (float)y0;
+    int x1 = min(x0 + 1, w - 1), y1 = min(y0 + 1, h - 1);
+    float a = p[(int64_t)y0 * w + x0], b = p[(int64_t)y0 * w + x1];
+    float c = p[(int64_t)y1 * w + x0], e = p[(int64_t)y1 * w + x1];
+    return (1 - fy) * ((1 - fx) * a + fx * b) + fy * ((1 - fx) * c + fx * e);
+}

@@ -18,7 +18,29 @@ struct GC {
     const float *gr;
     int grw, grh, grx, gry;
     float grain;
+    // CompositeLook.PlateX, PlateY (not both 0: bg and bb are read moved,
+    // as Shift would move them; ignored without alpha).
+    float pdx, pdy;
 };
+
+// The three channels v of the w x h plate p sampled at (px, py) as
+// vfx_shift samples it (one copy of the code: the composite kernels call
+// it from several places).
+__device__ __noinline__ void gc_plate_moved(const float *p, int w, int h, float px, float py, float *v) {
+    int64_t n = (int64_t)w * h;
+    for (int c = 0; c < 3; c++) v[c] = matte_bilinear(p + c * n, w, h, px, py);
+}
+
+// The three channels v of the plate p (bg or bb) at pixel (x, y), index
+// i: moved by (pdx, pdy) as vfx_shift samples it, or as they are.
+__device__ __forceinline__ void gc_plate(const GC &j, const float *p, int x, int y, int64_t i, float *v) {
+    if (j.pdx == 0 && j.pdy == 0) {
+        int64_t n = (int64_t)j.w * j.h;
+        for (int c = 0; c < 3; c++) v[c] = p[c * n + i];
+        return;
+    }
+    gc_plate_moved(p, j.w, j.h, (float)x + 1.0f * j.pdx, (float)y + 1.0f * j.pdy, v);
+}
 
 // CompositeLook's grain on the composited pixel q (alpha a > 0), as the
 // CPU's grainRow.
@@ -52,11 +74,15 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         a = j.alpha[i];
         if (shp) sh = bilin_sample(shp, j.glw, gx, gy, x, y);
         if (a == 0) {
-            if (shp) q[0] = j.bg[i] * (1 - sh), q[1] = j.bg[n + i] * (1 - sh), q[2] = j.bg[2 * n + i] * (1 - sh);
-            else q[0] = j.bg[i], q[1] = j.bg[n + i], q[2] = j.bg[2 * n + i];
+            gc_plate(j, j.bg, x, y, i, q);
+            if (shp) q[0] = q[0] * (1 - sh), q[1] = q[1] * (1 - sh), q[2] = q[2] * (1 - sh);
             return;
         }
     }
+    // The plate and its blur where they are read (moved or not).
+    float bgv[3] = {0, 0, 0}, bbv[3] = {0, 0, 0};
+    if (j.alpha && a != 1) gc_plate(j, j.bg, x, y, i, bgv);
+    if (j.alpha && doWrap) gc_plate(j, j.bb, x, y, i, bbv);
     float wf = 0;
     if (doWrap) {
         Bilin ax = bilin(j.ax, j.w), ay = bilin(j.ay, j.h);
@@ -83,11 +109,11 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         else if (f > j.maxV) f = j.maxV;
         float o;
         if (!j.alpha) o = doWrap ? f + wf * j.bb[c * n + i] : f;
-        else if (a == 1) o = doWrap ? (f + 0.0f) + wf * j.bb[c * n + i] : f + 0.0f;
+        else if (a == 1) o = doWrap ? (f + 0.0f) + wf * bbv[c] : f + 0.0f;
         else {
-            float bv = j.bg[c * n + i];
+            float bv = bgv[c];
             if (shp) bv = bv * (1 - sh);
-            if (doWrap) o = a * f + (1 - a) * bv + wf * j.bb[c * n + i];
+            if (doWrap) o = a * f + (1 - a) * bv + wf * bbv[c];
             else o = a * f + (1 - a) * bv;
         }
         q[c] = o;

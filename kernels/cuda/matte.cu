@@ -3,19 +3,8 @@
 // the evidence fusion of mattes and the chroma keyer.
 #include "common.cuh"
 
-// Go's min and max on float32 and float64 exactly: NaN if either
-// argument is NaN, and -0 orders below +0 (max(-0, +0) = +0,
-// min(-0, +0) = -0), which gomin/gomax of common.cuh do not do.
-__device__ __forceinline__ float go_maxf(float a, float b) {
-    if (a != a || b != b) return a + b;
-    if (a == 0 && b == 0) return __int_as_float(__float_as_int(a) & __float_as_int(b));
-    return a > b ? a : b;
-}
-__device__ __forceinline__ float go_minf(float a, float b) {
-    if (a != a || b != b) return a + b;
-    if (a == 0 && b == 0) return __int_as_float(__float_as_int(a) | __float_as_int(b));
-    return a < b ? a : b;
-}
+// Go's min and max on float64 exactly (go_maxf, go_minf of common.cuh on
+// float32).
 __device__ __forceinline__ double go_max(double a, double b) {
     if (a != a || b != b) return a + b;
     if (a == 0 && b == 0) return __longlong_as_double(__double_as_longlong(a) & __double_as_longlong(b));
@@ -38,19 +27,6 @@ extern "C" __global__ void vfx_gradient(float *dst, const float *src, int w, int
     float l = row[max(x - 1, 0)], r = row[min(x + 1, w - 1)];
     dst[i] = (r - l) * 0.5f;
     dst[n + i] = (src[(int64_t)min(y + 1, h - 1) * w + x] - src[(int64_t)max(y - 1, 0) * w + x]) * 0.5f;
-}
-
-// bilinear of cpu_matte.go: plane p (w x h) sampled at (px, py), the
-// position clamped to the image, float32 weights.
-__device__ __forceinline__ float matte_bilinear(const float *p, int w, int h, float px, float py) {
-    px = go_minf(go_maxf(px, 0), (float)(w - 1));
-    py = go_minf(go_maxf(py, 0), (float)(h - 1));
-    int x0 = (int)px, y0 = (int)py;
-    float fx = px - (float)x0, fy = py - (float)y0;
-    int x1 = min(x0 + 1, w - 1), y1 = min(y0 + 1, h - 1);
-    float a = p[(int64_t)y0 * w + x0], b = p[(int64_t)y0 * w + x1];
-    float c = p[(int64_t)y1 * w + x0], e = p[(int64_t)y1 * w + x1];
-    return (1 - fy) * ((1 - fx) * a + fx * b) + fy * ((1 - fx) * c + fx * e);
 }
 
 // Warp: c planes of src sampled at (x + scale*u, y + scale*v).

@@ -22,12 +22,23 @@ func ShiftPix(r0, r1 []float32, i0, i1 int, tx, ty float32) float32 {
 	return (1-ty)*((1-tx)*a+tx*b) + ty*((1-tx)*c+tx*e)
 }
 
+// ShiftBlock* mark ShiftBlocks' blocks that are not 8 consecutive
+// columns: one column (ShiftBlockOne: the same taps and weight 8 times,
+// past a border) or mixed (ShiftBlockMixed: a border or a rounding step
+// inside the block).
+const (
+	ShiftBlockMixed int32 = -1
+	ShiftBlockOne   int32 = -2
+)
+
 // ShiftBlocks returns, for each whole block of 8 columns, the first
 // source column of its taps when they are 8 consecutive columns each
 // with its right neighbour (x0[x+j] = x0[x]+j, x1 = x0+1: no clamp at a
-// border and no step of 0 or 2 where float32 rounds the positions), else
-// -1: the blocks that Shift's vector loop can load whole.
-func ShiftBlocks(x0, x1 []int) []int32 {
+// border and no step of 0 or 2 where float32 rounds the positions),
+// ShiftBlockOne when its 8 taps and weights fx are one column's (clamped
+// past a border), else ShiftBlockMixed: how Shift's vector loop does
+// each block.
+func ShiftBlocks(x0, x1 []int, fx []float32) []int32 {
 	const n = 8
 	b := make([]int32, len(x0)/n)
 	for k := range b {
@@ -35,12 +46,56 @@ func ShiftBlocks(x0, x1 []int) []int32 {
 		b[k] = int32(x0[x])
 		for j := range n {
 			if x0[x+j] != x0[x]+j || x1[x+j] != x0[x+j]+1 {
-				b[k] = -1
+				b[k] = ShiftBlockMixed
 				break
+			}
+		}
+		if b[k] == ShiftBlockMixed {
+			b[k] = ShiftBlockOne
+			for j := range n {
+				if x0[x+j] != x0[x] || x1[x+j] != x1[x] || math.Float32bits(fx[x+j]) != math.Float32bits(fx[x]) {
+					b[k] = ShiftBlockMixed
+					break
+				}
 			}
 		}
 	}
 	return b
+}
+
+// Shift is the sampling plan of Shift (dx, dy) over a w x h image:
+// each axis's taps and weights and the vector blocks of the columns.
+type Shift struct {
+	X0, X1, Y0, Y1 []int
+	FX, FY         []float32
+	Blocks         []int32
+}
+
+// NewShift returns Shift's plan for a w x h image moved by (dx, dy).
+func NewShift(w, h int, dx, dy float32) *Shift {
+	s := &Shift{}
+	s.X0, s.X1, s.FX = ShiftTaps(w, dx)
+	s.Y0, s.Y1, s.FY = ShiftTaps(h, dy)
+	s.Blocks = ShiftBlocks(s.X0, s.X1, s.FX)
+	return s
+}
+
+// Row writes the columns [xl, xr) of row y of one plane p (width
+// len(row)) shifted: each value bit for bit Shift's (ShiftPix, or
+// ShiftRowSIMD over the whole blocks of 8 inside [xl, xr)).
+func (s *Shift) Row(row, p []float32, y, xl, xr int) {
+	w := len(row)
+	r0, r1, ty := p[s.Y0[y]*w:][:w], p[s.Y1[y]*w:][:w], s.FY[y]
+	x := xl
+	if kb, ke := (xl+7)/8, xr/8; kb < ke {
+		for ; x < kb*8; x++ {
+			row[x] = ShiftPix(r0, r1, s.X0[x], s.X1[x], s.FX[x], ty)
+		}
+		x += ShiftRowSIMD(row[x:], r0, r1, s.FX[x:], s.Blocks[kb:ke], s.X0[x:], s.X1[x:], ty)
+	}
+	for ; x < xr; x++ {
+		row[x] = ShiftPix(r0, r1, s.X0[x], s.X1[x], s.FX[x], ty)
+	}
 }
 
 // ShiftTaps are bilinear's taps along one axis of n samples for the

@@ -501,9 +501,12 @@ func SHNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool {
 
 // ShiftRowSIMD is Shift's row loop (see ratioRowSIMD) over the whole
 // blocks of 8 of row: a block whose taps are 8 consecutive source columns
-// (blocks[k] >= 0, see shiftBlocks) loads them and their right
-// neighbours from r0 and r1; the others (clamped at a border) take
-// shiftPix. It returns the columns done; the scalar loop does the rest.
+// (blocks[k] >= 0, see ShiftBlocks) loads them and their right
+// neighbours from r0 and r1; a block of one column (ShiftBlockOne, past a
+// border) broadcasts its four values and weight; the mixed ones take
+// ShiftPix after the vector loop (scalar float code runs slowly here while
+// the upper halves of the vector registers are dirty). It returns the
+// columns done; the scalar loop does the rest.
 func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
 	if !simdOn {
 		return 0
@@ -511,20 +514,37 @@ func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty fl
 	m := len(blocks) * lanes
 	row, fx, x0, x1 = row[:m], fx[:m], x0[:m], x1[:m]
 	TY, OTY, O := bcast(ty), bcast(1-ty), bcast(1)
+	mixed := false
 	for k, base := range blocks {
 		x := k * lanes
-		if base < 0 {
-			for j := x; j < x+lanes; j++ {
-				row[j] = ShiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
-			}
+		if base >= 0 {
+			tx := load(fx[x:])
+			otx := O.Sub(tx)
+			top := otx.Mul(load(r0[base:])).Add(tx.Mul(load(r0[base+1:])))
+			bot := otx.Mul(load(r1[base:])).Add(tx.Mul(load(r1[base+1:])))
+			OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[x:])
 			continue
 		}
-		tx := load(fx[x:])
+		if base != ShiftBlockOne {
+			mixed = true
+			continue
+		}
+		i0, i1 := x0[x], x1[x]
+		tx := bcast(fx[x])
 		otx := O.Sub(tx)
-		top := otx.Mul(load(r0[base:])).Add(tx.Mul(load(r0[base+1:])))
-		bot := otx.Mul(load(r1[base:])).Add(tx.Mul(load(r1[base+1:])))
+		top := otx.Mul(bcast(r0[i0])).Add(tx.Mul(bcast(r0[i1])))
+		bot := otx.Mul(bcast(r1[i0])).Add(tx.Mul(bcast(r1[i1])))
 		OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[x:])
 	}
 	archsimd.ClearAVXUpperBits()
+	if mixed {
+		for k, base := range blocks {
+			if base == ShiftBlockMixed {
+				for j := k * lanes; j < (k+1)*lanes; j++ {
+					row[j] = ShiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
+				}
+			}
+		}
+	}
 	return m
 }
