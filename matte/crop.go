@@ -46,9 +46,9 @@ const (
 // cropBox is the square box around the pixels of shape >= 0.5 (w x h)
 // that a crop run covers: the shape's bounding box, its longer side grown
 // by margin of it on each side, at least an eighth of the frame's short
-// side and at most the short side, centred on the bounding box and moved
-// inside the frame. It reports false (no crop) when the shape is empty or
-// covers area or more of the frame.
+// side, centred on the bounding box and moved inside the frame. It
+// reports false (no crop) when the shape is empty, covers area or more of
+// the frame, or its box would be wider than half the short side.
 func cropBox(shape []float32, w, h int, area, margin float64) (Box, bool) {
 	if area <= 0 {
 		return Box{}, false
@@ -70,7 +70,13 @@ func cropBox(shape []float32, w, h int, area, margin float64) (Box, bool) {
 	short := min(w, h)
 	side := float64(max(x1-x0+1, y1-y0+1))
 	s := int(math.Ceil(side * (1 + 2*margin)))
-	s = min(max(s, short/8, 1), short)
+	if s > short/2 {
+		// A small area spread wide (fragments far apart, a thin
+		// diagonal): the box would zoom less than about 2x on the full
+		// frame's view, and hold much besides the subject.
+		return Box{}, false
+	}
+	s = max(s, short/8, 1)
 	place := func(lo, hi, size int) int { // the box's start along one axis
 		c := (lo + hi + 1) / 2
 		return min(max(c-s/2, 0), size-s)

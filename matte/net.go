@@ -75,8 +75,8 @@ type NetOptions struct {
 	// (on select's keyframe: the keyframe matte), on a square crop around
 	// the shape (see cropBox, crop.go); inside the box the fusion sees
 	// the larger of the crop's map and the full frame's. 0 (the default)
-	// turns it off: at SmallSubjectArea it gained on fold A and lost on
-	// fold B (docs/mattes.md, Small subjects).
+	// turns it off: at SmallSubjectArea it gained on fold A and changed
+	// nothing on fold B (docs/mattes.md, Small subjects).
 	CropArea float64
 	// CropMargin is how much of the shape's longer side the crop box adds
 	// on each side.
