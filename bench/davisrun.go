@@ -80,8 +80,10 @@ type ClipResult struct {
 	// Matte is the time of the matte work without the network's runs
 	// (flow, propagation, fusion, refinement at the clip size).
 	Matte time.Duration
-	// NetRuns is the number of frames the network ran on in this mode.
-	NetRuns int
+	// NetRuns is the number of frames the network ran on in this mode;
+	// CropRuns the number of its second runs on a crop around a small
+	// subject (matte.NetOptions.CropArea).
+	NetRuns, CropRuns int
 	// Mattes are the refined mattes (kept only when asked for, for sheets).
 	Mattes [][]float32
 }
@@ -98,6 +100,12 @@ type RealMatteConfig struct {
 	// Net, when set, replaces the default fusion options (matte.
 	// DefaultNetOptions): another fitted model, or the hand rules.
 	NetOptions *matte.NetOptions
+	// CropArea, when positive, turns on the network's second run on a
+	// crop around a subject whose carried shape is under this share of
+	// the frame (matte.NetOptions.CropArea; off by default, negative
+	// turns it off too). CropMargin, when positive, replaces the crop
+	// box's margin.
+	CropArea, CropMargin float64
 	// SelectBand, when not 0, replaces select's snap band
 	// (matte.SelectOptions.Band); negative turns the snap off.
 	SelectBand float32
@@ -112,6 +120,12 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 	o := matte.DefaultNetOptions()
 	if cfg.NetOptions != nil {
 		o = *cfg.NetOptions
+	}
+	if cfg.CropArea != 0 {
+		o.CropArea = max(cfg.CropArea, 0)
+	}
+	if cfg.CropMargin > 0 {
+		o.CropMargin = cfg.CropMargin
 	}
 	fit := cfg.Fit
 	if fit == nil || (mode != SelectFirst && mode != SelectMiddle && mode != AutoVideo) {
@@ -200,6 +214,7 @@ type netView struct {
 	w, h   int
 	fw, fh int
 	runs   map[int]bool
+	crops  int // crop runs asked for (CropObjectness)
 }
 
 func (v *netView) Objectness(ctx context.Context, i int, dst []float32) (bool, error) {
@@ -213,6 +228,22 @@ func (v *netView) Objectness(ctx context.Context, i int, dst []float32) (bool, e
 	infer.Resize(dst, v.fw, v.fh, m, v.w, v.h)
 	v.runs[i] = true
 	return true, nil
+}
+
+// CropObjectness serves the network's map of the part b (flow pixels) of
+// frame i, run on the clip-size frame's part (matte.CropObjectness).
+func (v *netView) CropObjectness(ctx context.Context, i int, b matte.Box, dst []float32) error {
+	sx, sy := float64(v.w)/float64(v.fw), float64(v.h)/float64(v.fh)
+	x0, y0 := int(float64(b.X0)*sx), int(float64(b.Y0)*sy)
+	x1 := min(v.w, max(x0+1, int(math.Ceil(float64(b.X1)*sx))))
+	y1 := min(v.h, max(y0+1, int(math.Ceil(float64(b.Y1)*sy))))
+	m, err := v.nc.CropMap(ctx, v.clip, i, x0, y0, x1, y1)
+	if err != nil {
+		return err
+	}
+	infer.Resize(dst[:b.W()*b.H()], b.W(), b.H(), m, x1-x0, y1-y0)
+	v.crops++
+	return nil
 }
 
 // RunRealMattes runs the modes of cfg on one clip with its true masks
@@ -265,7 +296,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	view := &netView{nc: cfg.Net, clip: c.Clip, sched: cfg.Schedule, key: key, w: c.W, h: c.H, fw: p.fw, fh: p.fh, runs: map[int]bool{}}
 	lows := make([][]float32, n)
 	var matteTime time.Duration
-	spent0 := cfg.Net.Spent
+	spent0, cropSpent0 := cfg.Net.Spent, cfg.Net.CropSpent
 	t0 := time.Now()
 	switch mode {
 	case AutoStill:
@@ -365,8 +396,8 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		}
 		r.CopyJ = protocolMean(copyJ)
 	}
-	matteTime = time.Since(t0) - (cfg.Net.Spent - spent0)
-	r.NetRuns = len(view.runs)
+	matteTime = time.Since(t0) - (cfg.Net.Spent - spent0) - (cfg.Net.CropSpent - cropSpent0)
+	r.NetRuns, r.CropRuns = len(view.runs), view.crops
 	sc := &Scorer{W: c.W, H: c.H}
 	for i := 0; i < n; i++ {
 		var m []float32
@@ -476,6 +507,7 @@ type RealMatteSummary struct {
 	BelowCopy            []string // clips whose J is below copying the keyframe
 	FramesPerSecond      float64  // matte work without the network
 	NetRuns, Frames      int
+	CropRuns             int // the network's runs on crops (ClipResult.CropRuns)
 }
 
 // Summarise groups results by mode (in AllMatteModes order).
@@ -497,6 +529,7 @@ func Summarise(rs []ClipResult) []RealMatteSummary {
 		s.Half += r.Scores.Half
 		s.CopyJ += r.CopyJ
 		s.NetRuns += r.NetRuns
+		s.CropRuns += r.CropRuns
 		s.Frames += r.Frames
 		secs[r.Mode] += r.Matte.Seconds()
 		if r.CopyJ > 0 && r.Scores.J < r.CopyJ {

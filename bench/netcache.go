@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -26,7 +27,65 @@ type NetCache struct {
 	// Runs and Spent count the network runs made (not read from disk) and their time.
 	Runs  int
 	Spent time.Duration
-	mem   map[string][]float32
+	// CropRuns and CropSpent count the runs on crops (CropMap) made (not
+	// read from disk) and their time; Crops counts every crop asked for.
+	CropRuns  int
+	CropSpent time.Duration
+	Crops     int
+	mem       map[string][]float32
+}
+
+// CropMap returns the network's map of the part [x0,x1) x [y0,y1) (clip
+// pixels) of frame i of clip, the network zooming the part to its input
+// size: (x1-x0)*(y1-y0) values in [0,1]. The maps are cached like Map's,
+// keyed by clip, frame and box (Dir/<Key>/<clip>/crop/NNNNN-x0-y0-x1-y1.png).
+func (c *NetCache) CropMap(ctx context.Context, clip Clip, i, x0, y0, x1, y1 int) ([]float32, error) {
+	w, h := clip.Size()
+	if x0 < 0 || y0 < 0 || x1 > w || y1 > h || x1 <= x0 || y1 <= y0 {
+		return nil, fmt.Errorf("bench: crop [%d,%d)x[%d,%d) of a %dx%d frame", x0, x1, y0, y1, w, h)
+	}
+	c.Crops++
+	cw, ch := x1-x0, y1-y0
+	id := fmt.Sprintf("%s/crop/%05d-%d-%d-%d-%d", clip.Name(), i, x0, y0, x1, y1)
+	if m, ok := c.mem[id]; ok {
+		return m, nil
+	}
+	if c.mem == nil {
+		c.mem = map[string][]float32{}
+	}
+	path := ""
+	if c.Dir != "" {
+		path = filepath.Join(c.Dir, c.Key, id+".png")
+		if m, err := readMap(path, cw, ch); err == nil {
+			c.mem[id] = m
+			return m, nil
+		}
+	}
+	rgb := make([]float32, 3*w*h)
+	if err := clip.Load(i, rgb, nil); err != nil {
+		return nil, err
+	}
+	n := cw * ch
+	crop := make([]float32, 3*n)
+	for ch0 := 0; ch0 < 3; ch0++ {
+		for y := 0; y < ch; y++ {
+			copy(crop[ch0*n+y*cw:ch0*n+(y+1)*cw], rgb[ch0*w*h+(y0+y)*w+x0:ch0*w*h+(y0+y)*w+x1])
+		}
+	}
+	m := make([]float32, n)
+	t0 := time.Now()
+	if err := c.Net.Segment(ctx, crop, cw, ch, m); err != nil {
+		return nil, err
+	}
+	c.CropSpent += time.Since(t0)
+	c.CropRuns++
+	c.mem[id] = m
+	if path != "" {
+		if err := writeMap(path, m, cw, ch); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // Map returns the network's map of frame i of clip (w*h values in [0,1]).
@@ -67,10 +126,16 @@ func (c *NetCache) Map(ctx context.Context, clip Clip, i int) ([]float32, error)
 	return m, nil
 }
 
-// Forget drops the in-memory maps of a clip.
+// Forget drops the in-memory maps of a clip (crops included).
 func (c *NetCache) Forget(clip Clip) {
 	for i := 0; i < clip.Len(); i++ {
 		delete(c.mem, fmt.Sprintf("%s/%05d", clip.Name(), i))
+	}
+	pre := clip.Name() + "/crop/"
+	for id := range c.mem {
+		if strings.HasPrefix(id, pre) {
+			delete(c.mem, id)
+		}
 	}
 }
 

@@ -69,6 +69,20 @@ type NetOptions struct {
 	// GateTrace, when set, receives the frame gate's features and both
 	// candidates on every frame the network ran on (see gate.go).
 	GateTrace func(GateTrace)
+	// CropArea, when positive and the network's maps come from a
+	// CropObjectness, runs the network a second time on a frame it ran on
+	// where the carried shape covers less than this share of the frame
+	// (on select's keyframe: the keyframe matte), on a square crop around
+	// the shape (see cropBox, crop.go); inside the box the fusion sees
+	// the larger of the crop's map and the full frame's. 0 (the default)
+	// turns it off: at SmallSubjectArea it gained on fold A and changed
+	// nothing on fold B (docs/mattes.md, Small subjects).
+	CropArea float64
+	// CropMargin is how much of the shape's longer side the crop box adds
+	// on each side.
+	CropMargin float64
+	// CropTrace, when set, receives each crop run's frame and box.
+	CropTrace func(frame int, b Box)
 }
 
 // DefaultNetOptions are the defaults: IoU 0.5 is where the network starts
@@ -79,7 +93,8 @@ func DefaultNetOptions() NetOptions {
 	if err != nil {
 		panic(err) // the embedded file is checked by TestDefaultFusionModel
 	}
-	return NetOptions{Gain: 2, PropClamp: 4, TrustLow: 0.5, TrustHigh: 0.8, Reach: 0.15, Rescue: 3, Model: m}
+	return NetOptions{Gain: 2, PropClamp: 4, TrustLow: 0.5, TrustHigh: 0.8, Reach: 0.15, Rescue: 3, Model: m,
+		CropMargin: DefaultCropMargin}
 }
 
 // HandNetOptions are DefaultNetOptions with every hand rule and no fitted

@@ -61,6 +61,11 @@ type PrepareOptions struct {
 	// Frames is the source's expected frame count (its probe's), which
 	// sizes Progress until the frames are read.
 	Frames int
+	// Crops turns on the second network run on a crop around a small
+	// subject (NetOptions.CropArea = SmallSubjectArea; off by default).
+	// It keeps the frames the network runs on at the network's decode
+	// size too (3 bytes a pixel), which PrepareBytes does not count.
+	Crops bool
 	// Progress, when set, is called after each frame read (and its
 	// network run) and after each frame's matte: done steps of total,
 	// twice the frames. It ends with done == total.
@@ -80,7 +85,8 @@ func (e *KeyframeRangeError) Error() string {
 
 // PrepareBytes estimates the memory Prepare keeps for a clip of frames
 // frames at the output size w x h: each frame and its matte at the flow
-// size (3 + 2 bytes a pixel).
+// size (3 + 2 bytes a pixel). (PrepareOptions.Crops, off by default, adds
+// the frames the network runs on at its decode size.)
 func PrepareBytes(frames, w, h int) int64 {
 	fw, fh := FlowSize(w, h, DefaultFlowShort)
 	return int64(frames) * int64(fw*fh) * (3 + 2)
@@ -108,7 +114,7 @@ func Prepare(ctx context.Context, dev kernels.Device, src Source, o PrepareOptio
 	}
 	fw, fh := FlowSize(o.Width, o.Height, DefaultFlowShort)
 	pr := &progress{fn: o.Progress, total: 2 * max(o.Frames, 1)}
-	low, err := readClip(ctx, dev, src, fw, fh, o.Net, o.Schedule, key, pr.step)
+	low, err := readClip(ctx, dev, src, fw, fh, o.Net, o.Schedule, key, o.Crops, pr.step)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +152,11 @@ func prepareSelect(ctx context.Context, dev kernels.Device, low *lowClip, o Prep
 		return nil, err
 	}
 	m.lows = make([][]uint16, n)
-	if err := Propagate(ctx, dev, low, low, idx, key, DefaultSelectOptions(), m.collect(pr.step)); err != nil {
+	so := DefaultSelectOptions()
+	if o.Crops {
+		so.Net.CropArea = SmallSubjectArea
+	}
+	if err := Propagate(ctx, dev, low, low, idx, key, so, m.collect(pr.step)); err != nil {
 		return nil, fmt.Errorf("matte: select: %w", err)
 	}
 	return m.ready(o.Width, o.Height, low.w, low.h)
@@ -156,6 +166,9 @@ func prepareSelect(ctx context.Context, dev kernels.Device, low *lowClip, o Prep
 // chroma key; the network's own map at the output size for a still).
 func prepareAuto(ctx context.Context, dev kernels.Device, low *lowClip, o PrepareOptions, pr *progress) (*Prepared, error) {
 	ao := DefaultAutoOptions()
+	if o.Crops {
+		ao.Select.Net.CropArea = SmallSubjectArea
+	}
 	plan, err := PlanAuto(ctx, dev, low, low, low.w, low.h, ao)
 	if err != nil {
 		return nil, fmt.Errorf("matte: auto: %w", err)

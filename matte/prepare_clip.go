@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/vfxrender/vfx/frame"
@@ -39,6 +40,10 @@ type lowClip struct {
 	// a still's matte is made from it at the output size.
 	first  []float32
 	fw, fh int
+	// big holds the frames the network ran on at the decode size (fw x
+	// fh, packed RGB24) when crops may be asked for (CropObjectness).
+	big map[int][]byte
+	net Segmenter
 }
 
 func (l *lowClip) Len() int { return len(l.frames) }
@@ -125,7 +130,8 @@ func (r *clipReader) load(f *frame.HostFrame) error {
 }
 
 // segment runs the network on the frame in r.rgb (frame i of l) and
-// keeps its map at the flow size (frame 0's also at the decode size).
+// keeps its map at the flow size (frame 0's also at the decode size; the
+// frame itself at the decode size when crops may be asked for).
 func (r *clipReader) segment(ctx context.Context, l *lowClip, i int) error {
 	if err := r.net.Segment(ctx, r.rgb, r.sw, r.sh, r.pm); err != nil {
 		return fmt.Errorf("matte: segmentation network, frame %d: %w", i, err)
@@ -138,8 +144,51 @@ func (r *clipReader) segment(ctx context.Context, l *lowClip, i int) error {
 	}
 	l.nets[i] = q
 	if i == 0 {
-		l.first, l.fw, l.fh = slices.Clone(r.pm), r.sw, r.sh
+		l.first = slices.Clone(r.pm)
 	}
+	if l.big != nil {
+		n := r.sw * r.sh
+		b := make([]byte, 3*n)
+		for p := 0; p < n; p++ {
+			b[3*p] = uint8(min(max(r.rgb[p], 0), 1)*255 + 0.5)
+			b[3*p+1] = uint8(min(max(r.rgb[n+p], 0), 1)*255 + 0.5)
+			b[3*p+2] = uint8(min(max(r.rgb[2*n+p], 0), 1)*255 + 0.5)
+		}
+		l.big[i] = b
+	}
+	return nil
+}
+
+// CropObjectness runs the network on the part b (flow pixels) of frame i
+// as decoded for the network (fw x fh), the network zooming it to its
+// input size, and writes its map shrunk to the box at the flow size into
+// dst (CropObjectness). Frame i must be one the network ran on.
+func (l *lowClip) CropObjectness(ctx context.Context, i int, b Box, dst []float32) error {
+	f, ok := l.big[i]
+	if !ok {
+		return fmt.Errorf("matte: crop of frame %d: the network did not run on it", i)
+	}
+	sx, sy := float64(l.fw)/float64(l.w), float64(l.fh)/float64(l.h)
+	x0, y0 := int(float64(b.X0)*sx), int(float64(b.Y0)*sy)
+	x1 := min(l.fw, max(x0+1, int(math.Ceil(float64(b.X1)*sx))))
+	y1 := min(l.fh, max(y0+1, int(math.Ceil(float64(b.Y1)*sy))))
+	cw, ch := x1-x0, y1-y0
+	n := cw * ch
+	rgb := make([]float32, 3*n)
+	for y := 0; y < ch; y++ {
+		row := f[3*((y0+y)*l.fw+x0):]
+		for x := 0; x < cw; x++ {
+			p := y*cw + x
+			rgb[p] = float32(row[3*x]) / 255
+			rgb[n+p] = float32(row[3*x+1]) / 255
+			rgb[2*n+p] = float32(row[3*x+2]) / 255
+		}
+	}
+	pm := make([]float32, n)
+	if err := l.net.Segment(ctx, rgb, cw, ch, pm); err != nil {
+		return fmt.Errorf("matte: segmentation network, crop of frame %d: %w", i, err)
+	}
+	boxResize(dst[:b.W()*b.H()], b.W(), b.H(), pm, cw, ch)
 	return nil
 }
 
@@ -168,9 +217,10 @@ func (r *clipReader) shrink() ([]byte, error) {
 // readClip reads every frame of src at the network's size (netSize, at
 // least w x h), runs the network on the frames sched picks (key: the
 // keyframe, < 0 for none) and keeps the frames and the network's maps at
-// the flow size w x h. step is called after each frame (and its network
-// run).
-func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, step func()) (*lowClip, error) {
+// the flow size w x h (and, with crops, the frames the network ran on at
+// the decode size, for CropObjectness). step is called after each frame
+// (and its network run).
+func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, crops bool, step func()) (*lowClip, error) {
 	sw, sh, err := src.Size(ctx)
 	if err != nil {
 		return nil, err
@@ -187,7 +237,10 @@ func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net
 		return nil, err
 	}
 	defer r.close()
-	l := &lowClip{dev: dev, w: w, h: h, nets: map[int][]uint8{}}
+	l := &lowClip{dev: dev, w: w, h: h, nets: map[int][]uint8{}, fw: sw, fh: sh, net: net}
+	if crops {
+		l.big = map[int][]byte{}
+	}
 	f := &frame.HostFrame{}
 	for i := 0; ; i++ {
 		if err := in.Next(ctx, f); errors.Is(err, io.EOF) {

@@ -390,7 +390,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		return err
 	}
 	var nf *netFuser
-	var nbuf, out []float32
+	var nbuf, out, cropBuf []float32
 	inverted := false
 	invKey, err := dev.NewImage(w, h, 1)
 	if err != nil {
@@ -423,6 +423,13 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		kp, err := dev.ReadPixels(key)
 		if err != nil {
 			return err
+		}
+		if ok && !all {
+			// A small keyframe matte: the trust is measured on the
+			// crop's map, as the later small frames are fused with it.
+			if _, err := cropInto(ctx, net, o.Net, index, kp, nbuf, w, h, &cropBuf); err != nil {
+				return err
+			}
 		}
 		nf.trust, nf.tPos = 0, 0
 		if ok {
@@ -491,6 +498,9 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		}
 		shape, err := dev.ReadPixels(p.warped)
 		if err != nil {
+			return false, err
+		}
+		if _, err := cropInto(ctx, net, o.Net, i, shape, nbuf, w, h, &cropBuf); err != nil {
 			return false, err
 		}
 		var flow []float32

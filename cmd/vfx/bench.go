@@ -121,6 +121,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fold := fs.String("fold", "", "only the clips of development fold A or B (see bench.FoldA, bench.FoldB); combines with --clips")
 	fusion := fs.String("fusion", "", "the fusion model: a JSON file written by --fit, or \"hand\" for the hand rules (default: the embedded matte/fusion.json)")
 	fit := fs.String("fit", "", "fit the fusion's logistic models on the clips run (select, select-mid and auto collect samples) and write them to this JSON file")
+	cropArea := fs.Float64("crop-area", 0, "run the network again on a square crop around the subject where the carried shape is under this share of the frame, e.g. 0.02 (0 = off, the default)")
+	cropMargin := fs.Float64("crop-margin", 0, "the crop box's margin on each side, as a share of the shape's longer side (0 = the default)")
 	band := fs.Float64("select-band", 0, "select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap)")
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
 	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill)")
@@ -221,7 +223,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band)}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
 		for _, st := range strings.Split(*fitSteps, ",") {
@@ -235,7 +237,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
 		card.Name, card.Licence, *every, len(dirs), *dataset)
-	fmt.Fprintf(stdout, "%-18s %-10s %4s %6s %6s %7s %8s %6s %7s %7s %7s %9s\n", "clip", "mode", "fold", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "frames", "matte f/s")
+	fmt.Fprintf(stdout, "%-18s %-10s %4s %6s %6s %7s %8s %6s %7s %7s %7s %9s %5s\n", "clip", "mode", "fold", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "frames", "matte f/s", "crops")
 	var all []bench.ClipResult
 	var rows [][]bench.SheetTile
 	t0 := time.Now()
@@ -249,8 +251,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		for _, r := range rs {
-			fmt.Fprintf(stdout, "%-18s %-10s %4s %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %7d %9s\n", r.Clip, r.Mode, bench.FoldOf(r.Clip), r.Scores.J, r.Scores.F,
-				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Scores.Interior, r.Scores.Half, r.Frames, rate(float64(r.Frames), r.Matte.Seconds()))
+			fmt.Fprintf(stdout, "%-18s %-10s %4s %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %7d %9s %5d\n", r.Clip, r.Mode, bench.FoldOf(r.Clip), r.Scores.J, r.Scores.F,
+				r.Scores.JDecay, r.Scores.Flicker, r.CopyJ, r.Scores.Interior, r.Scores.Half, r.Frames, rate(float64(r.Frames), r.Matte.Seconds()), r.CropRuns)
 		}
 		if keep[clip.Name()] && len(rs) > 0 && len(rs[0].Mattes) > 0 {
 			r := rs[0]
@@ -285,6 +287,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "\nmeans over %d clips (network: %d runs, %.2f s a run; wall %s)\n", len(dirs), nc.Runs,
 		nc.Spent.Seconds()/max(float64(nc.Runs), 1), time.Since(t0).Round(time.Second))
+	fmt.Fprintf(stdout, "crops around small subjects: %d asked for, %d run (the rest from the cache), %.2f s a run\n", nc.Crops, nc.CropRuns,
+		nc.CropSpent.Seconds()/max(float64(nc.CropRuns), 1))
 	for _, part := range []struct{ name, fold string }{{"all", ""}, {"fold A", "A"}, {"fold B", "B"}} {
 		var rs []bench.ClipResult
 		for _, r := range all {
@@ -296,14 +300,14 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			continue
 		}
 		fmt.Fprintf(stdout, "\n%s:\n", part.name)
-		fmt.Fprintf(stdout, "%-10s %5s %6s %6s %7s %8s %6s %7s %7s %9s %8s  %s\n", "mode", "clips", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "matte f/s", "net/frm", "below copy")
+		fmt.Fprintf(stdout, "%-10s %5s %6s %6s %7s %8s %6s %7s %7s %9s %8s %6s  %s\n", "mode", "clips", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "matte f/s", "net/frm", "crops", "below copy")
 		for _, s := range bench.Summarise(rs) {
 			fps := "–" // the net modes do no matte work
 			if s.FramesPerSecond > 0 {
 				fps = fmt.Sprintf("%.1f", s.FramesPerSecond)
 			}
-			fmt.Fprintf(stdout, "%-10s %5d %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %9s %8.2f  %v\n", s.Mode, s.Clips, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
-				s.Interior, s.Half, fps, float64(s.NetRuns)/float64(s.Frames), s.BelowCopy)
+			fmt.Fprintf(stdout, "%-10s %5d %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %9s %8.2f %6d  %v\n", s.Mode, s.Clips, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
+				s.Interior, s.Half, fps, float64(s.NetRuns)/float64(s.Frames), s.CropRuns, s.BelowCopy)
 		}
 	}
 	if cfg.Fit != nil {
