@@ -147,6 +147,9 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 				if t.Auto {
 					set = &fit.GateAuto
 				}
+				for _, k := range fit.DropGate {
+					t.Features[k] = 0
+				}
 				y := float32(0)
 				if d > 0 {
 					y = 1

@@ -18,6 +18,12 @@ type FitSet struct {
 	// Wt holds each sample"s own weight when any was added with
 	// AddWeighted (nil: every sample weighs 1).
 	Wt []float32
+	// Signs, when set (D entries), constrain the fitted weights: +1 keeps
+	// weight k at or above 0, -1 at or below, 0 leaves it free. A weight
+	// held at 0 by its sign is left out of the Newton step (a projected
+	// Newton method: it is freed again when the gradient points into its
+	// allowed side).
+	Signs []int8
 	// clip of each sample, and the per-clip counts for the weights
 	clip   []int32
 	counts map[int32]int
@@ -120,6 +126,15 @@ func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 			}
 			h[a*d+a] += 1e-9 * total
 		}
+		held := s.held(w, g)
+		for k := range held {
+			if held[k] {
+				for b := 0; b < d; b++ {
+					h[k*d+b], h[b*d+k] = 0, 0
+				}
+				h[k*d+k], g[k] = 1, 0
+			}
+		}
 		step, err := solveSPD(h, g, d)
 		if err != nil {
 			return nil, fmt.Errorf("bench: fit: %w", err)
@@ -127,6 +142,9 @@ func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 		big := 0.0
 		for k := range w {
 			w[k] += step[k]
+			if k < len(s.Signs) && float64(s.Signs[k])*w[k] < 0 {
+				w[k] = 0
+			}
 			big = max(big, math.Abs(step[k]))
 		}
 		if big < 1e-6 {
@@ -134,6 +152,19 @@ func FitLogistic(s *FitSet, lambda float64) ([]float64, error) {
 		}
 	}
 	return w, nil
+}
+
+// held reports the weights a sign constraint holds at 0 for the next
+// Newton step: those at 0 whose gradient g (of the penalised
+// log-likelihood) points out of their allowed side.
+func (s *FitSet) held(w, g []float64) []bool {
+	out := make([]bool, len(w))
+	for k, sg := range s.Signs {
+		if k < len(w) && sg != 0 && w[k] == 0 && float64(sg)*g[k] <= 0 {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // LogLoss is the set"s mean cross-entropy (per clip, then over clips)
@@ -205,13 +236,19 @@ type FitData struct {
 	Stride int
 	// Steps are the models to fit: "select", "auto", "gap" (per pixel)
 	// and "gate" (select"s and auto"s frame gates); nil fits every one.
-	Steps    map[string]bool
-	Select   FitSet
-	Auto     FitSet
-	Gap      FitSet
-	Gate     FitSet
-	GateAuto FitSet
-	clips    map[string]int32
+	Steps map[string]bool
+	// DropGate are gate features (indices into matte.GateFeatureNames)
+	// left out of the gates' fits: their samples read 0 there, so their
+	// weights fit to 0 (and the colour model is not asked for them).
+	DropGate []int
+	// GateSigns constrain the gates' weights (see FitSet.Signs).
+	GateSigns []int8
+	Select    FitSet
+	Auto      FitSet
+	Gap       FitSet
+	Gate      FitSet
+	GateAuto  FitSet
+	clips     map[string]int32
 }
 
 // Wants reports whether step is to be fitted.
@@ -290,6 +327,7 @@ func FitFusion(data *FitData, lambda float64) (*matte.FusionModel, error) {
 			return nil, err
 		}
 	}
+	data.Gate.Signs, data.GateAuto.Signs = data.GateSigns, data.GateSigns
 	if data.Gate.Len() > 0 && data.Wants("gate") {
 		if m.Gate, err = FitLogistic(&data.Gate, lambda); err != nil {
 			return nil, err

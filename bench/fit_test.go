@@ -72,3 +72,40 @@ func TestFitLogisticWeighted(t *testing.T) {
 		t.Error("subset of another clip holds samples")
 	}
 }
+
+// TestFitLogisticSigns: data whose second weight is -1.25 fitted with
+// that weight held at or above 0 gives it exactly 0 (and the others
+// still near their values, the features being independent); held at or
+// below 0 it is free again and comes back.
+func TestFitLogisticSigns(t *testing.T) {
+	want := []float64{-0.5, 2, -1.25}
+	r := rand.New(rand.NewPCG(3, 4))
+	s := &FitSet{D: 3}
+	for range 20000 {
+		x := []float32{1, float32(r.NormFloat64()), float32(r.NormFloat64())}
+		z := want[0] + want[1]*float64(x[1]) + want[2]*float64(x[2])
+		y := float32(0)
+		if r.Float64() < 1/(1+math.Exp(-z)) {
+			y = 1
+		}
+		s.Add(0, x, y)
+	}
+	s.Signs = []int8{0, 1, 1}
+	w, err := FitLogistic(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w[2] != 0 || w[1] <= 0 {
+		t.Errorf("held at >= 0: weights %.3f, want w[2] exactly 0 and w[1] > 0", w)
+	}
+	s.Signs = []int8{0, 1, -1}
+	w, err = FitLogistic(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range want {
+		if math.Abs(w[k]-want[k]) > 0.1 {
+			t.Errorf("allowed sign: weight %d: %.3f, want %.3f", k, w[k], want[k])
+		}
+	}
+}

@@ -125,6 +125,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cropMargin := fs.Float64("crop-margin", 0, "the crop box's margin on each side, as a share of the shape's longer side (0 = the default)")
 	band := fs.Float64("select-band", 0, "select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap)")
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
+	fitDrop := fs.String("fit-drop", "", "with --fit: gate features to leave out of the gates' fits, comma-separated (their weights are 0), e.g. colour_fused_only,colour_net_only")
+	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
 	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill)")
 	mf := modelFlags(fs, &env{get: os.Getenv})
 	if err := parseFlags(fs, args); err != nil {
@@ -233,6 +235,34 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			default:
 				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto or gap)", st)}
 			}
+		}
+		for _, name := range strings.Split(*fitDrop, ",") {
+			if name = strings.TrimSpace(name); name == "" {
+				continue
+			}
+			k := slices.Index(matte.GateFeatureNames[:], name)
+			if k <= 0 {
+				return usageError{fmt.Sprintf("bench matte: --fit-drop: unknown gate feature %q (want one of %s)", name, strings.Join(matte.GateFeatureNames[1:], ", "))}
+			}
+			cfg.Fit.DropGate = append(cfg.Fit.DropGate, k)
+		}
+		if *fitSigns != "" {
+			cfg.Fit.GateSigns = make([]int8, matte.NumGateFeatures)
+		}
+		for _, f := range strings.Split(*fitSigns, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			sign := int8(1)
+			if strings.HasSuffix(f, "-") {
+				sign = -1
+			}
+			name := strings.TrimRight(f, "+-")
+			k := slices.Index(matte.GateFeatureNames[:], name)
+			if k <= 0 || len(name) == len(f) {
+				return usageError{fmt.Sprintf("bench matte: --fit-signs: %q is not a gate feature followed by + or - (features: %s)", f, strings.Join(matte.GateFeatureNames[1:], ", "))}
+			}
+			cfg.Fit.GateSigns[k] = sign
 		}
 	}
 	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
