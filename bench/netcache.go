@@ -47,51 +47,39 @@ func (c *NetCache) CropMap(ctx context.Context, clip Clip, i, x0, y0, x1, y1 int
 	c.Crops++
 	cw, ch := x1-x0, y1-y0
 	id := fmt.Sprintf("%s/crop/%05d-%d-%d-%d-%d", clip.Name(), i, x0, y0, x1, y1)
-	if m, ok := c.mem[id]; ok {
-		return m, nil
-	}
-	if c.mem == nil {
-		c.mem = map[string][]float32{}
-	}
-	path := ""
-	if c.Dir != "" {
-		path = filepath.Join(c.Dir, c.Key, id+".png")
-		if m, err := readMap(path, cw, ch); err == nil {
-			c.mem[id] = m
-			return m, nil
+	return c.cached(id, cw, ch, &c.CropRuns, &c.CropSpent, func(m []float32) error {
+		rgb := make([]float32, 3*w*h)
+		if err := clip.Load(i, rgb, nil); err != nil {
+			return err
 		}
-	}
-	rgb := make([]float32, 3*w*h)
-	if err := clip.Load(i, rgb, nil); err != nil {
-		return nil, err
-	}
-	n := cw * ch
-	crop := make([]float32, 3*n)
-	for ch0 := 0; ch0 < 3; ch0++ {
-		for y := 0; y < ch; y++ {
-			copy(crop[ch0*n+y*cw:ch0*n+(y+1)*cw], rgb[ch0*w*h+(y0+y)*w+x0:ch0*w*h+(y0+y)*w+x1])
+		n := cw * ch
+		crop := make([]float32, 3*n)
+		for ch0 := 0; ch0 < 3; ch0++ {
+			for y := 0; y < ch; y++ {
+				copy(crop[ch0*n+y*cw:ch0*n+(y+1)*cw], rgb[ch0*w*h+(y0+y)*w+x0:ch0*w*h+(y0+y)*w+x1])
+			}
 		}
-	}
-	m := make([]float32, n)
-	t0 := time.Now()
-	if err := c.Net.Segment(ctx, crop, cw, ch, m); err != nil {
-		return nil, err
-	}
-	c.CropSpent += time.Since(t0)
-	c.CropRuns++
-	c.mem[id] = m
-	if path != "" {
-		if err := writeMap(path, m, cw, ch); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+		return c.Net.Segment(ctx, crop, cw, ch, m)
+	})
 }
 
 // Map returns the network's map of frame i of clip (w*h values in [0,1]).
 func (c *NetCache) Map(ctx context.Context, clip Clip, i int) ([]float32, error) {
 	w, h := clip.Size()
 	id := fmt.Sprintf("%s/%05d", clip.Name(), i)
+	return c.cached(id, w, h, &c.Runs, &c.Spent, func(m []float32) error {
+		rgb := make([]float32, 3*w*h)
+		if err := clip.Load(i, rgb, nil); err != nil {
+			return err
+		}
+		return c.Net.Segment(ctx, rgb, w, h, m)
+	})
+}
+
+// cached returns the map id (w x h) from memory, else from Dir, else
+// runs run on a new map (counted in runs and spent) and keeps it in
+// both.
+func (c *NetCache) cached(id string, w, h int, runs *int, spent *time.Duration, run func(m []float32) error) ([]float32, error) {
 	if m, ok := c.mem[id]; ok {
 		return m, nil
 	}
@@ -106,17 +94,13 @@ func (c *NetCache) Map(ctx context.Context, clip Clip, i int) ([]float32, error)
 			return m, nil
 		}
 	}
-	rgb := make([]float32, 3*w*h)
-	if err := clip.Load(i, rgb, nil); err != nil {
-		return nil, err
-	}
 	m := make([]float32, w*h)
 	t0 := time.Now()
-	if err := c.Net.Segment(ctx, rgb, w, h, m); err != nil {
+	if err := run(m); err != nil {
 		return nil, err
 	}
-	c.Spent += time.Since(t0)
-	c.Runs++
+	*spent += time.Since(t0)
+	*runs++
 	c.mem[id] = m
 	if path != "" {
 		if err := writeMap(path, m, w, h); err != nil {

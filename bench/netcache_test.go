@@ -75,4 +75,14 @@ func TestNetCacheCropMap(t *testing.T) {
 			t.Errorf("box %v of a 40x30 frame taken", b)
 		}
 	}
+	// A whole frame's map is counted apart from the crops, and once.
+	crops := nc.CropRuns
+	for range 2 {
+		if m, err := nc.Map(ctx, gradClip{}, 1); err != nil || len(m) != 40*30 {
+			t.Fatalf("Map: %d values, %v", len(m), err)
+		}
+	}
+	if nc.Runs != 1 || nc.CropRuns != crops {
+		t.Errorf("Map twice: %d runs, %d crop runs (want 1, %d)", nc.Runs, nc.CropRuns, crops)
+	}
 }
