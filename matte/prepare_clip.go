@@ -140,21 +140,14 @@ func (r *clipReader) segment(ctx context.Context, l *lowClip, i int) error {
 	boxResize(lo, l.w, l.h, r.pm, r.sw, r.sh)
 	q := make([]uint8, l.w*l.h)
 	for k, v := range lo {
-		q[k] = uint8(min(max(v, 0), 1)*255 + 0.5)
+		q[k] = code8(v)
 	}
 	l.nets[i] = q
 	if i == 0 {
 		l.first = slices.Clone(r.pm)
 	}
 	if l.big != nil {
-		n := r.sw * r.sh
-		b := make([]byte, 3*n)
-		for p := 0; p < n; p++ {
-			b[3*p] = uint8(min(max(r.rgb[p], 0), 1)*255 + 0.5)
-			b[3*p+1] = uint8(min(max(r.rgb[n+p], 0), 1)*255 + 0.5)
-			b[3*p+2] = uint8(min(max(r.rgb[2*n+p], 0), 1)*255 + 0.5)
-		}
-		l.big[i] = b
+		l.big[i] = packRGB(r.rgb, r.sw*r.sh)
 	}
 	return nil
 }
@@ -204,15 +197,23 @@ func (r *clipReader) shrink() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := r.small.Width() * r.small.Height()
-	b := make([]byte, 3*m)
-	for p := 0; p < m; p++ {
-		b[3*p] = uint8(min(max(v[p], 0), 1)*255 + 0.5)
-		b[3*p+1] = uint8(min(max(v[m+p], 0), 1)*255 + 0.5)
-		b[3*p+2] = uint8(min(max(v[2*m+p], 0), 1)*255 + 0.5)
-	}
-	return b, nil
+	return packRGB(v, r.small.Width()*r.small.Height()), nil
 }
+
+// packRGB returns n pixels of planar values in [0,1] (3 planes of n) as
+// packed RGB24 codes, rounded.
+func packRGB(planar []float32, n int) []byte {
+	b := make([]byte, 3*n)
+	for p := 0; p < n; p++ {
+		for c := 0; c < 3; c++ {
+			b[3*p+c] = code8(planar[c*n+p])
+		}
+	}
+	return b
+}
+
+// code8 is v in [0,1] (clamped) as an 8-bit code, rounded.
+func code8(v float32) uint8 { return uint8(min(max(v, 0), 1)*255 + 0.5) }
 
 // readClip reads every frame of src at the network's size (netSize, at
 // least w x h), runs the network on the frames sched picks (key: the
