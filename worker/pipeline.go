@@ -144,9 +144,10 @@ func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20
 
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images,
-// 1.5 of its YUV codes and about 17.5 of pooled 8-bit frames; 16 more of
-// float source and matte for select (video) and auto, whose matte is made
-// on the device; plus lookup tables and low-resolution images.
+// 1.5 of its YUV codes and about 13.5 of pooled 8-bit frames (stream.go's
+// depth); 16 more of float source and matte for select (video) and auto,
+// whose matte is made on the device; plus lookup tables and
+// low-resolution images.
 const (
 	// Pass images (render.Passes): all of them (EXR) or the clean
 	// foreground's (composite, foreground, alpha, scratch), plus the
@@ -154,7 +155,7 @@ const (
 	heapPassesPerPixel   = 4*31 + 12
 	heapFGPassesPerPixel = 4*11 + 12
 	heapEXRPerPixel      = 4 * 28
-	heapPerPixel         = 43
+	heapPerPixel         = 39
 	heapDevicePerPixel   = 16
 	heapFixed            = 24 << 20
 )

@@ -49,8 +49,11 @@ type work struct {
 	src, alpha *frame.HostFrame
 }
 
-// depth is the capacity of the channels between the stages.
-const depth = 3
+// depth is the capacity of the channels between the stages. Two frames
+// of slack per stage keep the decoder, the render and the encoders busy
+// (the render is the slowest stage and libx264 copies each frame it is
+// given); a third held about 8 MB more at 1080p (issue 33's note).
+const depth = 2
 
 // lanes are the bounded channels and frame pools that join the stages.
 type lanes struct {
