@@ -143,10 +143,10 @@ type Plan struct {
 func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20 }
 
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
-// Plan.HeapBytes: per output pixel 24 bytes of float32 background images,
-// 1.5 of its YUV codes and about 13.5 of pooled 8-bit frames (stream.go's
-// depth); 16 more of float source and matte for select (video) and auto,
-// whose matte is made on the device; plus lookup tables and
+// Plan.HeapBytes: per output pixel 24 bytes of float32 background images
+// and 1.5 of its YUV codes, plus the pooled 8-bit frames (pooledPerPixel:
+// 13.5 or 17.5); 16 more of float source and matte for select (video) and
+// auto, whose matte is made on the device; plus lookup tables and
 // low-resolution images.
 const (
 	// Pass images (render.Passes): all of them (EXR) or the clean
@@ -155,7 +155,7 @@ const (
 	heapPassesPerPixel   = 4*31 + 12
 	heapFGPassesPerPixel = 4*11 + 12
 	heapEXRPerPixel      = 4 * 28
-	heapPerPixel         = 39
+	heapPerPixel         = 25.5
 	heapDevicePerPixel   = 16
 	heapFixed            = 24 << 20
 )
@@ -289,9 +289,16 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		}
 	}
 
+	// A video already in the normalised form is passed through untouched.
+	copySource := video && passThrough(srcInfo, outW, outH, "yuv420p")
+	// Likewise a custom matte video already at the output size: its luma is
+	// the matte used, bit for bit, and no re-encode can lose precision.
+	copyAlpha := mode == job.AlphaCustom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
+
 	var plan Plan
 	if p.OnPlan != nil {
-		heap := int64(heapPerPixel*float64(outW*outH)) + heapFixed
+		depth := stageDepth(copySource, copyAlpha, req.Foreground || req.OutputFormat == OutputEXR)
+		heap := int64((heapPerPixel+pooledPerPixel(depth))*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += matte.PrepareBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}
@@ -324,7 +331,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		ext = "mp4"
 	}
 	names := [3]string{"render." + ext, "source." + ext, "alpha." + ext}
-	res := Result{Width: outW, Height: outH}
+	res := Result{Width: outW, Height: outH, SourceCopied: copySource, AlphaCopied: copyAlpha}
 
 	// Select (video) and auto: the first pass, at the flow size.
 	ms, err := p.prepareMattes(ctx, &req, mode, video, outW, outH, md.Frames())
@@ -348,14 +355,6 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		return Result{}, fmt.Errorf("worker: render setup: %w", err)
 	}
 	defer rend.Close()
-
-	// A video already in the normalised form is passed through untouched.
-	copySource := video && passThrough(srcInfo, outW, outH, "yuv420p")
-	res.SourceCopied = copySource
-	// Likewise a custom matte video already at the output size: its luma is
-	// the matte used, bit for bit, and no re-encode can lose precision.
-	copyAlpha := mode == job.AlphaCustom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
-	res.AlphaCopied = copyAlpha
 
 	fgName := ""
 	if req.Foreground {

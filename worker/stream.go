@@ -49,11 +49,24 @@ type work struct {
 	src, alpha *frame.HostFrame
 }
 
-// depth is the capacity of the channels between the stages. Two frames
-// of slack per stage keep the decoder, the render and the encoders busy
-// (the render is the slowest stage and libx264 copies each frame it is
-// given); a third held about 8 MB more at 1080p (issue 33's note).
-const depth = 2
+// stageDepth is the capacity of the channels between the stages. When
+// the render is the only encode (source and matte stream-copied, no
+// foreground, no EXR passes), two frames of slack keep the decoder, the
+// render and libx264 busy (the render is the slowest stage, and libx264
+// copies each frame it is given); a third held about 8 MB more at 1080p
+// and changed nothing else (issue 33's note). Jobs with more encoders
+// keep three.
+func stageDepth(copySource, copyAlpha, more bool) int {
+	if copySource && copyAlpha && !more {
+		return 2
+	}
+	return 3
+}
+
+// pooledPerPixel is what the pooled 8-bit frames of a pipeline of depth d
+// hold per output pixel: d+2 source (1.5 B) and matte (1 B) frames, d
+// render frames (1.5 B), and half a byte of rounding.
+func pooledPerPixel(d int) float64 { return 4*float64(d) + 5.5 }
 
 // lanes are the bounded channels and frame pools that join the stages.
 type lanes struct {
@@ -67,7 +80,7 @@ type lanes struct {
 	toEXR                  chan exrFrame
 }
 
-func newLanes() *lanes {
+func newLanes(depth int) *lanes {
 	return &lanes{
 		srcPool: newPool(depth + 2), alphaPool: newPool(depth + 2), outPool: newPool(depth),
 		toCompute: make(chan work, depth),
@@ -95,7 +108,7 @@ func (p *Pipeline) frames(ctx context.Context, s *stream) (int, error) {
 	}
 	defer comp.close()
 
-	ln := newLanes()
+	ln := newLanes(stageDepth(s.copySource, s.copyAlpha, s.req.Foreground || s.exrDir != ""))
 	total := s.info.Frames
 	if !s.video() {
 		total = 1
