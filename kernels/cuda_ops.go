@@ -985,7 +985,10 @@ type gcArg struct {
 	gr                          cu.DevicePtr // CompositeLook.Grain (0 = none)
 	grw, grh, grx, gry          int32
 	grain                       float32
-	pdx, pdy                    float32 // CompositeLook.PlateX, PlateY
+	pdx, pdy                    float32      // CompositeLook.PlateX, PlateY
+	wl                          cu.DevicePtr // CompositeLook.WrapLow (0 = none)
+	wx, wy                      cu.DevicePtr // its bilinear tables
+	wlw, wlh                    int32
 }
 
 // gcLook checks GainCompositeLook's optional inputs (the CPU's setLook
@@ -1052,6 +1055,16 @@ func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) er
 		if j.alpha != 0 {
 			j.pdx, j.pdy = look.PlateX, look.PlateY
 		}
+	}
+	wl, err := d.opt(op, "WrapLow", look.WrapLow)
+	if err != nil {
+		return err
+	}
+	if err := d.chans(op, "WrapLow", wl, 3); err != nil {
+		return err
+	}
+	if wl != nil && j.alpha != 0 {
+		j.wl, j.wlw, j.wlh = wl.ptr, int32(wl.w), int32(wl.h)
 	}
 	return nil
 }
@@ -1130,6 +1143,14 @@ func (d *CUDA) gcTables(j *gcArg) error {
 			return err
 		}
 		if j.ay, err = d.bilin(int(j.h), int(j.ablh)); err != nil {
+			return err
+		}
+	}
+	if j.wl != 0 {
+		if j.wx, err = d.bilin(int(j.w), int(j.wlw)); err != nil {
+			return err
+		}
+		if j.wy, err = d.bilin(int(j.h), int(j.wlh)); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "706d9d2e1b4e6db7cedd249d3f059f802591dcdc893b6d1c9709a868d05a5e03"
+const cudaSourcesSHA256 = "62575b99d9752e69caeca7b15379ffd1dad1e3322966986a669b38b6699fdeff"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "f60a7c6563ed34330ee03e19fbfe9a89e2643151f65f681dfbfac81ebbed33c2"
+const cudaFatbinSHA256 = "46d5b84448f6c1197c3a36034980ebc92b5b951d8d34ed01b85714f3f1f7a790"

@@ -261,9 +261,11 @@ type Ops interface {
 
 // CompositeLook are GainCompositeLook's optional low-resolution inputs:
 // FgLow and BgOldLow (the subject's and the old background's colour near
-// the soft band), ShadowLow (a shadow on the new background) and Grain,
-// GrainAmount, GrainX, GrainY (plate-matching grain); each field is
-// documented at its definition, cpuref.CompositeLook.
+// the soft band), ShadowLow (a shadow on the new background), Grain,
+// GrainAmount, GrainX, GrainY (plate-matching grain), PlateX, PlateY (the
+// camera lock's plate offset) and WrapLow (the masked light wrap's
+// light, WrapOps.WrapLight); each field is documented at its definition,
+// cpuref.CompositeLook.
 type CompositeLook = cpuref.CompositeLook
 
 // PoolTrimmer is implemented by a Device that keeps freed host memory for

@@ -33,6 +33,7 @@ func TestGainCompositeLook(t *testing.T) {
 			bg := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
 			bgBlur := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1))
 			abLow := img(t, d, 5, 3, 1, randAlpha(rng, 15))
+			wl := img(t, d, 6, 5, 3, randVals(rng, 90, 0, 1))
 			up := func(m Image, c int) []float32 {
 				u := img(t, d, w, h, c, nil)
 				if err := d.ResizeBilinear(u, m); err != nil {
@@ -40,7 +41,7 @@ func TestGainCompositeLook(t *testing.T) {
 				}
 				return pixels(t, d, u)
 			}
-			G, F, B, S, AB := up(gain, 3), up(fm, 3), up(bm, 3), up(sh, 1), up(abLow, 1)
+			G, F, B, S, AB, WL := up(gain, 3), up(fm, 3), up(bm, 3), up(sh, 1), up(abLow, 1), up(wl, 3)
 			I, BG, BB := pixels(t, d, src), pixels(t, d, bg), pixels(t, d, bgBlur)
 			for _, tc := range []struct {
 				name          string
@@ -51,6 +52,9 @@ func TestGainCompositeLook(t *testing.T) {
 				{"all", CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh}, true, true, bgBlur, abLow},
 				{"fg", CompositeLook{FgLow: fm, BgOldLow: bm}, true, false, bgBlur, abLow},
 				{"shadow-nowrap", CompositeLook{ShadowLow: sh}, false, true, nil, nil},
+				// The masked wrap's light: bgBlur and alphaBlurLow not read.
+				{"wraplow", CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, WrapLow: wl}, true, true, nil, nil},
+				{"wraplow-over", CompositeLook{WrapLow: wl}, false, false, bgBlur, abLow},
 			} {
 				got := img(t, d, w, h, 3, nil)
 				if err := d.GainCompositeLook(got, src, alpha, gain, bg, tc.bgBlur, tc.abLow, tc.look, wrap, maxV); err != nil {
@@ -60,7 +64,11 @@ func TestGainCompositeLook(t *testing.T) {
 				for i := 0; i < n; i++ {
 					a := alphaPix[i]
 					var wf float32
-					if tc.bgBlur != nil {
+					bbv := BB
+					switch {
+					case tc.look.WrapLow != nil:
+						wf, bbv = wrap*a, WL
+					case tc.bgBlur != nil:
 						wf = wrap * a * (1 - AB[i])
 					}
 					for c := 0; c < 3; c++ {
@@ -80,9 +88,9 @@ func TestGainCompositeLook(t *testing.T) {
 							}
 							f := min(max(iv*G[k], 0), maxV)
 							if a == 1 {
-								want = (f + 0) + wf*BB[k]
+								want = (f + 0) + wf*bbv[k]
 							} else {
-								want = a*f + (1-a)*bv + wf*BB[k]
+								want = a*f + (1-a)*bv + wf*bbv[k]
 							}
 						}
 						if gp[k] != want {

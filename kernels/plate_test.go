@@ -22,7 +22,8 @@ func plateOffsets(w, h int) [][2]float32 {
 // TestCompositePlateMatchesShift checks CompositeLook.PlateX, PlateY bit
 // for bit against Shift of bg and bgBlur then the composite with the
 // plate as it is, for GainCompositeLook, GainCompositeLookDownload and
-// GainCompositeLookFrame, with and without the look's inputs and wrap.
+// GainCompositeLookFrame, with and without the look's inputs and wrap
+// (the masked wrap's WrapLow is not moved).
 func TestCompositePlateMatchesShift(t *testing.T) {
 	const wrap, maxV = 0.4, 1.2
 	for _, workers := range []int{1, 3} {
@@ -45,6 +46,7 @@ func TestCompositePlateMatchesShift(t *testing.T) {
 			bg := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
 			bgBlur := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1))
 			abLow := img(t, d, 5, 3, 1, randAlpha(rng, 15))
+			wl := img(t, d, 6, 5, 3, randVals(rng, 90, 0, 1))
 			src := randCodes(t, frame.YUV420P, w, h, uint64(n)+1)
 			srcImg := uploaded(t, d, src, 3)
 			for _, tc := range []struct {
@@ -57,6 +59,8 @@ func TestCompositePlateMatchesShift(t *testing.T) {
 				{"all-full", true, CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh}, true},
 				{"none-nowrap", false, CompositeLook{}, false},
 				{"wrap-full", true, CompositeLook{}, true},
+				// The masked wrap's light is in the frame's coordinates: not moved.
+				{"wraplow", false, CompositeLook{ShadowLow: sh, WrapLow: wl}, true},
 			} {
 				alpha := rectMatte(t, w, h, uint64(n), tc.full)
 				aImg := uploaded(t, d, alpha, 1)

@@ -20,16 +20,28 @@ const (
 	// the background that spills.
 	wrapSigmaFrac = 0.012
 	bgBlurFrac    = 0.02
+	// wrapEps is the least visible share of the plate under the wrap's
+	// blur that is normalised (kernels.WrapOps.WrapLight): where more
+	// than half of the blur's reach is plate (outside the matte, and on
+	// a straight edge's 0.5 contour exactly half) the light is the
+	// visible plate's mean colour; further inside it falls off with the
+	// visible share, as the held-out blur does, so no plate light is
+	// carried deep into the subject. Fitted on the look bench's fold A
+	// (the least of 0.001, 0.25, 0.5, 1 whose bleed, the wrap's light
+	// inside beyond the wrap width, is within limit on every prompt;
+	// 0.25 left the rim prompt at 0.0125) and checked on fold B; see
+	// docs/look.md.
+	wrapEps = 0.5
 )
 
 // Tuning (distances in pixels at the working resolution).
 const ()
 
 // compositeStage owns the new background B (the cover-fitted reference
-// or a backdrop painted from the prompt) at full resolution, its blurred
-// copy for light wrap, and the per-frame inputs of the fused composite:
-// the wrap's blurred matte, the foreground estimates and the shadows
-// (foreground.go). The fused full-resolution pass itself is the frame's
+// or a backdrop painted from the prompt) at full resolution, its copy at
+// half the working resolution for the light wrap, and the per-frame
+// inputs of the fused composite: the wrap's light (the masked wrap,
+// maskedWrap), the foreground estimates and the shadows (foreground.go). The fused full-resolution pass itself is the frame's
 // finish (Frame, FrameHost, FrameFromHost, FramePasses).
 type compositeStage struct {
 	dev  kernels.Device
@@ -37,13 +49,22 @@ type compositeStage struct {
 	w, h int
 	fill bool
 
-	bg, bgBlur kernels.Image    // full resolution; nil in fill mode
-	bgCodes    *frame.HostFrame // bg downloaded for FrameFromHost (made on first use)
+	bg      kernels.Image    // full resolution; nil in fill mode
+	bgCodes *frame.HostFrame // bg downloaded for FrameFromHost (made on first use)
 	// alphaBlur is the wrap's band: the matte blurred at half the working
 	// resolution by wrapSigma; wrap is the wrap's strength.
 	alphaBlur kernels.Image
 	wrap      float32
 	wrapSigma float32
+	// The masked wrap (maskedWrap), at half the working resolution:
+	// plateQ the plate, plateMoved it moved by the camera lock, zerosQ
+	// black, held the plate held out by the matte and heldBlur its blur
+	// by bgSigma, alphaWide the matte under the same blur, and light the
+	// wrap's light (CompositeLook.WrapLow).
+	plateQ, plateMoved, zerosQ kernels.Image
+	held, heldBlur, alphaWide  kernels.Image
+	light                      kernels.Image
+	bgSigma                    float32
 	// Foreground estimation and shadows (not in fill mode).
 	look lookImages
 	// Matched focus (focus.go): the prompt's focus; focusDone once the
@@ -103,48 +124,92 @@ func (c *compositeStage) setBackground(ctx context.Context, plan *lightPlan, ref
 	return nil
 }
 
-// setWrap makes the blurred background of the light wrap from bgQ (the
-// background at half the working resolution: a wide blur, so it is made
-// there and upsampled) and allocates the wrap's matte and the foreground
-// estimates' images; a rim in the prompt widens the wrap. Not in fill mode.
+// setWrap keeps a copy of bgQ (the background at half the working
+// resolution: the wrap's blurs are wide, so they are made there and
+// sampled by the composite) and allocates the wrap's images and the
+// foreground estimates'; a rim in the prompt widens the wrap. Not in fill
+// mode.
 func (c *compositeStage) setWrap(bgQ kernels.Image, lw, lh int, plan *lightPlan) error {
 	if c.fill {
 		return nil
 	}
 	diag := math.Hypot(float64(lw), float64(lh))
 	c.wrapSigma = float32(wrapSigmaFrac * diag * float64(max(1, lw/2)) / float64(lw)) // at half resolution
+	c.bgSigma = float32(bgBlurFrac * diag / 2)
 	c.wrap = 0.35
 	if plan.light.Rim {
 		c.wrap = 0.55
 	}
-	blur, err := c.dev.NewImage(bgQ.Width(), bgQ.Height(), 3)
-	if err != nil {
-		return fmt.Errorf("render: allocate: %w", err)
-	}
-	defer c.dev.Free(blur)
-	if err := c.ops.GaussianBlur(blur, bgQ, float32(bgBlurFrac*diag/2)); err != nil {
-		return fmt.Errorf("render: background blur: %w", err)
-	}
-	if c.bgBlur, err = c.dev.NewImage(c.w, c.h, 3); err != nil {
-		return fmt.Errorf("render: allocate: %w", err)
-	}
-	if err := c.ops.ResizeBilinear(c.bgBlur, blur); err != nil {
-		return fmt.Errorf("render: background blur: %w", err)
-	}
 	qw, qh := qSize(lw, lh)
-	if c.alphaBlur, err = c.dev.NewImage(qw, qh, 1); err != nil {
-		return fmt.Errorf("render: allocate: %w", err)
+	a := allocator{dev: c.dev}
+	a.img(&c.alphaBlur, qw, qh, 1)
+	a.img(&c.alphaWide, qw, qh, 1)
+	for _, p := range []*kernels.Image{&c.plateQ, &c.zerosQ, &c.held, &c.heldBlur, &c.light} {
+		a.img(p, qw, qh, 3)
+	}
+	if a.err != nil {
+		return fmt.Errorf("render: allocate: %w", a.err)
+	}
+	if err := c.ops.Copy(c.plateQ, bgQ); err != nil {
+		return fmt.Errorf("render: wrap plate: %w", err)
+	}
+	if err := c.ops.Fill(c.zerosQ, []float32{0, 0, 0}); err != nil {
+		return fmt.Errorf("render: wrap plate: %w", err)
 	}
 	return c.allocLook(plan, lw, lh)
 }
 
+// maskedWrap makes the frame's light wrap light, c.light, at half the
+// working resolution: the plate (moved by the camera lock's offset dx, dy
+// in output pixels, as the composite reads it) held out by the matte,
+// P·(1 - A), blurred by bgSigma and normalised by the visible share under
+// the same blur, blur(1 - A) = 1 - blur(A), times the wrap's band 1 - ab
+// (kernels.WrapOps.WrapLight). Only the plate outside the matte lights the
+// subject's edge: a highlight hidden behind the subject, or one far from
+// its edge, cannot reach inside (issue 31 item 3).
+func (c *compositeStage) maskedWrap(f *lowFrame, dx, dy float32) error {
+	wo, ok := c.dev.(kernels.WrapOps)
+	if !ok {
+		return step("wrap", fmt.Errorf("render: %s has no WrapLight", c.dev.Name()))
+	}
+	plate := c.plateQ
+	if dx != 0 || dy != 0 {
+		if c.plateMoved == nil {
+			var err error
+			if c.plateMoved, err = c.dev.NewImage(c.plateQ.Width(), c.plateQ.Height(), 3); err != nil {
+				return fmt.Errorf("render: allocate: %w", err)
+			}
+		}
+		sx := dx * float32(c.plateQ.Width()) / float32(c.w)
+		sy := dy * float32(c.plateQ.Height()) / float32(c.h)
+		if err := step("wrap plate", c.ops.Shift(c.plateMoved, c.plateQ, sx, sy)); err != nil {
+			return err
+		}
+		plate = c.plateMoved
+	}
+	if err := step("wrap", c.ops.Composite(c.held, c.zerosQ, plate, f.alphaQ)); err != nil {
+		return err
+	}
+	if err := step("wrap", c.ops.GaussianBlur(c.heldBlur, c.held, c.bgSigma)); err != nil {
+		return err
+	}
+	if err := step("wrap", c.ops.GaussianBlur(c.alphaWide, f.alphaQ, c.bgSigma)); err != nil {
+		return err
+	}
+	return step("wrap", wo.WrapLight(c.light, c.heldBlur, c.alphaWide, c.alphaBlur, wrapEps))
+}
+
 // prepare makes the frame's inputs of the fused composite: the wrap's
-// matte, the foreground estimates, the shadows and the plate's grain (e;
-// comp is the first frame's composite that the grain is measured on).
-func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, comp func(dst, alphaDst kernels.Image) error) error {
+// light (with the plate moved by the camera lock's offset dx, dy), the
+// foreground estimates, the shadows and the plate's grain (e; comp is the
+// first frame's composite that the grain is measured on).
+func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, dx, dy float32, comp func(dst, alphaDst kernels.Image) error) error {
 	// The wrap band is a wide blur: it runs on the half-resolution matte
-	// (GainComposite samples it bilinearly).
+	// (the wrap's light is sampled bilinearly by the composite).
 	if err := step("wrap matte", c.ops.GaussianBlur(c.alphaBlur, f.alphaQ, c.wrapSigma)); err != nil {
+		return err
+	}
+	if err := c.maskedWrap(f, dx, dy); err != nil {
 		return err
 	}
 	if err := c.foregroundEstimates(f); err != nil {
@@ -163,7 +228,7 @@ func (c *compositeStage) prepare(f *lowFrame, e *exposureStage, comp func(dst, a
 // compositeLook is the fused composite's foreground estimates, shadow and
 // grain.
 func (c *compositeStage) compositeLook(e *exposureStage) kernels.CompositeLook {
-	look := kernels.CompositeLook{FgLow: c.look.fm, BgOldLow: c.look.bm}
+	look := kernels.CompositeLook{FgLow: c.look.fm, BgOldLow: c.look.bm, WrapLow: c.light}
 	if c.look.haveShadow {
 		look.ShadowLow = c.look.shadow
 	}
@@ -173,7 +238,7 @@ func (c *compositeStage) compositeLook(e *exposureStage) kernels.CompositeLook {
 
 func (c *compositeStage) free() {
 	c.freeLook()
-	freeImages(c.dev, []*kernels.Image{&c.bg, &c.bgBlur, &c.alphaBlur})
+	freeImages(c.dev, []*kernels.Image{&c.bg, &c.alphaBlur, &c.plateQ, &c.plateMoved, &c.zerosQ, &c.held, &c.heldBlur, &c.alphaWide, &c.light})
 }
 
 // loadReference uploads the reference, cover-fits it into the background

@@ -215,7 +215,7 @@ func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.
 		return err
 	}
 	// W: a black subject over a black background, with the wrap.
-	plate := kernels.CompositeLook{PlateX: look.PlateX, PlateY: look.PlateY} // the camera lock's
+	plate := kernels.CompositeLook{PlateX: look.PlateX, PlateY: look.PlateY, WrapLow: look.WrapLow} // the camera lock's, the wrap's light
 	if err := step("wrap", ops.GainCompositeLook(p.Wrap, p.zeros3, alpha, r.low.gain, p.zeros3, bgBlur, aBlur, plate, wrap, 1)); err != nil {
 		return err
 	}

@@ -290,7 +290,7 @@ func (r *Renderer) deviceComp(src, alpha kernels.Image) func(dst, alphaDst kerne
 				return err
 			}
 		}
-		return r.ops.GainCompositeLook(dst, src, alpha, r.low.gain, r.comp.bg, r.comp.bgBlur, r.comp.alphaBlur, r.comp.compositeLook(r.exposure), r.comp.wrap, 1)
+		return r.ops.GainCompositeLook(dst, src, alpha, r.low.gain, r.comp.bg, nil, nil, r.comp.compositeLook(r.exposure), r.comp.wrap, 1)
 	}
 }
 
@@ -352,14 +352,18 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 	if r.fill {
 		return step("composite", finish(nil, nil, nil, 0))
 	}
-	if err := r.comp.prepare(f, r.exposure, comp); err != nil {
-		return err
-	}
-	c := r.comp
 	if err := r.camera.run(f); err != nil {
 		return err
 	}
-	return step("composite", finish(c.bg, c.bgBlur, c.alphaBlur, c.wrap))
+	var plate kernels.CompositeLook // the camera lock's plate offset
+	r.camera.setLook(&plate)
+	if err := r.comp.prepare(f, r.exposure, plate.PlateX, plate.PlateY, comp); err != nil {
+		return err
+	}
+	c := r.comp
+	// The wrap's light is the look's WrapLow: no blurred plate or wrap
+	// matte at full resolution.
+	return step("composite", finish(c.bg, nil, nil, c.wrap))
 }
 
 // Close frees the renderer's device images. It is idempotent and always

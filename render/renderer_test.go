@@ -301,8 +301,8 @@ func TestFillMode(t *testing.T) {
 	s := makeScene(160, 96, [3]float32{0.3, 0.3, 0.3})
 	p := Params{Prompt: "warm light from the left", Seed: 9, Width: s.w, Height: s.h, Fill: true}
 	out, r := render(t, d, p, s, nil)
-	if r.comp.bg != nil || r.comp.bgBlur != nil {
-		t.Fatal("fill mode allocated a full-resolution background")
+	if r.comp.bg != nil || r.comp.plateQ != nil {
+		t.Fatal("fill mode allocated a background or the light wrap's plate")
 	}
 	n := s.w * s.h
 	var lsum, rsum, l0, r0 float64

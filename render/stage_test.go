@@ -264,7 +264,7 @@ func TestCompositeStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.prepare(f, e, nil); err != nil {
+		if err := c.prepare(f, e, 0, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		// The wrap's matte is blurred: fractional near the disc's edge (radius 15.2 px at half resolution).

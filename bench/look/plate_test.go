@@ -93,7 +93,13 @@ func TestPlateGrainDAVIS(t *testing.T) {
 		if !(cOn > 1) || cAdd != 0 {
 			t.Errorf("%s on the clean plate: grain ratio %.3f, grain %.4f added: want a subject grainier than the plate and none added", name, cOn, cAdd)
 		}
-		if math.Abs(same-1) > 1e-3 { // float32 vs float64 luminance differ by about 1e-5
+		// float32 vs float64 luminance differ by about 1e-5; and the
+		// renderer measures the subject before matched focus defocuses the
+		// plate, which the measure's pixels with 0.98 <= A < 1 then show:
+		// dog-agility reads 0.99888 with the masked wrap (its median
+		// absolute deviation moved one step; 1.00000 before it). The grain
+		// added itself is checked above (cAdd).
+		if math.Abs(same-1) > 2e-3 {
 			t.Errorf("%s on the clean plate: output subject grain %.6fx the renderer's measure before grain: grain was added", name, same)
 		}
 	}

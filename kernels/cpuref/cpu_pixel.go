@@ -475,6 +475,11 @@ type compositeJob struct {
 	// shFirst[c]: the first output column whose sample reads a column >= c;
 	// shLast[c]: one past the last that reads a column < c.
 	shFirst, shLast []int
+	// CompositeLook.WrapLow (nil = the wrap from bgBlur and
+	// alphaBlurLow) and its sampling tables; table builds tables.
+	wl     *cpuImage
+	wx, wy rows.Bilin
+	table  func(out, in int) rows.Bilin
 }
 
 // compositeScratch is the per-worker state of a compositeJob.
@@ -494,6 +499,9 @@ type compositeScratch struct {
 	// A moved plate's rows: bg's and bgBlur's row of the moment, per
 	// channel (made on first use).
 	pb, pbb [3][]float32
+	// CompositeLook.WrapLow: its resampled rows and its row per channel.
+	wl  [3]*rows.Hrows
+	wlx [3][]float32
 }
 
 // plateRows returns sc's rows for a moved plate of width w.
@@ -566,6 +574,17 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 		if j.hasAlpha {
 			j.plate = rows.NewShift(j.w, j.h, look.PlateX, look.PlateY)
 		}
+	}
+	wl, err := optImg(op, "WrapLow", look.WrapLow)
+	if err != nil {
+		return err
+	}
+	if err := wantChannels(op, "WrapLow", wl, 3); err != nil {
+		return err
+	}
+	if wl != nil && j.hasAlpha {
+		j.wl, j.doWrap = wl, true
+		j.wx, j.wy = j.table(j.w, wl.w), j.table(j.h, wl.h)
 	}
 	if j.sh != nil {
 		// The nonzero columns of each row of the darkness.
@@ -669,7 +688,7 @@ func newCompositeJobLow(op string, w, h int, hasAlpha bool, gainLow, bg, bgBlur,
 		}
 	}
 	j := &compositeJob{w: w, h: h, hasAlpha: hasAlpha, b: b, bb: bb, gl: gl, abl: abl,
-		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue}
+		doWrap: bb != nil && abl != nil, wrap: wrap, maxV: maxValue, table: table}
 	j.gx, j.gy = table(w, gl.w), table(h, gl.h)
 	if j.doWrap {
 		j.ax, j.ay = table(w, abl.w), table(h, abl.h)
@@ -699,7 +718,8 @@ func (j *compositeJob) alphaRow(y int) []float32 {
 func newFullScratch(w, band int) *compositeScratch {
 	return &compositeScratch{g: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, span: make([][2]int, band),
 		ab: rows.NewHrows(w), abx: make([]float32, w), wf: make([]float32, w), sh: rows.NewHrows(w), shx: make([]float32, w),
-		fm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, bm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}}
+		fm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, bm: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)},
+		wl: [3]*rows.Hrows{rows.NewHrows(w), rows.NewHrows(w), rows.NewHrows(w)}, wlx: [3][]float32{make([]float32, w), make([]float32, w), make([]float32, w)}}
 }
 
 func (j *compositeJob) newScratch(band int) *compositeScratch {
@@ -709,6 +729,11 @@ func (j *compositeJob) newScratch(band int) *compositeScratch {
 		sc.ab = rows.NewHrows(w)
 		sc.abx = make([]float32, w)
 		sc.wf = make([]float32, w)
+	}
+	if j.wl != nil {
+		for c := range 3 {
+			sc.wl[c], sc.wlx[c] = rows.NewHrows(w), make([]float32, w)
+		}
 	}
 	if j.sh != nil {
 		sc.sh = rows.NewHrows(w)
@@ -756,7 +781,11 @@ func (j *compositeJob) begin(sc *compositeScratch, y0, y1 int, spanOf func(y int
 		}
 		sc.sh.ResetRange(min(sl, sr), sr)
 	}
-	if j.doWrap {
+	if j.wl != nil {
+		for c := range 3 {
+			sc.wl[c].ResetRange(hl, hr)
+		}
+	} else if j.doWrap {
 		sc.ab.ResetRange(hl, hr)
 	}
 }
@@ -870,7 +899,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 			fm0s[c], fm1s[c] = sc.fm[c].Pair(j.fm.plane(c), j.fm.w, gj0, gj1, gx)
 			bm0s[c], bm1s[c] = sc.bm[c].Pair(j.bm.plane(c), j.bm.w, gj0, gj1, gx)
 		}
-		if doWrap {
+		if doWrap && j.wl == nil {
 			bbs[c] = bb.plane(c)[lo:][:w]
 			if pbb != nil {
 				j.plate.Row(pbb[c], bb.plane(c), y, l, r)
@@ -879,7 +908,14 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		}
 	}
 	var ab0, ab1 []float32
-	if doWrap {
+	var wl0, wl1 [3][]float32 // WrapLow's two resampled rows per channel
+	switch {
+	case j.wl != nil:
+		for c := range 3 {
+			wl0[c], wl1[c] = sc.wl[c].Pair(j.wl.plane(c), j.wl.w, int(j.wy.I0[y]), int(j.wy.I1[y]), &j.wx)
+			bbs[c] = sc.wlx[c]
+		}
+	case doWrap:
 		ab0, ab1 = sc.ab.Pair(abl.plane(0), abl.w, int(ay.I0[y]), int(ay.I1[y]), ax)
 	}
 	for x := l; x < r; {
@@ -889,7 +925,17 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		for xe < r && al[xe] != 0 {
 			xe++
 		}
-		if doWrap {
+		switch {
+		case j.wl != nil:
+			// The masked wrap: wf = wrap*a*(1 - 0), its light sampled.
+			for c := range 3 {
+				rows.Vlerp(sc.wlx[c][x:xe], wl0[c][x:xe], wl1[c][x:xe], j.wy.W0[y], j.wy.W1[y])
+			}
+			wf := sc.wf[x:xe]
+			for i, a := range al[x:xe] {
+				wf[i] = wrap * a
+			}
+		case doWrap:
 			rows.Vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.W0[y], ay.W1[y])
 			rows.WrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)
 		}

@@ -85,6 +85,14 @@ type CompositeLook struct {
 	// image; the camera lock's plate) without those images being made.
 	// Both zero read them as they are. Ignored without alpha.
 	PlateX, PlateY float32
+	// WrapLow (3 channels, any size) is the light wrap's light of the
+	// masked wrap (kernels.WrapOps.WrapLight: the plate outside the
+	// matte only), sampled bilinearly as alphaBlurLow is: where given
+	// (with alpha), the wrap term is wrap*a*w, w its sample, instead of
+	// wrap*a*(1 - ab)*bgBlur, and bgBlur and alphaBlurLow are not read
+	// (either may be nil). It is made in the frame's coordinates, so
+	// PlateX, PlateY do not move it. Ignored without alpha.
+	WrapLow Image
 }
 
 // FuseParams weigh the evidence terms of MatteFuse.

@@ -11,3 +11,4 @@
 #include "matte.cu"
 #include "grain.cu"
 #include "clamp.cu"
+#include "wrap.cu"

@@ -21,6 +21,12 @@ struct GC {
     // CompositeLook.PlateX, PlateY (not both 0: bg and bb are read moved,
     // as Shift would move them; ignored without alpha).
     float pdx, pdy;
+    // CompositeLook.WrapLow (0 = none; any size, with its bilinear tables
+    // wx, wy): the masked wrap's light, wrap*a*w in place of
+    // wrap*a*(1 - ab)*bb; not moved by pdx, pdy; ignored without alpha.
+    const float *wl;
+    const void *wx, *wy;
+    int wlw, wlh;
 };
 
 // The three channels v of the w x h plate p sampled at (px, py) as
@@ -64,7 +70,8 @@ __device__ __forceinline__ void gc_grain(const GC &j, int x, int y, float a, flo
 // The three output channels of pixel (x, y).
 __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
     int64_t n = (int64_t)j.w * j.h, i = (int64_t)y * j.w + x;
-    bool doWrap = j.bb != 0 && j.abl != 0;
+    const bool masked = j.alpha != 0 && j.wl != 0;
+    bool doWrap = masked || (j.bb != 0 && j.abl != 0);
     float a = 1;
     Bilin gx = bilin(j.gx, j.w), gy = bilin(j.gy, j.h);
     const float *shp = j.alpha ? j.sh : 0;
@@ -82,9 +89,15 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
     // The plate and its blur where they are read (moved or not).
     float bgv[3] = {0, 0, 0}, bbv[3] = {0, 0, 0};
     if (j.alpha && a != 1) gc_plate(j, j.bg, x, y, i, bgv);
-    if (j.alpha && doWrap) gc_plate(j, j.bb, x, y, i, bbv);
     float wf = 0;
-    if (doWrap) {
+    if (masked) {
+        // The masked wrap's light, sampled as the CPU's Hrows then Vlerp.
+        Bilin wx = bilin(j.wx, j.w), wy = bilin(j.wy, j.h);
+        int64_t wn = (int64_t)j.wlw * j.wlh;
+        for (int c = 0; c < 3; c++) bbv[c] = bilin_sample(j.wl + c * wn, j.wlw, wx, wy, x, y);
+        wf = j.wrap * a;
+    } else if (doWrap) {
+        if (j.alpha) gc_plate(j, j.bb, x, y, i, bbv);
         Bilin ax = bilin(j.ax, j.w), ay = bilin(j.ay, j.h);
         float ab = bilin_sample(j.abl, j.ablw, ax, ay, x, y);
         wf = j.alpha ? j.wrap * a * (1 - ab) : j.wrap * 1 * (1 - ab);
