@@ -112,3 +112,37 @@ func TestEdgeGainKeepsADarkBand(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEdgeGain1080p is the edge gain stage alone on a 1080p frame's
+// working resolution (480 x 270), the disc scene's matte.
+func BenchmarkEdgeGain1080p(b *testing.B) {
+	d := newDev(b)
+	lw, lh := lowSize(1920, 1080)
+	s := makeScene(lw, lh, [3]float32{0.5, 0.4, 0.3})
+	f, err := newLowFrame(d, d.Ops(), lw, lh, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.free(d)
+	if err := d.WritePixels(f.alphaLow, s.alpha); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Ops().ResizeArea(f.alphaQ, f.alphaLow); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Ops().Fill(f.gain, []float32{1.2, 1.1, 1}); err != nil {
+		b.Fatal(err)
+	}
+	e, err := newEdgeGainStage(d, d.Ops(), lw, lh, edgeGainSigma)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.free()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.run(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/frame")
+}
