@@ -74,7 +74,6 @@ type Renderer struct {
 	key       *keyStage
 	exposure  *exposureStage
 	harmonise *harmoniseStage
-	edge      *edgeGainStage
 	camera    *cameraStage
 	comp      *compositeStage
 }
@@ -157,16 +156,11 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err := r.exposure.setBackground(r.low, r.comp.bg, bgLow, bgQ, p.Seed); err != nil {
 		return err
 	}
-	if r.harmonise, err = newHarmoniseStage(r.dev, r.ops, lw, lh, harmStrength(hasRef, r.fill)); err != nil {
+	if r.harmonise, err = newHarmoniseStage(r.dev, r.ops, lw, lh, harmStrength(hasRef, r.fill), !r.fill); err != nil {
 		return err
 	}
 	if err := r.harmonise.setBackground(bgLow); err != nil {
 		return err
-	}
-	if !r.fill {
-		if r.edge, err = newEdgeGainStage(r.dev, r.ops, lw, lh, edgeGainSigma); err != nil {
-			return err
-		}
 	}
 	// Target lighting: environment irradiance + prompt lights + ambient.
 	envL, err := r.ops.SHProjectEnv(env, envFront)
@@ -355,9 +349,6 @@ func (r *Renderer) frame(ctx context.Context, low func() error, comp func(dst, a
 	if err := r.harmonise.run(f, r.exposure, relit); err != nil {
 		return err
 	}
-	if err := r.edge.run(f); err != nil {
-		return err
-	}
 	if r.fill {
 		return step("composite", finish(nil, nil, nil, 0))
 	}
@@ -390,9 +381,6 @@ func (r *Renderer) Close() error {
 	}
 	if r.harmonise != nil {
 		r.harmonise.free()
-	}
-	if r.edge != nil {
-		r.edge.free()
 	}
 	if r.normals != nil {
 		r.normals.free()
