@@ -29,6 +29,8 @@ type harmoniseStage struct {
 	// The subject's statistics, smoothed in time.
 	fromLab kernels.LabStats
 	haveLab bool
+	// edge limits the gain on the matte's soft band (nil in fill mode).
+	edge *edgeGainStage
 }
 
 // harmStrength is how far the subject's colour moves toward the
@@ -46,7 +48,9 @@ func harmStrength(hasRef, fill bool) float32 {
 	}
 }
 
-func newHarmoniseStage(dev kernels.Device, ops kernels.Ops, lw, lh int, strength float32) (*harmoniseStage, error) {
+// newHarmoniseStage makes the stage; edge (a matte, not fill mode) adds
+// the soft band's gain limit (edgeGainStage) as the gain's last step.
+func newHarmoniseStage(dev kernels.Device, ops kernels.Ops, lw, lh int, strength float32, edge bool) (*harmoniseStage, error) {
 	s := &harmoniseStage{dev: dev, ops: ops, strength: strength}
 	qw, qh := qSize(lw, lh)
 	a := allocator{dev: dev}
@@ -63,10 +67,23 @@ func newHarmoniseStage(dev kernels.Device, ops kernels.Ops, lw, lh int, strength
 		s.free()
 		return nil, err
 	}
+	if edge {
+		var err error
+		if s.edge, err = newEdgeGainStage(dev, ops, lw, lh, edgeGainSigma); err != nil {
+			s.free()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-func (s *harmoniseStage) free() { freeImages(s.dev, s.images) }
+func (s *harmoniseStage) free() {
+	freeImages(s.dev, s.images)
+	if s.edge != nil {
+		s.edge.free()
+		s.edge = nil
+	}
+}
 
 // setBackground measures the background's statistics (bgLow: the
 // background at the working resolution).
@@ -80,12 +97,16 @@ func (s *harmoniseStage) setBackground(bgLow kernels.Image) error {
 
 // run harmonises f.relit and writes f.gain (relit says whether the frame
 // was relit: its exposure is then metered on the relit subject), then
-// bounds the gain's turn of the subject's hues (hueBound).
+// bounds the gain's turn of the subject's hues (hueBound) and, with a
+// matte, the gain on its soft band (edgeGainStage).
 func (s *harmoniseStage) run(f *lowFrame, e *exposureStage, relit bool) error {
 	if err := s.transfer(f, e, relit); err != nil {
 		return err
 	}
-	return step("hue bound", s.ops.HueBound(f.gain, f.gain, f.srcLow, f.mask(), hueBound()))
+	if err := step("hue bound", s.ops.HueBound(f.gain, f.gain, f.srcLow, f.mask(), hueBound())); err != nil {
+		return err
+	}
+	return s.edge.run(f)
 }
 
 // transfer writes f.gain: the relight and the colour transfer toward the

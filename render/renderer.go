@@ -156,7 +156,7 @@ func (r *Renderer) setup(ctx context.Context, p Params) error {
 	if err := r.exposure.setBackground(r.low, r.comp.bg, bgLow, bgQ, p.Seed); err != nil {
 		return err
 	}
-	if r.harmonise, err = newHarmoniseStage(r.dev, r.ops, lw, lh, harmStrength(hasRef, r.fill)); err != nil {
+	if r.harmonise, err = newHarmoniseStage(r.dev, r.ops, lw, lh, harmStrength(hasRef, r.fill), !r.fill); err != nil {
 		return err
 	}
 	if err := r.harmonise.setBackground(bgLow); err != nil {

@@ -212,7 +212,7 @@ func TestHarmoniseStage(t *testing.T) {
 	f, e := harmoniseInputs(t, d, s)
 	defer e.free()
 	for _, strength := range []float32{0, harmStrength(true, false)} {
-		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, strength)
+		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, strength, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestHarmoniseHueBound(t *testing.T) {
 	}{{"skin", [3]float32{0.5, 0.35, 0.25}, false}, {"olive", [3]float32{0.3, 0.33, 0.15}, false}, {"grey", [3]float32{0.4, 0.4, 0.4}, true}} {
 		s := makeScene(120, 80, c.subject)
 		f, e := harmoniseInputs(t, d, s)
-		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, harmStrength(true, false))
+		h, err := newHarmoniseStage(d, d.Ops(), s.w, s.h, harmStrength(true, false), false)
 		if err != nil {
 			t.Fatal(err)
 		}
