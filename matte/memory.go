@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vfxrender/vfx/internal/resample"
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // FeatureMap is a network's feature map of one frame: C planes of W x H
@@ -28,6 +30,11 @@ type FeatureObjectness interface {
 // readout each, all fed to the fitted model, which weighs them): sharp,
 // middle and broad over cosine similarities in [-1, 1].
 var MemTaus = [...]float32{0.02, 0.05, 0.1}
+
+// memCut is where the readouts' softmax stops: a remembered cell whose
+// weight is under e^-memCut (3e-7) of the best cell's is left out, below
+// what a float32 share can show beside the best cell's.
+const memCut = 15
 
 // The memory model's features, per pixel of a frame the network ran on:
 // the network's log-odds and each readout's (clamped to ±6).
@@ -157,18 +164,20 @@ func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
 	for i := 0; i < n; i++ {
 		qi := q[i*c : (i+1)*c]
 		j := 0
-		best := float32(-2)
 		for _, fr := range mem {
-			for e := 0; e < fr.n; e++ {
-				s := dot32(qi, fr.keys[e*c:(e+1)*c])
-				sim[j] = s
-				best = max(best, s)
-				j++
-			}
+			rows.Dots(sim[j:j+fr.n], qi, fr.keys)
+			j += fr.n
 		}
+		best := slices.Max(sim)
 		for k, tau := range MemTaus {
+			// Cells more than memCut temperatures below the best weigh
+			// under e^-memCut of it: left out.
 			var num, den float64
+			cut := best - memCut*tau
 			for e, s := range sim {
+				if s < cut {
+					continue
+				}
 				wt := math.Exp(float64((s - best) / tau))
 				num += wt * float64(vals[e])
 				den += wt
@@ -180,22 +189,6 @@ func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
 		resample.Bilinear(dst[k], w, h, grid[k], f.W, f.H)
 	}
 	return nil
-}
-
-// dot32 is the dot product of two equal-length vectors (four partial sums).
-func dot32(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
 }
 
 // MemTrace is what the memory saw on one frame the network ran on
