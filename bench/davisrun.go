@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -241,6 +242,9 @@ type netView struct {
 // (matte.FeatureObjectness).
 func (v *netView) Features(ctx context.Context, i int) (matte.FeatureMap, error) {
 	f, err := v.nc.Features(ctx, v.clip, i)
+	if errors.Is(err, infer.ErrNoFeatures) {
+		return matte.FeatureMap{}, matte.ErrNoFeatures
+	}
 	return matte.FeatureMap{W: f.W, H: f.H, C: f.C, Data: f.Data}, err
 }
 

@@ -136,3 +136,15 @@ func (m *Model) RunFeatures(ctx context.Context, in, out []float32) (Features, e
 	})
 	return f, err
 }
+
+// HasFeatures reports whether the model's card names a feature tensor
+// (matte.FeatureSegmenter).
+func (m *Model) HasFeatures() bool { return m.card.Features != "" }
+
+// SegmentFeaturePlanes is SegmentFeatures with the feature map as plain
+// values (its data, width, height and planes): the matte package's
+// FeatureSegmenter, which knows no infer types.
+func (m *Model) SegmentFeaturePlanes(ctx context.Context, rgb []float32, w, h int, dst []float32) ([]float32, int, int, int, error) {
+	f, err := m.SegmentFeatures(ctx, rgb, w, h, dst)
+	return f.Data, f.W, f.H, f.C, err
+}

@@ -2,6 +2,7 @@ package matte
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -19,10 +20,16 @@ type FeatureMap struct {
 	Data    []float32
 }
 
+// ErrNoFeatures is a network that gives no feature maps: select runs
+// without its memory.
+var ErrNoFeatures = errors.New("matte: the network gives no feature maps")
+
 // FeatureObjectness is an Objectness whose network also gives its
 // feature map of the frames it ran on (infer.Card.Features): what the
 // memory (below) compares frames by.
 type FeatureObjectness interface {
+	// Features is frame i's feature map (frame i must be one the network
+	// ran on); ErrNoFeatures when the network gives none.
 	Features(ctx context.Context, i int) (FeatureMap, error)
 }
 

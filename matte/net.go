@@ -2,6 +2,7 @@ package matte
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 )
@@ -150,10 +151,15 @@ type netFuser struct {
 	mphi  []float32
 }
 
+// memModel reports whether the options' fusion model has memory weights.
+func (o NetOptions) memModel() bool {
+	return o.Model != nil && len(o.Model.Mem) == NumMemFeatures
+}
+
 // memWanted reports whether the memory is read: fitted weights to use, or
 // a trace to feed.
 func (f *netFuser) memWanted() bool {
-	return (f.o.Model != nil && len(f.o.Model.Mem) == NumMemFeatures) || f.o.MemTrace != nil
+	return f.o.memModel() || f.o.MemTrace != nil
 }
 
 // initMemory remembers the keyframe index with its matte (select), when
@@ -164,6 +170,9 @@ func (f *netFuser) initMemory(ctx context.Context, net Objectness, index int, ke
 		return nil
 	}
 	fm, err := fo.Features(ctx, index)
+	if errors.Is(err, ErrNoFeatures) {
+		return nil // select without its memory
+	}
 	if err != nil {
 		return err
 	}
@@ -195,7 +204,7 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 	if f.o.MemTrace != nil {
 		f.o.MemTrace(MemTrace{Frame: i, W: f.w, H: f.h, Net: nmap, Reads: f.reads})
 	}
-	if f.o.Model == nil || len(f.o.Model.Mem) != NumMemFeatures {
+	if !f.o.memModel() {
 		return nil
 	}
 	wt := f.o.Model.Mem
