@@ -115,9 +115,9 @@ type Features struct {
 }
 
 // RunFeatures is Run that also returns the card's Features tensor
-// (ErrNoFeatures when the card names none).
+// (ErrNoFeatures when the model was loaded without one).
 func (m *Model) RunFeatures(ctx context.Context, in, out []float32) (Features, error) {
-	if m.card.Features == "" {
+	if !m.feat {
 		return Features{}, ErrNoFeatures
 	}
 	var f Features
@@ -139,7 +139,7 @@ func (m *Model) RunFeatures(ctx context.Context, in, out []float32) (Features, e
 
 // HasFeatures reports whether the model's card names a feature tensor
 // (matte.FeatureSegmenter).
-func (m *Model) HasFeatures() bool { return m.card.Features != "" }
+func (m *Model) HasFeatures() bool { return m.feat }
 
 // SegmentFeaturePlanes is SegmentFeatures with the feature map as plain
 // values (its data, width, height and planes): the matte package's

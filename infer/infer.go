@@ -143,6 +143,7 @@ type Model struct {
 	card Card
 	path string
 	sess *ort.DynamicAdvancedSession
+	feat bool       // the session has the feature output (Card.Features)
 	mu   sync.Mutex // guards sess against Close during Run
 }
 
@@ -248,7 +249,7 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("infer: model %s: session: %w", c.Name, err)
 	}
-	m := &Model{card: c, path: path, sess: sess}
+	m := &Model{card: c, path: path, sess: sess, feat: feat}
 	r.mu.Lock()
 	r.mod = append(r.mod, m)
 	r.mu.Unlock()
@@ -311,7 +312,7 @@ func (m *Model) run(ctx context.Context, in, out []float32, feat func(ort.Value)
 		return fmt.Errorf("infer: model %s is closed", c.Name)
 	}
 	outs := []ort.Value{ot}
-	if c.Features != "" {
+	if m.feat {
 		outs = append(outs, nil) // allocated by the runtime
 	}
 	err = m.sess.RunWithOptions([]ort.Value{it}, outs, ro)

@@ -18,7 +18,7 @@ func (m *Model) Segment(ctx context.Context, rgb []float32, w, h int, dst []floa
 // SegmentFeatures is Segment that also returns the card's Features tensor
 // for the picture (ErrNoFeatures when the card names none).
 func (m *Model) SegmentFeatures(ctx context.Context, rgb []float32, w, h int, dst []float32) (Features, error) {
-	if m.card.Features == "" {
+	if !m.feat {
 		return Features{}, ErrNoFeatures
 	}
 	var f Features
