@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -158,6 +159,23 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 			}
 		}
 	}
+	if fit.Wants("mem") && mode != AutoVideo {
+		o.MemTrace = func(t matte.MemTrace) {
+			tl := p.lowTruth(dev, t.Frame)
+			if tl == nil {
+				return
+			}
+			phi := make([]float32, matte.NumMemFeatures)
+			st := max(fit.Stride, 1)
+			for y := st / 2; y < t.H; y += st {
+				for x := st / 2; x < t.W; x += st {
+					i := y*t.W + x
+					matte.MemFeatures(phi, t.Net[i], t.Reads, i)
+					fit.Mem.Add(id, phi, tl[i])
+				}
+			}
+		}
+	}
 	if !fit.Wants("select") && !fit.Wants("auto") && !fit.Wants("gap") {
 		o.Trace = trace
 		return o
@@ -218,6 +236,16 @@ type netView struct {
 	fw, fh int
 	runs   map[int]bool
 	crops  int // crop runs asked for (CropObjectness)
+}
+
+// Features serves the network's feature map of frame i
+// (matte.FeatureObjectness).
+func (v *netView) Features(ctx context.Context, i int) (matte.FeatureMap, error) {
+	f, err := v.nc.Features(ctx, v.clip, i)
+	if errors.Is(err, infer.ErrNoFeatures) {
+		return matte.FeatureMap{}, matte.ErrNoFeatures
+	}
+	return matte.FeatureMap{W: f.W, H: f.H, C: f.C, Data: f.Data}, err
 }
 
 func (v *netView) Objectness(ctx context.Context, i int, dst []float32) (bool, error) {

@@ -248,6 +248,7 @@ type FitData struct {
 	Gap       FitSet
 	Gate      FitSet
 	GateAuto  FitSet
+	Mem       FitSet
 	clips     map[string]int32
 }
 
@@ -259,6 +260,7 @@ func (fd *FitData) clipID(name string) int32 {
 		fd.clips = map[string]int32{}
 		fd.Select.D, fd.Auto.D, fd.Gap.D = matte.NumFusionFeatures, matte.NumFusionFeatures, matte.NumGapFeatures
 		fd.Gate.D, fd.GateAuto.D = matte.NumGateFeatures, matte.NumGateFeatures
+		fd.Mem.D = matte.NumMemFeatures
 	}
 	id, ok := fd.clips[name]
 	if !ok {
@@ -290,8 +292,8 @@ func (fd *FitData) Subset(clips []string) *FitData {
 	}
 	out := &FitData{Stride: fd.Stride, Steps: fd.Steps, clips: fd.clips}
 	out.Select.D, out.Auto.D, out.Gap.D = fd.Select.D, fd.Auto.D, fd.Gap.D
-	out.Gate.D, out.GateAuto.D = fd.Gate.D, fd.GateAuto.D
-	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}} {
+	out.Gate.D, out.GateAuto.D, out.Mem.D = fd.Gate.D, fd.GateAuto.D, fd.Mem.D
+	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}, {&fd.Mem, &out.Mem}} {
 		src, dst := p[0], p[1]
 		for i, c := range src.clip {
 			if !keep[c] {
@@ -335,6 +337,11 @@ func FitFusion(data *FitData, lambda float64) (*matte.FusionModel, error) {
 	}
 	if data.GateAuto.Len() > 0 && data.Wants("gate") {
 		if m.GateAuto, err = FitLogistic(&data.GateAuto, lambda); err != nil {
+			return nil, err
+		}
+	}
+	if data.Mem.Len() > 0 && data.Wants("mem") {
+		if m.Mem, err = FitLogistic(&data.Mem, lambda); err != nil {
 			return nil, err
 		}
 	}

@@ -2,18 +2,28 @@ package bench
 
 import (
 	"context"
+	le "encoding/binary"
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vfxrender/vfx/infer"
 )
 
 // Segmenter is a segmentation network (infer.Model).
 type Segmenter interface {
 	Segment(ctx context.Context, rgb []float32, w, h int, dst []float32) error
+}
+
+// FeatureSegmenter is a network that also gives its feature map
+// (infer.Model.SegmentFeatures).
+type FeatureSegmenter interface {
+	SegmentFeatures(ctx context.Context, rgb []float32, w, h int, dst []float32) (infer.Features, error)
 }
 
 // NetCache runs a network on clip frames at the clip's size, remembering
@@ -32,7 +42,94 @@ type NetCache struct {
 	CropRuns  int
 	CropSpent time.Duration
 	Crops     int
-	mem       map[string][]float32
+	// FeatRuns counts the runs made for features (not read from disk).
+	FeatRuns int
+	mem      map[string][]float32
+	feat     map[string]infer.Features
+}
+
+// Features returns the network's feature map of frame i of clip (the
+// card's Features tensor), cached like Map's maps, in memory and under
+// Dir/<Key>/<clip>/feat/NNNNN.f32 (three little-endian uint32, W, H and
+// C, then the values). The network's map of that run is dropped: Map's
+// stays the one that was cached first.
+func (c *NetCache) Features(ctx context.Context, clip Clip, i int) (infer.Features, error) {
+	id := fmt.Sprintf("%s/feat/%05d", clip.Name(), i)
+	if f, ok := c.feat[id]; ok {
+		return f, nil
+	}
+	if c.feat == nil {
+		c.feat = map[string]infer.Features{}
+	}
+	path := ""
+	if c.Dir != "" {
+		path = filepath.Join(c.Dir, c.Key, id+".f32")
+		if f, err := readFeatures(path); err == nil {
+			c.feat[id] = f
+			return f, nil
+		}
+	}
+	fs, ok := c.Net.(FeatureSegmenter)
+	if !ok {
+		return infer.Features{}, infer.ErrNoFeatures
+	}
+	w, h := clip.Size()
+	rgb := make([]float32, 3*w*h)
+	if err := clip.Load(i, rgb, nil); err != nil {
+		return infer.Features{}, err
+	}
+	t0 := time.Now()
+	f, err := fs.SegmentFeatures(ctx, rgb, w, h, make([]float32, w*h))
+	if err != nil {
+		return infer.Features{}, err
+	}
+	c.Spent += time.Since(t0)
+	c.FeatRuns++
+	c.feat[id] = f
+	if path != "" {
+		if err := writeFeatures(path, f); err != nil {
+			return infer.Features{}, err
+		}
+	}
+	return f, nil
+}
+
+func readFeatures(path string) (infer.Features, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return infer.Features{}, err
+	}
+	if len(b) < 12 {
+		return infer.Features{}, fmt.Errorf("bench: %s: short feature file", path)
+	}
+	f := infer.Features{W: int(le.LittleEndian.Uint32(b)), H: int(le.LittleEndian.Uint32(b[4:])), C: int(le.LittleEndian.Uint32(b[8:]))}
+	n := f.W * f.H * f.C
+	if n <= 0 || len(b) != 12+4*n {
+		return infer.Features{}, fmt.Errorf("bench: %s: %d bytes for %dx%dx%d features", path, len(b), f.W, f.H, f.C)
+	}
+	f.Data = make([]float32, n)
+	for k := range f.Data {
+		f.Data[k] = math.Float32frombits(le.LittleEndian.Uint32(b[12+4*k:]))
+	}
+	return f, nil
+}
+
+func writeFeatures(path string, f infer.Features) error {
+	b := make([]byte, 12+4*len(f.Data))
+	le.LittleEndian.PutUint32(b, uint32(f.W))
+	le.LittleEndian.PutUint32(b[4:], uint32(f.H))
+	le.LittleEndian.PutUint32(b[8:], uint32(f.C))
+	for k, v := range f.Data {
+		le.LittleEndian.PutUint32(b[12+4*k:], math.Float32bits(v))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // CropMap returns the network's map of the part [x0,x1) x [y0,y1) (clip
@@ -119,6 +216,12 @@ func (c *NetCache) Forget(clip Clip) {
 	for id := range c.mem {
 		if strings.HasPrefix(id, pre) {
 			delete(c.mem, id)
+		}
+	}
+	pre = clip.Name() + "/feat/"
+	for id := range c.feat {
+		if strings.HasPrefix(id, pre) {
+			delete(c.feat, id)
 		}
 	}
 }

@@ -43,6 +43,12 @@ type Card struct {
 	// Native is the square size the file was exported for, when the card
 	// runs it at another (Width x Height); 0 when they are the same.
 	Native int `json:"native,omitempty"`
+	// Features, when set, names an intermediate tensor of the graph (NCHW)
+	// that Load adds as a second output (AddFeatureOutput) and
+	// Model.RunFeatures and SegmentFeatures return: the network's own
+	// description of each place of the picture, read by the matte's
+	// memory (matte/memory.go).
+	Features string `json:"features,omitempty"`
 }
 
 // At returns the card for running the model at size x size: the same
@@ -93,6 +99,7 @@ func ISNetIMGLY() Card {
 		// Its decoder upsamples to constant sizes (checked by ScaleGraph
 		// at load, and by TestScaledModel against the full-size output).
 		Scalable: true,
+		Features: ISNetFeatures,
 	}
 }
 
@@ -193,3 +200,8 @@ func (c Card) checkSum(path string, sum []byte) error {
 	}
 	return nil
 }
+
+// ISNetFeatures is IS-Net's encoder output at 1/32 of the input (512
+// planes, after its fifth stage): what the matte's memory compares frames
+// by.
+const ISNetFeatures = "/stage5/Add_output_0"

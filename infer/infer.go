@@ -143,6 +143,7 @@ type Model struct {
 	card Card
 	path string
 	sess *ort.DynamicAdvancedSession
+	feat bool       // the session has the feature output (Card.Features)
 	mu   sync.Mutex // guards sess against Close during Run
 }
 
@@ -157,13 +158,13 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 	// on x86 and would otherwise wrap them in casts (Float32Graph: IS-Net
 	// runs about 7% faster, same output to 3e-4). CUDA keeps fp16. A
 	// rewritten graph is made from the bytes that were checked, read once.
-	rescale, widen := c.Native != 0, r.o.Provider == CPU
+	rescale, widen, feat := c.Native != 0, r.o.Provider == CPU, c.Features != ""
 	var (
 		path string
 		data []byte
 		err  error
 	)
-	if rescale || widen {
+	if rescale || widen || feat {
 		path = filepath.Join(r.o.Dir, c.File)
 		data, err = c.Read(r.o.Dir)
 	} else {
@@ -211,7 +212,11 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 		}
 	}
 	var sess *ort.DynamicAdvancedSession
-	if rescale || widen {
+	outs := []string{c.Output}
+	if feat {
+		outs = append(outs, FeatureOutput)
+	}
+	if rescale || widen || feat {
 		// err is the function's: the session's error below is checked
 		// after the if (a := here shadowed it, and a failed session of a
 		// rescaled graph went unnoticed).
@@ -220,26 +225,31 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 				return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
 			}
 		}
+		if feat {
+			if data, err = AddFeatureOutput(data, c.Features); err != nil {
+				return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
+			}
+		}
 		orig := data
 		if widen {
 			if data, err = Float32Graph(data); err != nil {
 				return nil, fmt.Errorf("infer: model %s in fp32: %w", c.Name, err)
 			}
 		}
-		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input}, []string{c.Output}, so)
+		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input}, outs, so)
 		if err != nil && widen {
 			// A graph that the fp32 rewrite does not cover (an fp16 type
 			// in an attribute it does not know, say) runs as it was:
 			// slower, never different.
-			sess, err = ort.NewDynamicAdvancedSessionWithONNXData(orig, []string{c.Input}, []string{c.Output}, so)
+			sess, err = ort.NewDynamicAdvancedSessionWithONNXData(orig, []string{c.Input}, outs, so)
 		}
 	} else {
-		sess, err = ort.NewDynamicAdvancedSession(path, []string{c.Input}, []string{c.Output}, so)
+		sess, err = ort.NewDynamicAdvancedSession(path, []string{c.Input}, outs, so)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("infer: model %s: session: %w", c.Name, err)
 	}
-	m := &Model{card: c, path: path, sess: sess}
+	m := &Model{card: c, path: path, sess: sess, feat: feat}
 	r.mu.Lock()
 	r.mod = append(r.mod, m)
 	r.mu.Unlock()
@@ -265,6 +275,12 @@ func (m *Model) Close() error {
 // normalised) and writes its first output (Height x Width) to out. A
 // cancelled ctx terminates the run in progress.
 func (m *Model) Run(ctx context.Context, in, out []float32) error {
+	return m.run(ctx, in, out, nil)
+}
+
+// run is Run; when the session has the feature output, feat (if set)
+// receives it before it is freed.
+func (m *Model) run(ctx context.Context, in, out []float32, feat func(ort.Value) error) error {
 	c := m.card
 	n := c.Width * c.Height
 	if len(in) != 3*n || len(out) != n {
@@ -295,11 +311,22 @@ func (m *Model) Run(ctx context.Context, in, out []float32) error {
 	if m.sess == nil {
 		return fmt.Errorf("infer: model %s is closed", c.Name)
 	}
-	if err := m.sess.RunWithOptions([]ort.Value{it}, []ort.Value{ot}, ro); err != nil {
+	outs := []ort.Value{ot}
+	if m.feat {
+		outs = append(outs, nil) // allocated by the runtime
+	}
+	err = m.sess.RunWithOptions([]ort.Value{it}, outs, ro)
+	if len(outs) == 2 && outs[1] != nil {
+		defer outs[1].Destroy()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("infer: model %s: run: %w", c.Name, err)
+	}
+	if feat != nil && len(outs) == 2 {
+		return feat(outs[1])
 	}
 	return nil
 }

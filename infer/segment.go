@@ -12,6 +12,21 @@ import (
 // size (bilinear), normalised as the card says, run, and the output is
 // resampled back to w x h into dst (w*h values, clamped to [0,1]).
 func (m *Model) Segment(ctx context.Context, rgb []float32, w, h int, dst []float32) error {
+	return m.segment(ctx, rgb, w, h, dst, nil)
+}
+
+// SegmentFeatures is Segment that also returns the card's Features tensor
+// for the picture (ErrNoFeatures when the card names none).
+func (m *Model) SegmentFeatures(ctx context.Context, rgb []float32, w, h int, dst []float32) (Features, error) {
+	if !m.feat {
+		return Features{}, ErrNoFeatures
+	}
+	var f Features
+	err := m.segment(ctx, rgb, w, h, dst, &f)
+	return f, err
+}
+
+func (m *Model) segment(ctx context.Context, rgb []float32, w, h int, dst []float32, feat *Features) error {
 	c := m.card
 	if w <= 0 || h <= 0 || len(rgb) != 3*w*h || len(dst) != w*h {
 		return fmt.Errorf("%w: %dx%d picture with %d values and a %d-value output", ErrShape, w, h, len(rgb), len(dst))
@@ -26,7 +41,13 @@ func (m *Model) Segment(ctx context.Context, rgb []float32, w, h int, dst []floa
 		}
 	}
 	out := make([]float32, n)
-	if err := m.Run(ctx, in, out); err != nil {
+	var err error
+	if feat != nil {
+		*feat, err = m.RunFeatures(ctx, in, out)
+	} else {
+		err = m.Run(ctx, in, out)
+	}
+	if err != nil {
 		return err
 	}
 	Resize(dst, w, h, out, c.Width, c.Height)

@@ -85,6 +85,11 @@ type FusionModel struct {
 	GateNames []string  `json:"gate_features,omitempty"`
 	Gate      []float64 `json:"gate,omitempty"`
 	GateAuto  []float64 `json:"gate_auto,omitempty"`
+	// MemNames and Mem: the memory model (memory.go), which turns the
+	// network's map and the memory's readouts into P(object) on select's
+	// network frames; empty keeps the network's map.
+	MemNames []string  `json:"mem_features,omitempty"`
+	Mem      []float64 `json:"mem,omitempty"`
 	// FittedBy is the command that made the file, Data what it was fitted
 	// on and Validation what the held-out fold showed.
 	FittedBy   string `json:"fitted_by"`
@@ -147,7 +152,10 @@ func (m *FusionModel) check() error {
 			return fmt.Errorf("matte: fusion model: %d gate weights for %d features", len(w), NumGateFeatures)
 		}
 	}
-	for _, w := range [][]float64{m.Select, m.Auto, m.Gap, m.Gate, m.GateAuto} {
+	if len(m.Mem) > 0 && (!same(m.MemNames, MemFeatureNames[:]) || len(m.Mem) != NumMemFeatures) {
+		return fmt.Errorf("matte: fusion model: %d memory weights for features %v, this build computes %v", len(m.Mem), m.MemNames, MemFeatureNames)
+	}
+	for _, w := range [][]float64{m.Select, m.Auto, m.Gap, m.Gate, m.GateAuto, m.Mem} {
 		for _, v := range w {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("matte: fusion model: weight %v", v)
@@ -160,7 +168,7 @@ func (m *FusionModel) check() error {
 // NewFusionModel is an empty model (every step keeps its hand rule) with
 // this build's feature names, to be filled by a fit.
 func NewFusionModel() *FusionModel {
-	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:], GateNames: GateFeatureNames[:]}
+	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:], GateNames: GateFeatureNames[:], MemNames: MemFeatureNames[:]}
 }
 
 // FuseTrace is what the fusion saw and made on one frame the network ran

@@ -2,6 +2,7 @@ package matte
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 )
@@ -83,6 +84,15 @@ type NetOptions struct {
 	CropMargin float64
 	// CropTrace, when set, receives each crop run's frame and box.
 	CropTrace func(frame int, b Box)
+	// MemRecent adds the last frame the network ran on (with its fused
+	// matte) to the memory beside select's keyframe (memory.go); the
+	// memory is used when Model has memory weights and the network gives
+	// features (FeatureObjectness).
+	MemRecent bool
+	// MemTrace, when set, receives the memory's readouts on every frame
+	// the network ran on (select only; it turns the memory's reads on
+	// even without memory weights, which leave the map as it is).
+	MemTrace func(MemTrace)
 }
 
 // DefaultNetOptions are the defaults: IoU 0.5 is where the network starts
@@ -133,6 +143,84 @@ type netFuser struct {
 	// colour is the keyframe colour model's log-odds of each pixel of the
 	// frame being fused, for the gate (nil: none; see colourEvidence).
 	colour []float32
+	// mem is select's memory of the object (nil: none); feat the feature
+	// map of the frame being fused, reads and mphi scratch.
+	mem   *memory
+	feat  FeatureMap
+	reads [][]float32
+	mphi  []float32
+}
+
+// memModel reports whether the options' fusion model has memory weights.
+func (o NetOptions) memModel() bool {
+	return o.Model != nil && len(o.Model.Mem) == NumMemFeatures
+}
+
+// memWanted reports whether the memory is read: fitted weights to use, or
+// a trace to feed.
+func (f *netFuser) memWanted() bool {
+	return f.o.memModel() || f.o.MemTrace != nil
+}
+
+// initMemory remembers the keyframe index with its matte (select), when
+// the memory is wanted and the network gives features.
+func (f *netFuser) initMemory(ctx context.Context, net Objectness, index int, key []float32) error {
+	fo, ok := net.(FeatureObjectness)
+	if !ok || !f.memWanted() {
+		return nil
+	}
+	fm, err := fo.Features(ctx, index)
+	if errors.Is(err, ErrNoFeatures) {
+		return nil // select without its memory
+	}
+	if err != nil {
+		return err
+	}
+	f.mem, err = newMemory(fm, key, f.w, f.h)
+	return err
+}
+
+// memInto reads the memory on frame i and, with memory weights, replaces
+// the network's map nmap by the memory model's P(object) per pixel.
+func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []float32) error {
+	if f.mem == nil {
+		return nil
+	}
+	fm, err := net.(FeatureObjectness).Features(ctx, i)
+	if err != nil {
+		return err
+	}
+	f.feat = fm
+	if len(f.reads) != len(MemTaus) {
+		f.reads = make([][]float32, len(MemTaus))
+		for k := range f.reads {
+			f.reads[k] = make([]float32, f.w*f.h)
+		}
+		f.mphi = make([]float32, NumMemFeatures)
+	}
+	if err := f.mem.read(fm, f.w, f.h, f.reads); err != nil {
+		return err
+	}
+	if f.o.MemTrace != nil {
+		f.o.MemTrace(MemTrace{Frame: i, W: f.w, H: f.h, Net: nmap, Reads: f.reads})
+	}
+	if !f.o.memModel() {
+		return nil
+	}
+	wt := f.o.Model.Mem
+	for p, v := range nmap {
+		MemFeatures(f.mphi, v, f.reads, p)
+		nmap[p] = sigmoid(dot(wt, f.mphi))
+	}
+	return nil
+}
+
+// memRemember makes the frame just fused (its matte out) the memory's
+// recent frame, with NetOptions.MemRecent.
+func (f *netFuser) memRemember(out []float32) {
+	if f.mem != nil && f.o.MemRecent && f.feat.Data != nil {
+		f.mem.remember(f.feat, out, f.w, f.h)
+	}
 }
 
 func newNetFuser(w, h int, o NetOptions) *netFuser {

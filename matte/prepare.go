@@ -16,6 +16,15 @@ type Segmenter interface {
 	Segment(ctx context.Context, rgb []float32, w, h int, dst []float32) error
 }
 
+// FeatureSegmenter is a Segmenter that can also give its feature map of
+// the picture (an *infer.Model: SegmentFeaturePlanes returns the map's
+// values, width, height and planes): select's memory (memory.go) reads it
+// when the fusion model has memory weights and HasFeatures.
+type FeatureSegmenter interface {
+	HasFeatures() bool
+	SegmentFeaturePlanes(ctx context.Context, rgb []float32, w, h int, dst []float32) ([]float32, int, int, int, error)
+}
+
 // Source is a clip as Prepare reads it: the size of its frames, then its
 // frames once, in order, at a size Prepare picks. The worker implements it
 // over its decoder (this package links no FFmpeg). Its errors reach
@@ -86,7 +95,8 @@ func (e *KeyframeRangeError) Error() string {
 // PrepareBytes estimates the memory Prepare keeps for a clip of frames
 // frames at the output size w x h: each frame and its matte at the flow
 // size (3 + 2 bytes a pixel). (PrepareOptions.Crops, off by default, adds
-// the frames the network runs on at its decode size.)
+// the frames the network runs on at its decode size; select's memory the
+// network's feature maps of those frames, 2 MB each for IS-Net.)
 func PrepareBytes(frames, w, h int) int64 {
 	fw, fh := FlowSize(w, h, DefaultFlowShort)
 	return int64(frames) * int64(fw*fh) * (3 + 2)
@@ -114,7 +124,11 @@ func Prepare(ctx context.Context, dev kernels.Device, src Source, o PrepareOptio
 	}
 	fw, fh := FlowSize(o.Width, o.Height, DefaultFlowShort)
 	pr := &progress{fn: o.Progress, total: 2 * max(o.Frames, 1)}
-	low, err := readClip(ctx, dev, src, fw, fh, o.Net, o.Schedule, key, o.Crops, pr.step)
+	// select's memory keeps the network's features of the frames it ran
+	// on, when the network gives them and the fusion model reads them.
+	fs, feats := o.Net.(FeatureSegmenter)
+	feats = feats && fs.HasFeatures() && o.Keyframe != nil && DefaultSelectOptions().Net.memModel()
+	low, err := readClip(ctx, dev, src, fw, fh, o.Net, o.Schedule, key, clipKeeps{crops: o.Crops, features: feats}, pr.step)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,28 @@ type lowClip struct {
 	// fh, packed RGB24) when crops may be asked for (CropObjectness).
 	big map[int][]byte
 	net Segmenter
+	// feats holds the network's feature maps of the frames it ran on,
+	// when select's memory reads them (FeatureObjectness).
+	feats map[int]FeatureMap
+}
+
+// clipKeeps says what readClip keeps beside the frames and maps.
+type clipKeeps struct {
+	crops    bool // the frames the network ran on at the decode size
+	features bool // the network's feature maps (the net is a FeatureSegmenter)
+}
+
+// Features serves the network's feature map of frame i
+// (FeatureObjectness); frame i must be one the network ran on.
+func (l *lowClip) Features(_ context.Context, i int) (FeatureMap, error) {
+	if l.feats == nil {
+		return FeatureMap{}, ErrNoFeatures
+	}
+	f, ok := l.feats[i]
+	if !ok {
+		return FeatureMap{}, fmt.Errorf("matte: no feature map of frame %d (the network did not run on it, or gives none)", i)
+	}
+	return f, nil
 }
 
 func (l *lowClip) Len() int { return len(l.frames) }
@@ -133,7 +155,13 @@ func (r *clipReader) load(f *frame.HostFrame) error {
 // keeps its map at the flow size (frame 0's also at the decode size; the
 // frame itself at the decode size when crops may be asked for).
 func (r *clipReader) segment(ctx context.Context, l *lowClip, i int) error {
-	if err := r.net.Segment(ctx, r.rgb, r.sw, r.sh, r.pm); err != nil {
+	if l.feats != nil {
+		data, fw, fh, c, err := r.net.(FeatureSegmenter).SegmentFeaturePlanes(ctx, r.rgb, r.sw, r.sh, r.pm)
+		if err != nil {
+			return fmt.Errorf("matte: segmentation network, frame %d: %w", i, err)
+		}
+		l.feats[i] = FeatureMap{W: fw, H: fh, C: c, Data: data}
+	} else if err := r.net.Segment(ctx, r.rgb, r.sw, r.sh, r.pm); err != nil {
 		return fmt.Errorf("matte: segmentation network, frame %d: %w", i, err)
 	}
 	lo := make([]float32, l.w*l.h)
@@ -221,7 +249,7 @@ func code8(v float32) uint8 { return uint8(min(max(v, 0), 1)*255 + 0.5) }
 // the flow size w x h (and, with crops, the frames the network ran on at
 // the decode size, for CropObjectness). step is called after each frame
 // (and its network run).
-func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, crops bool, step func()) (*lowClip, error) {
+func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, keep clipKeeps, step func()) (*lowClip, error) {
 	sw, sh, err := src.Size(ctx)
 	if err != nil {
 		return nil, err
@@ -239,8 +267,11 @@ func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net
 	}
 	defer r.close()
 	l := &lowClip{dev: dev, w: w, h: h, nets: map[int][]uint8{}, fw: sw, fh: sh, net: net}
-	if crops {
+	if keep.crops {
 		l.big = map[int][]byte{}
+	}
+	if keep.features {
+		l.feats = map[int]FeatureMap{}
 	}
 	f := &frame.HostFrame{}
 	for i := 0; ; i++ {

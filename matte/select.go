@@ -466,6 +466,15 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				}
 			}
 		}
+		if ok && !all {
+			km, err := dev.ReadPixels(key)
+			if err != nil {
+				return err
+			}
+			if err := nf.initMemory(ctx, net, index, km); err != nil {
+				return err
+			}
+		}
 		// With the network, motion carries the shape and the network
 		// corrects it; the colour models, which let a matte grow into
 		// look-alike background (J 0.27 against 0.70 on a dancer whose
@@ -503,6 +512,9 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if _, err := cropInto(ctx, net, o.Net, i, shape, nbuf, w, h, &cropBuf); err != nil {
 			return false, err
 		}
+		if err := nf.memInto(ctx, net, i, nbuf); err != nil {
+			return false, err
+		}
 		var flow []float32
 		if nf.all {
 			// auto: the motion cue (see stillRegions) needs this step's flow.
@@ -512,6 +524,7 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		}
 		nf.frame = i
 		nf.fuse(out, prop, shape, nbuf, flow)
+		nf.memRemember(out)
 		return true, dev.WritePixels(m, out)
 	}
 	if err := emitted(index, key); err != nil {
@@ -525,6 +538,9 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 	gap := &gapFill{p: p, all: all}
 	defer gap.free()
 	for _, dir := range []int{1, -1} {
+		if nf != nil && nf.mem != nil {
+			nf.mem.forget()
+		}
 		prevM := key
 		prevP := keyP
 		cur, curM, spareM := imgs[1], imgs[2], imgs[3]

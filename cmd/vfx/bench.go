@@ -127,13 +127,18 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
 	fitDrop := fs.String("fit-drop", "", "with --fit: gate features to leave out of the gates' fits, comma-separated (their weights are 0), e.g. colour_fused_only,colour_net_only")
 	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
-	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill)")
+	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames); the steps not fitted keep the --fusion model's weights")
+	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
+	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dataset == "" {
 		return usageError{"bench matte: --dataset is required"}
+	}
+	if *fillFeatures && *cache == "" {
+		return usageError{"bench matte: --fill-features needs --cache"}
 	}
 	ms, err := bench.ParseMatteModes(*modes)
 	if err != nil {
@@ -206,6 +211,26 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dev := kernels.NewCPU(*workers)
 	defer dev.Close()
 	nc := &bench.NetCache{Net: net, Dir: *cache, Key: card.Name + "-" + card.SHA256[:12]}
+	if *fillFeatures {
+		sched := matte.Schedule{Every: *every}
+		for _, d := range dirs {
+			clip, err := bench.OpenDAVISVideo(ctx, d)
+			if err != nil {
+				return err
+			}
+			n := clip.Len()
+			for i := 0; i < n; i++ {
+				if sched.Runs(i, n, n/2) {
+					if _, err := nc.Features(ctx, clip, i); err != nil {
+						return err
+					}
+				}
+			}
+			nc.Forget(clip)
+			fmt.Fprintf(stdout, "%s: %d frames, %d feature runs so far (%.2f s a run)\n", clip.Name(), n, nc.FeatRuns, nc.Spent.Seconds()/max(float64(nc.FeatRuns), 1))
+		}
+		return nil
+	}
 	keep := map[string]bool{}
 	var frames []int
 	if *sheetFrames != "" {
@@ -225,15 +250,23 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
+	if *memRecent {
+		o := matte.DefaultNetOptions()
+		if netOpts != nil {
+			o = *netOpts
+		}
+		o.MemRecent = true
+		netOpts = &o
+	}
 	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
 		for _, st := range strings.Split(*fitSteps, ",") {
 			switch st = strings.TrimSpace(st); st {
-			case "gate", "select", "auto", "gap":
+			case "gate", "select", "auto", "gap", "mem":
 				cfg.Fit.Steps[st] = true
 			default:
-				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto or gap)", st)}
+				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto, gap or mem)", st)}
 			}
 		}
 		for _, name := range strings.Split(*fitDrop, ",") {
@@ -367,6 +400,22 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			m, err := bench.FitFusion(data, *fitLambda)
 			if err != nil {
 				return err
+			}
+			// The steps not fitted keep the weights of the model the run used.
+			base := matte.DefaultNetOptions().Model
+			if netOpts != nil {
+				base = netOpts.Model
+			}
+			if base != nil {
+				for _, st := range []struct {
+					step     string
+					dst, src *[]float64
+				}{{"select", &m.Select, &base.Select}, {"auto", &m.Auto, &base.Auto}, {"gap", &m.Gap, &base.Gap},
+					{"gate", &m.Gate, &base.Gate}, {"gate", &m.GateAuto, &base.GateAuto}, {"mem", &m.Mem, &base.Mem}} {
+					if !data.Wants(st.step) {
+						*st.dst = *st.src
+					}
+				}
 			}
 			m.FittedBy = "vfx bench matte " + strings.Join(args, " ")
 			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference)",

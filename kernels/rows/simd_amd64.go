@@ -548,3 +548,40 @@ func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty fl
 	}
 	return m
 }
+
+// dotsSIMD is Dots with a vector of 8 partial sums per row, four rows at
+// a time (independent sums, so that the additions overlap); it reports
+// false (nothing done) without AVX2 or when len(q) is not a multiple of 8.
+func dotsSIMD(out, q, keys []float32) bool {
+	c := len(q)
+	if !simdOn || c%lanes != 0 || c == 0 {
+		return false
+	}
+	var s [lanes8]float32
+	e := 0
+	for ; e+4 <= len(out); e += 4 {
+		k0, k1, k2, k3 := keys[e*c:(e+1)*c], keys[(e+1)*c:(e+2)*c], keys[(e+2)*c:(e+3)*c], keys[(e+3)*c:(e+4)*c]
+		a0, a1, a2, a3 := bcast(0), bcast(0), bcast(0), bcast(0)
+		for i := 0; i < c; i += lanes {
+			v := load(q[i:])
+			a0 = a0.Add(v.Mul(load(k0[i:])))
+			a1 = a1.Add(v.Mul(load(k1[i:])))
+			a2 = a2.Add(v.Mul(load(k2[i:])))
+			a3 = a3.Add(v.Mul(load(k3[i:])))
+		}
+		for j, a := range [4]archsimd.Float32x8{a0, a1, a2, a3} {
+			a.StoreSlice(s[:])
+			out[e+j] = sum8(&s)
+		}
+	}
+	for ; e < len(out); e++ {
+		k := keys[e*c : (e+1)*c]
+		acc := bcast(0)
+		for i := 0; i < c; i += lanes {
+			acc = acc.Add(load(q[i:]).Mul(load(k[i:])))
+		}
+		acc.StoreSlice(s[:])
+		out[e] = sum8(&s)
+	}
+	return true
+}

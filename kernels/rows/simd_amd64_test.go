@@ -192,3 +192,26 @@ func TestSIMDMatchesScalar(t *testing.T) {
 		})
 	}
 }
+
+// TestDotsMatchScalar checks Dots' vector loop against its scalar loop bit
+// for bit (lengths with and without a tail), and both against float64.
+func TestDotsMatchScalar(t *testing.T) {
+	rng := newRNG(7)
+	for _, c := range []int{1, 7, 8, 16, 19, 512} {
+		q := randVals(rng, c, -1, 1)
+		keys := randVals(rng, 5*c, -1, 1)
+		v, s := make([]float32, 5), make([]float32, 5)
+		Dots(v, q, keys)
+		withScalar(func() { Dots(s, q, keys) })
+		sameBits(t, fmt.Sprintf("Dots of %d", c), v, s)
+		for e := range v {
+			var want float64
+			for i := 0; i < c; i++ {
+				want += float64(q[i]) * float64(keys[e*c+i])
+			}
+			if math.Abs(float64(v[e])-want) > 1e-4*float64(c) {
+				t.Errorf("Dots of %d, row %d: %v, want %v", c, e, v[e], want)
+			}
+		}
+	}
+}

@@ -30,3 +30,5 @@ func SHNormalSIMD(acc *[54]float64, s, nx, ny, nz, m []float32) bool       { ret
 func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty float32) int {
 	return 0
 }
+
+func dotsSIMD(out, q, keys []float32) bool { return false }

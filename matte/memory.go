@@ -1,0 +1,219 @@
+package matte
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/vfxrender/vfx/internal/resample"
+	"github.com/vfxrender/vfx/kernels/rows"
+)
+
+// FeatureMap is a network's feature map of one frame: C planes of W x H
+// values (channel-major), each place describing a cell of the frame (the
+// network's input covers the whole frame, so cell (x, y) is the part
+// [x·w/W, (x+1)·w/W) x [y·h/H, (y+1)·h/H) of a w x h frame).
+type FeatureMap struct {
+	W, H, C int
+	Data    []float32
+}
+
+// ErrNoFeatures is a network that gives no feature maps: select runs
+// without its memory.
+var ErrNoFeatures = errors.New("matte: the network gives no feature maps")
+
+// FeatureObjectness is an Objectness whose network also gives its
+// feature map of the frames it ran on (infer.Card.Features): what the
+// memory (below) compares frames by.
+type FeatureObjectness interface {
+	// Features is frame i's feature map (frame i must be one the network
+	// ran on); ErrNoFeatures when the network gives none.
+	Features(ctx context.Context, i int) (FeatureMap, error)
+}
+
+// MemTaus are the softmax temperatures of the memory's readouts (one
+// readout each, all fed to the fitted model, which weighs them): sharp,
+// middle and broad over cosine similarities in [-1, 1].
+var MemTaus = [...]float32{0.02, 0.05, 0.1}
+
+// memCut is where the readouts' softmax stops: a remembered cell whose
+// weight is under e^-memCut (3e-7) of the best cell's is left out, below
+// what a float32 share can show beside the best cell's.
+const memCut = 15
+
+// The memory model's features, per pixel of a frame the network ran on:
+// the network's log-odds and each readout's (clamped to ±6).
+const (
+	mBias = iota
+	mNet
+	mRead0
+	NumMemFeatures = mRead0 + len(MemTaus)
+)
+
+// MemFeatureNames name the memory model's features in order.
+var MemFeatureNames = [NumMemFeatures]string{"bias", "net", "read_sharp", "read_mid", "read_broad"}
+
+// memory holds what select's object looked like: the feature vectors of
+// the keyframe's cells (and, with NetOptions.MemRecent, of the last frame
+// the network ran on in this direction), each with the share of its cell
+// that the matte covered. A frame's cell reads the memory as space-time
+// memory readers do (STM, XMem), with a frozen encoder: a softmax over its
+// similarity to every remembered cell, averaging their shares.
+type memory struct {
+	c    int
+	mean []float32 // the keyframe's mean feature, removed before comparing
+	key  memFrame
+	last memFrame
+	sim  []float32 // scratch: one query's similarities
+}
+
+type memFrame struct {
+	n    int
+	keys []float32 // n x c, centred and unit length
+	vals []float32 // n shares in [0,1]
+}
+
+// newMemory remembers the keyframe f with its matte (w x h, flow size).
+func newMemory(f FeatureMap, matte []float32, w, h int) (*memory, error) {
+	if f.W <= 0 || f.H <= 0 || f.C <= 0 || len(f.Data) != f.W*f.H*f.C {
+		return nil, fmt.Errorf("matte: memory: a %dx%dx%d feature map with %d values", f.W, f.H, f.C, len(f.Data))
+	}
+	m := &memory{c: f.C, mean: make([]float32, f.C)}
+	n := f.W * f.H
+	for ch := 0; ch < f.C; ch++ {
+		var s float64
+		for _, v := range f.Data[ch*n : (ch+1)*n] {
+			s += float64(v)
+		}
+		m.mean[ch] = float32(s / float64(n))
+	}
+	m.key = m.frame(f, matte, w, h)
+	return m, nil
+}
+
+// frame makes f's cells into memory entries with their share of matte.
+func (m *memory) frame(f FeatureMap, matte []float32, w, h int) memFrame {
+	n := f.W * f.H
+	fr := memFrame{n: n, keys: m.normalised(f), vals: make([]float32, n)}
+	resample.Bilinear(fr.vals, f.W, f.H, matte, w, h)
+	return fr
+}
+
+// normalised is f's cells as rows, the keyframe's mean removed and scaled
+// to unit length (a cell equal to the mean stays 0: similar to nothing).
+func (m *memory) normalised(f FeatureMap) []float32 {
+	n := f.W * f.H
+	out := make([]float32, n*f.C)
+	for ch := 0; ch < f.C; ch++ {
+		mu := m.mean[ch]
+		for i, v := range f.Data[ch*n : (ch+1)*n] {
+			out[i*f.C+ch] = v - mu
+		}
+	}
+	for i := 0; i < n; i++ {
+		row := out[i*f.C : (i+1)*f.C]
+		var s float64
+		for _, v := range row {
+			s += float64(v) * float64(v)
+		}
+		if s > 0 {
+			k := float32(1 / math.Sqrt(s))
+			for j := range row {
+				row[j] *= k
+			}
+		}
+	}
+	return out
+}
+
+// remember makes frame f (with its fused matte) the memory's recent frame.
+func (m *memory) remember(f FeatureMap, matte []float32, w, h int) {
+	if f.C != m.c || len(f.Data) != f.W*f.H*f.C {
+		return
+	}
+	m.last = m.frame(f, matte, w, h)
+}
+
+// forget drops the recent frame (a new direction starts at the keyframe).
+func (m *memory) forget() { m.last = memFrame{} }
+
+// read writes each readout of frame f at the flow size: dst[k] (w*h
+// values in [0,1]) for MemTaus[k].
+func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
+	if f.C != m.c || len(f.Data) != f.W*f.H*f.C {
+		return fmt.Errorf("matte: memory of %d planes read with a %dx%dx%d feature map", m.c, f.W, f.H, f.C)
+	}
+	q := m.normalised(f)
+	n := f.W * f.H
+	grid := make([][]float32, len(MemTaus))
+	for k := range grid {
+		grid[k] = make([]float32, n)
+	}
+	mem := []memFrame{m.key}
+	if m.last.n > 0 {
+		mem = append(mem, m.last)
+	}
+	total := 0
+	for _, fr := range mem {
+		total += fr.n
+	}
+	if cap(m.sim) < total {
+		m.sim = make([]float32, total)
+	}
+	sim := m.sim[:total]
+	vals := make([]float32, 0, total)
+	for _, fr := range mem {
+		vals = append(vals, fr.vals...)
+	}
+	c := m.c
+	for i := 0; i < n; i++ {
+		qi := q[i*c : (i+1)*c]
+		j := 0
+		for _, fr := range mem {
+			rows.Dots(sim[j:j+fr.n], qi, fr.keys)
+			j += fr.n
+		}
+		best := slices.Max(sim)
+		for k, tau := range MemTaus {
+			// Cells more than memCut temperatures below the best weigh
+			// under e^-memCut of it: left out.
+			var num, den float64
+			cut := best - memCut*tau
+			for e, s := range sim {
+				if s < cut {
+					continue
+				}
+				wt := math.Exp(float64((s - best) / tau))
+				num += wt * float64(vals[e])
+				den += wt
+			}
+			grid[k][i] = float32(num / den)
+		}
+	}
+	for k := range MemTaus {
+		resample.Bilinear(dst[k], w, h, grid[k], f.W, f.H)
+	}
+	return nil
+}
+
+// MemTrace is what the memory saw on one frame the network ran on
+// (NetOptions.MemTrace): the network's map before the memory model and
+// each readout, at the flow size.
+type MemTrace struct {
+	Frame int
+	W, H  int
+	Net   []float32
+	Reads [][]float32
+}
+
+// MemFeatures writes pixel i's memory-model features into phi
+// (NumMemFeatures values): net is the network's value there.
+func MemFeatures(phi []float32, net float32, reads [][]float32, i int) {
+	phi[mBias] = 1
+	phi[mNet] = min(max(logit(net), -6), 6)
+	for k := range MemTaus {
+		phi[mRead0+k] = min(max(logit(reads[k][i]), -6), 6)
+	}
+}

@@ -1,0 +1,237 @@
+package matte
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// featGrid is a gw x gh feature map of c planes whose cell (x, y) holds
+// the vector kind(x, y) (an index into vecs).
+func featGrid(gw, gh int, vecs [][]float32, kind func(x, y int) int) FeatureMap {
+	c := len(vecs[0])
+	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
+	for y := 0; y < gh; y++ {
+		for x := 0; x < gw; x++ {
+			v := vecs[kind(x, y)]
+			for ch := 0; ch < c; ch++ {
+				f.Data[ch*gw*gh+y*gw+x] = v[ch]
+			}
+		}
+	}
+	return f
+}
+
+// A subject (vector 0) on a background (vector 1), remembered with its
+// matte, is read back where it moved to; a look-alike of the background
+// reads as background; a new look of the subject close to the background
+// (vector 2) reads as the subject only once a recent frame showed it as
+// the subject, and as before after forget.
+func TestMemoryRead(t *testing.T) {
+	vecs := [][]float32{
+		{1, 0, 0, 0.2},
+		{0, 1, 0, 0.2},
+		{0, 1, 0.15, 0.2},
+		{0, 0.9, 0.1, 0.2},
+	}
+	const gw, gh, w, h = 8, 6, 64, 48
+	key := featGrid(gw, gh, vecs, func(x, y int) int {
+		if x >= 1 && x < 3 && y >= 1 && y < 4 {
+			return 0
+		}
+		return 1
+	})
+	matte := make([]float32, w*h)
+	for y := 8; y < 32; y++ {
+		for x := 8; x < 24; x++ {
+			matte[y*w+x] = 1
+		}
+	}
+	m, err := newMemory(key, matte, w, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The subject moved right by 4 cells; a look-alike of the background
+	// (vector 3) sits at the top left; a new look (vector 2) at the bottom.
+	moved := featGrid(gw, gh, vecs, func(x, y int) int {
+		switch {
+		case x >= 5 && x < 7 && y >= 1 && y < 4:
+			return 0
+		case x == 0 && y == 0:
+			return 3
+		case y == 5 && x < 2:
+			return 2
+		}
+		return 1
+	})
+	reads := make([][]float32, len(MemTaus))
+	for k := range reads {
+		reads[k] = make([]float32, w*h)
+	}
+	if err := m.read(moved, w, h, reads); err != nil {
+		t.Fatal(err)
+	}
+	at := func(k, gx, gy int) float32 { // the read at a cell's centre
+		return reads[k][(gy*h/gh+h/gh/2)*w+gx*w/gw+w/gw/2]
+	}
+	for k := range MemTaus {
+		if v := at(k, 5, 2); v < 0.7 {
+			t.Errorf("tau %v: the moved subject reads %.3f, want >= 0.7", MemTaus[k], v)
+		}
+		if v := at(k, 1, 2); v > 0.3 {
+			t.Errorf("tau %v: where the subject was reads %.3f, want <= 0.3", MemTaus[k], v)
+		}
+		if v := at(k, 0, 0); v > 0.3 {
+			t.Errorf("tau %v: the background's look-alike reads %.3f, want <= 0.3", MemTaus[k], v)
+		}
+	}
+	sharpNew := at(0, 0, 5)
+	// A recent frame shows the new look as the subject.
+	recent := featGrid(gw, gh, vecs, func(x, y int) int {
+		if y == 5 && x < 2 {
+			return 2
+		}
+		return 1
+	})
+	rm := make([]float32, w*h)
+	for y := 5 * h / gh; y < h; y++ {
+		for x := 0; x < 2*w/gw; x++ {
+			rm[y*w+x] = 1
+		}
+	}
+	m.remember(recent, rm, w, h)
+	if err := m.read(moved, w, h, reads); err != nil {
+		t.Fatal(err)
+	}
+	if sharpNew > 0.3 {
+		t.Errorf("the new look before a recent frame showed it: %.3f, want <= 0.3", sharpNew)
+	}
+	if v := at(0, 0, 5); v < 0.7 {
+		t.Errorf("the new look after a recent frame showed it: %.3f (before %.3f), want >= 0.7", v, sharpNew)
+	}
+	m.forget()
+	if err := m.read(moved, w, h, reads); err != nil {
+		t.Fatal(err)
+	}
+	if v := at(0, 0, 5); math.Abs(float64(v-sharpNew)) > 1e-6 {
+		t.Errorf("after forget the new look reads %.3f, want %.3f as before", v, sharpNew)
+	}
+	// Shapes that do not match are refused.
+	if _, err := newMemory(FeatureMap{W: 2, H: 2, C: 3, Data: make([]float32, 11)}, matte, w, h); err == nil {
+		t.Error("a feature map with the wrong number of values was remembered")
+	}
+	if err := m.read(FeatureMap{W: gw, H: gh, C: 3, Data: make([]float32, gw*gh*3)}, w, h, reads); err == nil {
+		t.Error("a read with another number of planes: no error")
+	}
+}
+
+// memNet is an Objectness with features: one map and one feature map
+// for every frame.
+type memNet struct {
+	f     FeatureMap
+	asked int
+}
+
+func (n *memNet) Objectness(context.Context, int, []float32) (bool, error) { return true, nil }
+func (n *memNet) Features(context.Context, int) (FeatureMap, error) {
+	n.asked++
+	return n.f, nil
+}
+
+// memInto leaves the map as it is without memory weights (the trace still
+// sees the reads), and replaces it by the memory model's P(object) with
+// them; without a trace or weights, the memory is not made at all.
+func TestMemInto(t *testing.T) {
+	vecs := [][]float32{{1, 0}, {0, 1}}
+	const gw, gh, w, h = 4, 4, 16, 16
+	f := featGrid(gw, gh, vecs, func(x, y int) int {
+		if x < 2 {
+			return 0
+		}
+		return 1
+	})
+	key := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w/2; x++ {
+			key[y*w+x] = 1
+		}
+	}
+	net := &memNet{f: f}
+	ctx := context.Background()
+	o := HandNetOptions()
+	nf := newNetFuser(w, h, o)
+	if err := nf.initMemory(ctx, net, 0, key); err != nil || nf.mem != nil || net.asked != 0 {
+		t.Fatalf("no weights, no trace: memory %v, %d feature maps asked (err %v), want none", nf.mem != nil, net.asked, err)
+	}
+	traced := 0
+	o.MemTrace = func(tr MemTrace) {
+		traced++
+		if len(tr.Reads) != len(MemTaus) || len(tr.Net) != w*h || tr.Frame != 3 {
+			t.Errorf("trace: %d reads, %d values, frame %d", len(tr.Reads), len(tr.Net), tr.Frame)
+		}
+	}
+	nf = newNetFuser(w, h, o)
+	if err := nf.initMemory(ctx, net, 0, key); err != nil || nf.mem == nil {
+		t.Fatalf("with a trace: memory %v, err %v", nf.mem != nil, err)
+	}
+	nmap := make([]float32, w*h)
+	for i := range nmap {
+		nmap[i] = 0.5
+	}
+	if err := nf.memInto(ctx, net, 3, nmap); err != nil {
+		t.Fatal(err)
+	}
+	if traced != 1 || nmap[0] != 0.5 || nmap[w-1] != 0.5 {
+		t.Errorf("trace only: %d traces, map %v %v, want 1 trace and the map unchanged", traced, nmap[0], nmap[w-1])
+	}
+	// Weights that follow the sharp read alone.
+	o.Model = NewFusionModel()
+	o.Model.Mem = make([]float64, NumMemFeatures)
+	o.Model.Mem[mRead0] = 1
+	nf = newNetFuser(w, h, o)
+	if err := nf.initMemory(ctx, net, 0, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := nf.memInto(ctx, net, 3, nmap); err != nil {
+		t.Fatal(err)
+	}
+	if nmap[0] < 0.9 || nmap[w-1] > 0.1 {
+		t.Errorf("with weights: left %.3f, right %.3f, want the subject's side >= 0.9 and the other <= 0.1", nmap[0], nmap[w-1])
+	}
+	if err := o.Model.check(); err != nil {
+		t.Errorf("a model with memory weights: %v", err)
+	}
+	o.Model.Mem = o.Model.Mem[:2]
+	if err := o.Model.check(); err == nil {
+		t.Error("a model with 2 memory weights passed its check")
+	}
+}
+
+// BenchmarkMemoryRead reads a keyframe-and-recent memory of IS-Net's
+// size at 1024 (32 x 32 cells of 512 planes) at a 480x270 flow size.
+func BenchmarkMemoryRead(b *testing.B) {
+	const gw, gh, c, w, h = 32, 32, 512, 480, 270
+	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
+	for i := range f.Data {
+		f.Data[i] = float32((i*7919)%97) / 97
+	}
+	matte := make([]float32, w*h)
+	for i := range matte {
+		matte[i] = float32(i % 2)
+	}
+	m, err := newMemory(f, matte, w, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.remember(f, matte, w, h)
+	reads := make([][]float32, len(MemTaus))
+	for k := range reads {
+		reads[k] = make([]float32, w*h)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := m.read(f, w, h, reads); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
