@@ -227,3 +227,85 @@ func TestPrepareDecodeSize(t *testing.T) {
 		}
 	}
 }
+
+// featRedNet is redNet that also gives a feature map: a 4 x 4 grid of 8
+// planes, the cell's mean red and its complement, repeated.
+type featRedNet struct {
+	*redNet
+	asked []int
+}
+
+func (n *featRedNet) HasFeatures() bool { return true }
+
+func (n *featRedNet) SegmentFeaturePlanes(ctx context.Context, rgb []float32, w, h int, dst []float32) ([]float32, int, int, int, error) {
+	if err := n.Segment(ctx, rgb, w, h, dst); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	n.asked = append(n.asked, n.src.given-1)
+	const g, c = 4, 8
+	data := make([]float32, g*g*c)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			cell := (y*g/h)*g + x*g/w
+			for ch := 0; ch < c; ch += 2 {
+				data[ch*g*g+cell] += rgb[y*w+x]
+				data[(ch+1)*g*g+cell] += 1 - rgb[y*w+x]
+			}
+		}
+	}
+	return data, g, g, c, nil
+}
+
+// The features readClip keeps are the network frames', and select's
+// memory reads them on every network frame but the keyframe when the
+// fusion model has memory weights; a clip read without features runs
+// select without its memory.
+func TestReadClipFeaturesMemory(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	defer dev.Close()
+	ctx := context.Background()
+	for _, keep := range []bool{true, false} {
+		src, rn := newDiskSource(dev, 10)
+		net := &featRedNet{redNet: rn}
+		l, err := readClip(ctx, dev, src, 96, 64, net, DefaultCPUSchedule, 5, clipKeeps{features: keep}, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		so := DefaultSelectOptions()
+		so.Net.Model = NewFusionModel()
+		so.Net.Model.Mem = []float64{0, 1, 0, 1, 0}
+		var traced []int
+		so.Net.MemTrace = func(tr MemTrace) { traced = append(traced, tr.Frame) }
+		key, err := dev.NewImage(96, 64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.WritePixels(key, src.c.truth(5)); err != nil {
+			t.Fatal(err)
+		}
+		worst := 1.0
+		err = Propagate(ctx, dev, l, l, 5, key, so, func(i int, m kernels.Image) error {
+			v, err := dev.ReadPixels(m)
+			if err != nil {
+				return err
+			}
+			worst = min(worst, iou(v, src.c.truth(i)))
+			return nil
+		})
+		dev.Free(key)
+		if err != nil {
+			t.Fatalf("features %v: %v", keep, err)
+		}
+		slices.Sort(traced)
+		wantAsked, wantTraced := []int{0, 4, 5, 8, 9}, []int{0, 4, 8, 9}
+		if !keep {
+			wantAsked, wantTraced = nil, nil
+		}
+		if !slices.Equal(net.asked, wantAsked) || !slices.Equal(traced, wantTraced) {
+			t.Errorf("features %v: kept for frames %v, want %v; memory read on %v, want %v", keep, net.asked, wantAsked, traced, wantTraced)
+		}
+		if worst < 0.9 {
+			t.Errorf("features %v: worst J %.3f, want >= 0.9", keep, worst)
+		}
+	}
+}
