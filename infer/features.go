@@ -31,20 +31,11 @@ const (
 // rest of the graph is unchanged, so the model's own output is the same.
 // It fails when the graph has no node that produces tensor.
 func AddFeatureOutput(model []byte, tensor string) ([]byte, error) {
-	var out []byte
 	found := false
-	err := eachField(model, func(f protowire.Number, raw, val []byte) error {
-		if f != modelGraph {
-			out = append(out, raw...)
-			return nil
-		}
-		g, ok, err := addFeatureOutput(val, tensor)
-		if err != nil {
-			return err
-		}
+	out, err := rewriteNested(model, []protowire.Number{modelGraph}, func(g []byte) ([]byte, error) {
+		g, ok, err := addFeatureOutput(g, tensor)
 		found = found || ok
-		out = appendBytesField(out, modelGraph, g)
-		return nil
+		return g, err
 	})
 	if err != nil {
 		return nil, err

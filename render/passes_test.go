@@ -102,7 +102,6 @@ func TestPassesRebuildComposite(t *testing.T) {
 // than the all-subject matte of TestNeutralKeepsSource, whose bound is
 // 2%: measured 0.0014 and 2.2% here).
 func TestPassesNeutralForegroundOverPlate(t *testing.T) {
-	ctx := context.Background()
 	d := newDev(t)
 	s := makeScene(160, 96, [3]float32{0.21, 0.21, 0.21})
 	n := s.w * s.h
@@ -116,20 +115,8 @@ func TestPassesNeutralForegroundOverPlate(t *testing.T) {
 	}
 	mean /= float64(3 * n)
 	code := uint8(math.Round(float64(colour.LinearToSRGB(float32(mean))) * 255))
-	r, err := New(ctx, d, Params{Reference: flatRef(64, 48, [3]uint8{code, code, code}), Seed: 1, Width: s.w, Height: s.h, Fill: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ps, err := r.NewPasses()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Free()
-	src, alpha := upload(t, d, s.w, s.h, 3, s.src), upload(t, d, s.w, s.h, 1, nil)
-	if err := r.FramePasses(ctx, ps, src, alpha); err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, d, Params{Reference: flatRef(64, 48, [3]uint8{code, code, code}), Seed: 1, Width: s.w, Height: s.h, Fill: true})
+	ps := framePasses(t, d, r, s, nil)
 	fg, a := read(t, d, ps.Foreground), read(t, d, ps.Alpha)
 	var sum, worst float64
 	for c := range 3 {
@@ -145,6 +132,22 @@ func TestPassesNeutralForegroundOverPlate(t *testing.T) {
 	if m := sum / float64(3*n); m > 0.002 || worst > 0.03 {
 		t.Errorf("foreground over the plate: mean abs diff %.5f (max 0.002), worst relative %.4f (max 0.03)", m, worst)
 	}
+}
+
+// framePasses renders one frame's passes of s (alpha: s.alpha, or nil
+// for none) with r; the passes are freed at the test's end.
+func framePasses(t *testing.T, d kernels.Device, r *Renderer, s scene, alpha []float32) *Passes {
+	t.Helper()
+	ps, err := r.NewPasses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ps.Free)
+	src, a := upload(t, d, s.w, s.h, 3, s.src), upload(t, d, s.w, s.h, 1, alpha)
+	if err := r.FramePasses(t.Context(), ps, src, a); err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }
 
 // newRenderer is New that fails the test on an error and closes the

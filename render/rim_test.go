@@ -112,15 +112,7 @@ func TestRimNeverPastTheMatte(t *testing.T) {
 	d := newDev(t)
 	s := makeScene(120, 80, [3]float32{0.4, 0.4, 0.4})
 	_, r := render(t, d, Params{Prompt: "white rim light from the right", Seed: 3, Width: s.w, Height: s.h}, s, nil)
-	ps, err := r.NewPasses()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Free()
-	src, alpha := upload(t, d, s.w, s.h, 3, s.src), upload(t, d, s.w, s.h, 1, s.alpha)
-	if err := r.FramePasses(t.Context(), ps, src, alpha); err != nil {
-		t.Fatal(err)
-	}
+	ps := framePasses(t, d, r, s, s.alpha)
 	fg, a, gain := read(t, d, ps.Foreground), read(t, d, ps.Alpha), read(t, d, ps.Gain)
 	np := s.w * s.h
 	for i := range a {

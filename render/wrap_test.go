@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"math"
 	"testing"
 
@@ -28,21 +27,8 @@ func discRef(w, h int, inside func(d float64) bool) *frame.HostFrame {
 func wrapPass(t *testing.T, s scene, ref *frame.HostFrame, at func(d float64) bool) float64 {
 	t.Helper()
 	d := newDev(t)
-	ctx := context.Background()
-	r, err := New(ctx, d, Params{Reference: ref, Seed: 4, Width: s.w, Height: s.h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ps, err := r.NewPasses()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Free()
-	src, alpha := upload(t, d, s.w, s.h, 3, s.src), upload(t, d, s.w, s.h, 1, s.alpha)
-	if err := r.FramePasses(ctx, ps, src, alpha); err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, d, Params{Reference: ref, Seed: 4, Width: s.w, Height: s.h})
+	ps := framePasses(t, d, r, s, s.alpha)
 	wp := read(t, d, ps.Wrap)
 	n := s.w * s.h
 	cx, cy := float64(s.w)/2, float64(s.h)/2
