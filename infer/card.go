@@ -99,7 +99,6 @@ func ISNetIMGLY() Card {
 		// Its decoder upsamples to constant sizes (checked by ScaleGraph
 		// at load, and by TestScaledModel against the full-size output).
 		Scalable: true,
-		Features: ISNetFeatures,
 	}
 }
 
@@ -203,5 +202,7 @@ func (c Card) checkSum(path string, sum []byte) error {
 
 // ISNetFeatures is IS-Net's encoder output at 1/32 of the input (512
 // planes, after its fifth stage): what the matte's memory compares frames
-// by.
+// by. The card leaves Features empty (no second output, which costs about
+// 100 MB of peak RSS in a 240-frame job); the caller sets it where the
+// memory is read (matte.MemoryShipped, `vfx bench matte`).
 const ISNetFeatures = "/stage5/Add_output_0"

@@ -33,6 +33,11 @@ type FeatureObjectness interface {
 	Features(ctx context.Context, i int) (FeatureMap, error)
 }
 
+// MemoryShipped reports whether the embedded fusion model has memory
+// weights, i.e. whether select jobs read the network's features (the
+// worker then loads the model with its feature output).
+func MemoryShipped() bool { return DefaultNetOptions().memModel() }
+
 // MemTaus are the softmax temperatures of the memory's readouts (one
 // readout each, all fed to the fitted model, which weighs them): sharp,
 // middle and broad over cosine similarities in [-1, 1].

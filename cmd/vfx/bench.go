@@ -131,6 +131,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
+	mf.features = true // the memory's features, for --fit-steps mem and --fill-features
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

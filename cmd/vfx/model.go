@@ -20,6 +20,9 @@ import (
 type modelOpts struct {
 	dir, card, provider *string
 	threads, size       *int
+	// features loads the built-in card with its feature output
+	// (infer.ISNetFeatures) even when no memory weights ship (the bench).
+	features bool
 }
 
 func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
@@ -44,6 +47,9 @@ func (m *modelOpts) schedule() matte.Schedule {
 // load opens the runtime and the model; close releases them.
 func (m *modelOpts) load(ctx context.Context) (*infer.Model, infer.Card, func(), error) {
 	card := infer.ISNetIMGLY()
+	if m.features || matte.MemoryShipped() {
+		card.Features = infer.ISNetFeatures
+	}
 	if *m.card != "" {
 		var err error
 		if card, err = infer.ReadCard(*m.card); err != nil {
