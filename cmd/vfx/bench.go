@@ -419,8 +419,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				}
 			}
 			m.FittedBy = "vfx bench matte " + strings.Join(args, " ")
-			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference)",
-				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride, data.Gate.Len(), data.GateAuto.Len())
+			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference); %d memory samples (select's network frames, every %d-th pixel)",
+				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride, data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len(), data.Stride)
 			b, err := json.MarshalIndent(m, "", "  ")
 			if err != nil {
 				return err
@@ -429,8 +429,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
 				return fmt.Errorf("bench matte: --fit: %w", err)
 			}
-			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d, gate %d, auto gate %d samples)\n", file, len(used),
-				data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Gate.Len(), data.GateAuto.Len())
+			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d, gate %d, auto gate %d, memory %d samples)\n", file, len(used),
+				data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len())
 		}
 	}
 	if *sheet != "" && len(rows) > 0 {
