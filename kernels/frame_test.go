@@ -130,20 +130,8 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 			w, h := sz[0], sz[1]
 			n := w * h
 			rng := newRNG(uint64(n) + 11)
-			gain := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 2))
-			fm := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
-			bm := img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
-			shv := randVals(rng, 28, 0, 0.7)
-			for i := range shv {
-				if i < 14 || i%7 < 2 { // rows and columns with no shadow
-					shv[i] = 0
-				}
-			}
-			sh := img(t, d, 7, 4, 1, shv)
-			grain := img(t, d, 13, 5, 1, randVals(rng, 65, -3, 3))
-			bg := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
-			bgBlur := img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1))
-			abLow := img(t, d, 5, 3, 1, randAlpha(rng, 15))
+			in := newLookInputs(t, d, rng, w, h)
+			gain, fm, bm, sh, grain, bg, bgBlur, abLow := in.gain, in.fm, in.bm, in.sh, in.grain, in.bg, in.bgBlur, in.abLow
 			for _, tc := range []struct {
 				name   string
 				srcFmt frame.PixelFormat

@@ -142,3 +142,31 @@ func randNormals(rng *rand.Rand, n int, hemisphere bool) []float32 {
 	}
 	return v
 }
+
+// lookInputs are random inputs of the composite's look for a w x h frame:
+// a 7 x 4 gain, foreground and old background, a shadow with rows and
+// columns of none, grain, the plate and its blur, a low alpha blur.
+type lookInputs struct {
+	gain, fm, bm, sh, grain, bg, bgBlur, abLow Image
+}
+
+func newLookInputs(t *testing.T, d *CPU, rng *rand.Rand, w, h int) lookInputs {
+	t.Helper()
+	n := w * h
+	var in lookInputs
+	in.gain = img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 2))
+	in.fm = img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
+	in.bm = img(t, d, 7, 4, 3, randVals(rng, 3*28, 0, 1))
+	shv := randVals(rng, 28, 0, 0.7)
+	for i := range shv {
+		if i < 14 || i%7 < 2 { // rows and columns with no shadow
+			shv[i] = 0
+		}
+	}
+	in.sh = img(t, d, 7, 4, 1, shv)
+	in.grain = img(t, d, 13, 5, 1, randVals(rng, 65, -3, 3))
+	in.bg = img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1.05))
+	in.bgBlur = img(t, d, w, h, 3, randVals(rng, 3*n, 0, 1))
+	in.abLow = img(t, d, 5, 3, 1, randAlpha(rng, 15))
+	return in
+}

@@ -56,18 +56,7 @@ func TestRimLightsItsSide(t *testing.T) {
 	if !plan.haveRim {
 		t.Fatal("no rim in the plan")
 	}
-	k, err := newKeyStage(d, d.Ops(), plan, s.w, s.h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.free()
-	if err := n.run(f); err != nil {
-		t.Fatal(err)
-	}
-	relight, err := k.fit(f, n)
-	if err != nil || !relight {
-		t.Fatalf("fit: relit %v, %v", relight, err)
-	}
+	k := fittedKey(t, d, plan, s, f, n)
 	if !k.lightFor(1) {
 		t.Fatal("lightFor: not relit")
 	}

@@ -95,6 +95,26 @@ func TestNormalStage(t *testing.T) {
 	}
 }
 
+// fittedKey makes plan's key stage for s, runs the normals n on f and
+// fits the key; it fails the test unless the frame is relit. The stage is
+// freed at the test's end.
+func fittedKey(t *testing.T, d kernels.Device, plan *lightPlan, s scene, f *lowFrame, n *normalStage) *keyStage {
+	t.Helper()
+	k, err := newKeyStage(d, d.Ops(), plan, s.w, s.h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.free)
+	if err := n.run(f); err != nil {
+		t.Fatal(err)
+	}
+	relit, err := k.fit(f, n)
+	if err != nil || !relit {
+		t.Fatalf("fit: relit %v, %v", relit, err)
+	}
+	return k
+}
+
 func TestKeyStage(t *testing.T) {
 	d := newDev(t)
 	s := makeScene(120, 80, [3]float32{0.5, 0.5, 0.5})
@@ -105,18 +125,7 @@ func TestKeyStage(t *testing.T) {
 	}
 	defer n.free()
 	plan := testPlan("strong light from the left", false, false)
-	k, err := newKeyStage(d, d.Ops(), plan, s.w, s.h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.free()
-	if err := n.run(f); err != nil {
-		t.Fatal(err)
-	}
-	relit, err := k.fit(f, n)
-	if err != nil || !relit {
-		t.Fatalf("fit: relit %v, %v", relit, err)
-	}
+	k := fittedKey(t, d, plan, s, f, n)
 	if k.subjFill <= 0 || k.subjFill > plan.parts.fill {
 		t.Fatalf("fill factor on the subject %v, want in (0, %v]", k.subjFill, plan.parts.fill)
 	}
