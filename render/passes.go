@@ -142,6 +142,10 @@ func (r *Renderer) FramePasses(ctx context.Context, p *Passes, src, alpha kernel
 	if err := r.checkShapes(src, src, alpha); err != nil {
 		return err
 	}
+	src, alpha, err := r.place.run(src, alpha)
+	if err != nil {
+		return err
+	}
 	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if r.fill {
 			return r.fillPasses(p, src)

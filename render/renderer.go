@@ -28,34 +28,6 @@ const (
 	gainEps = 1e-4
 )
 
-// Params are one job's render settings.
-type Params struct {
-	// Prompt is the free-text description of the lighting and scene.
-	Prompt string
-	// Reference is the reference image (RGB24 sRGB, or YUV420P; any
-	// size): it becomes the background, cover-fitted, and its light
-	// lights the subject. nil synthesises a backdrop from the prompt.
-	Reference *frame.HostFrame
-	// Seed drives every random choice (backdrop, light jitter, grain).
-	Seed uint32
-	// Width and Height are the output size of every frame.
-	Width, Height int
-	// Fill is alpha_mode fill: the whole frame is the subject, relit and
-	// harmonised, with no background replacement.
-	Fill bool
-	// NoPlateMatch turns off matching the subject's grain, black level
-	// and highlights to the background (for comparisons; see plate.go).
-	NoPlateMatch bool
-	// NoFocusMatch keeps the plate's sharpness as it is (for comparisons;
-	// see focus.go).
-	NoFocusMatch bool
-	// NoCameraLock keeps the plate still whatever the source's camera
-	// does (for comparisons; see camera.go).
-	NoCameraLock bool
-	// ContactReach overrides DefaultContactReach (0: the default; foreground.go).
-	ContactReach float64
-}
-
 // Renderer renders the frames of one job on a kernels.Device. Create it
 // with New, call Frame for each frame in order, then Close. It is not safe
 // for concurrent use. Its frame is a list of stages (stage.go), each with
@@ -76,6 +48,7 @@ type Renderer struct {
 	harmonise *harmoniseStage
 	camera    *cameraStage
 	comp      *compositeStage
+	place     *placeStage // nil: no placement
 }
 
 // New prepares a job: it parses the prompt, builds the background B (the
@@ -104,6 +77,10 @@ func New(ctx context.Context, dev kernels.Device, p Params) (*Renderer, error) {
 	}
 	r := &Renderer{dev: dev, ops: dev.Ops(), w: p.Width, h: p.Height, fill: p.Fill}
 	r.lw, r.lh = lowSize(p.Width, p.Height)
+	var err error
+	if r.place, err = placeFor(dev, p); err != nil {
+		return nil, err
+	}
 	if err := r.setup(ctx, p); err != nil {
 		r.Close()
 		return nil, err
@@ -189,6 +166,10 @@ func (r *Renderer) Frame(ctx context.Context, dst, src, alpha kernels.Image) err
 	if err := r.checkShapes(dst, src, alpha); err != nil {
 		return err
 	}
+	src, alpha, err := r.place.run(src, alpha)
+	if err != nil {
+		return err
+	}
 	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if r.fill {
 			return r.ops.GainComposite(dst, src, nil, r.low.gain, nil, nil, nil, 0, 1)
@@ -208,6 +189,10 @@ func (r *Renderer) FrameHost(ctx context.Context, dst *frame.HostFrame, src, alp
 	}
 	if dst == nil || dst.Width != r.w || dst.Height != r.h {
 		return fmt.Errorf("render: frame: host dst must be %dx%d: %w", r.w, r.h, kernels.ErrShape)
+	}
+	src, alpha, err := r.place.run(src, alpha)
+	if err != nil {
+		return err
 	}
 	return r.frame(ctx, r.lowImages(src, alpha), r.deviceComp(src, alpha), func(bg, bgBlur, aBlur kernels.Image, wrap float32) error {
 		if r.fill {
@@ -234,6 +219,13 @@ func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.Hos
 		if f.f == nil || f.f.Width != r.w || f.f.Height != r.h {
 			return fmt.Errorf("render: frame: host %s must be %dx%d: %w", f.name, r.w, r.h, kernels.ErrShape)
 		}
+	}
+	if r.place != nil { // placed on the device: FrameHost's path
+		s, a, err := r.place.upload(src, alpha)
+		if err != nil {
+			return err
+		}
+		return r.FrameHost(ctx, dst, s, a)
 	}
 	if r.fill {
 		alpha = nil
@@ -391,6 +383,7 @@ func (r *Renderer) Close() error {
 	if r.camera != nil {
 		r.camera.free()
 	}
+	r.place.free()
 	r.low.free(r.dev)
 	return nil
 }
