@@ -33,6 +33,9 @@ const (
 	CodeExtremeAspectRatio    Code = "EXTREME_ASPECT_RATIO"
 	CodeInvalidOutputFormat   Code = "INVALID_OUTPUT_FORMAT"
 	CodeInvalidFrameRange     Code = "INVALID_FRAME_RANGE"
+	// CodeInvalidPlacement is a placement (an extension) out of its
+	// limits, or one asked of alpha_mode fill.
+	CodeInvalidPlacement Code = "INVALID_PLACEMENT"
 	// CodeInvalidArchive is a frame archive (a ZIP or TAR video source)
 	// refused from its index: a zip bomb, an unsafe name, a link.
 	CodeInvalidArchive Code = "INVALID_ARCHIVE"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // JobRequest is a generation request as the API stores it in a job
@@ -42,6 +43,31 @@ type JobRequest struct {
 	// extension beyond SPEC.md. AlphaKeyframeIndex still counts from the
 	// source's first frame.
 	Frames string `json:"frames,omitempty"`
+	// Placement, when set, scales and moves the subject over the plate
+	// (Placement), as `vfx render --placement` does. An extension beyond
+	// SPEC.md; nil renders the subject where the source has it.
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// Placement is where the subject (the source and its matte) goes over
+// the cover-fitted plate: scaled by Scale about the frame's centre, then
+// moved by X times the output's width (positive: right) and Y times its
+// height (positive: down). The area the moved subject leaves is plate.
+// Limits: MinPlacementScale..MaxPlacementScale, |X|, |Y| <=
+// MaxPlacementOffset; alpha_mode fill (no plate) refuses one.
+type Placement struct {
+	Scale float64 `json:"scale"`
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+}
+
+// Identity reports whether p leaves the subject where it is.
+func (p Placement) Identity() bool { return p.Scale == 1 && p.X == 0 && p.Y == 0 }
+
+// String is p as `vfx render --placement` takes it: "scale,x,y".
+func (p Placement) String() string {
+	return strconv.FormatFloat(p.Scale, 'g', -1, 64) + "," + strconv.FormatFloat(p.X, 'g', -1, 64) + "," +
+		strconv.FormatFloat(p.Y, 'g', -1, 64)
 }
 
 // DecodeJobRequest parses a record's request JSON. Unknown fields are

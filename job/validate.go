@@ -15,6 +15,12 @@ const (
 	MaxPromptChars = 2000
 	// DefaultMaxResolution is the max_resolution of a request without one.
 	DefaultMaxResolution = 1080
+	// MinPlacementScale and MaxPlacementScale bound Placement.Scale: a
+	// quarter to four times the source's size.
+	MinPlacementScale, MaxPlacementScale float64 = 0.25, 4
+	// MaxPlacementOffset bounds |Placement.X| and |Placement.Y|: at 1 the
+	// subject's centre is a whole frame away from the frame's centre.
+	MaxPlacementOffset float64 = 1
 	// ReferenceMaxPixels caps a reference image (it is only cover-fitted,
 	// so a large photo is fine; this bounds decode memory).
 	ReferenceMaxPixels = 40_000_000
@@ -39,7 +45,7 @@ type Validator func(JobRequest) (Valid, error)
 // problem. An empty URI is an input not given. The rules run in the order
 // in which the generation API names a body's first problem (generation
 // type, alpha mode, source, matte, style, prompt, resolution, keyframe,
-// output format, frames), so that the API can word Validate's answer
+// output format, frames, placement), so that the API can word Validate's answer
 // without checking a field itself. It is the one place the
 // rules live: the worker runs it once per job before it fetches anything,
 // and the API once per submission after it has normalised a request.
@@ -99,6 +105,30 @@ func validate(r JobRequest) error {
 		if mode == AlphaSelect && (r.AlphaKeyframeIndex < first || r.AlphaKeyframeIndex > last) {
 			return Errorf(CodeInvalidKeyframeIndex, "alpha_keyframe_index %d is outside frames %d-%d: the keyframe must be one of the frames rendered", r.AlphaKeyframeIndex, first, last)
 		}
+	}
+	if r.Placement != nil {
+		return CheckPlacement(*r.Placement, mode)
+	}
+	return nil
+}
+
+// CheckPlacement checks a placement's limits (an *InputError
+// INVALID_PLACEMENT naming the field) and that mode has a plate to place
+// the subject over (fill has none).
+func CheckPlacement(p Placement, mode AlphaMode) error {
+	if !(p.Scale >= MinPlacementScale && p.Scale <= MaxPlacementScale) {
+		return Errorf(CodeInvalidPlacement, "placement.scale %g: want %g to %g (times the source's size)", p.Scale, MinPlacementScale, MaxPlacementScale)
+	}
+	for _, o := range []struct {
+		name, of string
+		v        float64
+	}{{"x", "width", p.X}, {"y", "height", p.Y}} {
+		if !(o.v >= -MaxPlacementOffset && o.v <= MaxPlacementOffset) {
+			return Errorf(CodeInvalidPlacement, "placement.%s %g: want -%g to %g (a fraction of the frame's %s)", o.name, o.v, MaxPlacementOffset, MaxPlacementOffset, o.of)
+		}
+	}
+	if mode == AlphaFill {
+		return Errorf(CodeInvalidPlacement, "placement: alpha_mode fill keeps the whole frame as the subject, with no plate to place it over")
 	}
 	return nil
 }

@@ -5,17 +5,18 @@ import (
 	"fmt"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
 )
 
-// Placement limits (issue 31, item 5; job.Placement words them for the
-// API and the CLI).
+// Placement limits: those of the job contract (job.CheckPlacement words
+// them for the API and the CLI).
 const (
 	// MinPlaceScale and MaxPlaceScale bound Placement.Scale.
-	MinPlaceScale, MaxPlaceScale = 0.25, 4
+	MinPlaceScale, MaxPlaceScale = job.MinPlacementScale, job.MaxPlacementScale
 	// MaxPlaceOffset bounds |Placement.X| and |Placement.Y| (fractions of
 	// the frame's width and height).
-	MaxPlaceOffset = 1
+	MaxPlaceOffset = job.MaxPlacementOffset
 )
 
 // placeStage puts the subject where Params.Placement says before
@@ -42,8 +43,8 @@ func checkPlacement(p kernels.Placement, fill bool) (ok bool, err error) {
 	}
 	if !(p.Scale >= MinPlaceScale && p.Scale <= MaxPlaceScale) || !(p.X >= -MaxPlaceOffset && p.X <= MaxPlaceOffset) ||
 		!(p.Y >= -MaxPlaceOffset && p.Y <= MaxPlaceOffset) {
-		return false, fmt.Errorf("render: placement %g, %g, %g: want a scale in [%g, %g] and offsets in [-%d, %d]",
-			p.Scale, p.X, p.Y, float64(MinPlaceScale), float64(MaxPlaceScale), MaxPlaceOffset, MaxPlaceOffset)
+		return false, fmt.Errorf("render: placement %g, %g, %g: want a scale in [%g, %g] and offsets in [-%g, %g]",
+			p.Scale, p.X, p.Y, MinPlaceScale, MaxPlaceScale, MaxPlaceOffset, MaxPlaceOffset)
 	}
 	if fill {
 		return false, errors.New("render: placement needs a matte: fill mode has no background to place the subject over")
