@@ -158,6 +158,10 @@ const (
 	heapPerPixel         = 25.5
 	heapDevicePerPixel   = 16
 	heapFixed            = 24 << 20
+	// heapPlacePerPixel is a placement's images (render.placeStage: the
+	// uploaded and the placed source and matte, float32) and the
+	// foreground's placed 8-bit matte.
+	heapPlacePerPixel = 4*8 + 1
 )
 
 // Job is a render request that validation produced: Validate (a request
@@ -311,6 +315,9 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		case req.Foreground:
 			heap += int64((heapFGPassesPerPixel + heapDevicePerPixel) * outW * outH)
 		}
+		if req.Placement != nil {
+			heap += int64(heapPlacePerPixel * outW * outH)
+		}
 		plan = Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap}
 		p.OnPlan(plan)
 	}
@@ -350,6 +357,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		Width:     outW,
 		Height:    outH,
 		Fill:      mode == job.AlphaFill,
+		Placement: placement(req.Placement),
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("worker: render setup: %w", err)
@@ -446,4 +454,12 @@ func decodeReference(ctx context.Context, in codec.Input, info codec.Info, lim c
 		return nil, classify("reference", fmt.Errorf("%w: %w", codec.ErrCorrupt, err))
 	}
 	return f, nil
+}
+
+// placement is the render's placement of a request's (nil: none).
+func placement(p *job.Placement) kernels.Placement {
+	if p == nil {
+		return kernels.Placement{}
+	}
+	return kernels.Placement{Scale: p.Scale, X: p.X, Y: p.Y}
 }

@@ -81,6 +81,9 @@ type compute struct {
 	passes *render.Passes
 	fgImg  kernels.Image
 	fgHost *frame.HostFrame
+	// fgAlpha receives the placed matte of a job with a placement, for
+	// the foreground (whose colour is placed too); nil otherwise.
+	fgAlpha *frame.HostFrame
 }
 
 func (p *Pipeline) newCompute(s *stream) (*compute, error) {
@@ -117,6 +120,12 @@ func (p *Pipeline) newCompute(s *stream) (*compute, error) {
 			return nil, err
 		}
 		c.fgHost.ColorSpace = frame.BT709
+		if s.req.Placement != nil {
+			if c.fgAlpha, err = frame.New(frame.Gray8, s.w, s.h); err != nil {
+				c.close()
+				return nil, err
+			}
+		}
 	}
 	return c, nil
 }
@@ -182,7 +191,15 @@ func (c *compute) stage(ctx context.Context, s *stream, cs *codecs, ln *lanes) e
 				c.fgHost.PTS = out.PTS
 				fgCol = c.fgHost
 			}
-			pair, err := copyPair(ctx, ln.fgColPool, ln.fgAlphaPool, fgCol, wk.alpha)
+			fgA := wk.alpha
+			if pa := s.rend.PlacedAlpha(); pa != nil && c.fgAlpha != nil {
+				if err := c.dev.Download(c.fgAlpha, pa); err != nil {
+					return fmt.Errorf("worker: download placed matte: %w", err)
+				}
+				c.fgAlpha.PTS = out.PTS
+				fgA = c.fgAlpha
+			}
+			pair, err := copyPair(ctx, ln.fgColPool, ln.fgAlphaPool, fgCol, fgA)
 			if err != nil {
 				return err
 			}
