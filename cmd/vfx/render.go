@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,29 @@ func parseFrames(s string) (int, int, error) {
 		return 0, 0, fmt.Errorf("--frames %q: want A-B, 0 <= A <= B (0-based source frames, e.g. 10-19)", s)
 	}
 	return first, last, nil
+}
+
+// parsePlacement reads --placement SCALE[,X,Y] (X and Y default to 0):
+// the API's placement field {scale, x, y}. "" is no placement. Its limits
+// are job.CheckPlacement's, checked with the rest of the request.
+func parsePlacement(s string) (*job.Placement, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	bad := usageError{fmt.Sprintf("--placement %q: want SCALE or SCALE,X,Y (numbers, e.g. 2 or 1.5,0.1,-0.2)", s)}
+	if len(parts) != 1 && len(parts) != 3 {
+		return nil, bad
+	}
+	var v [3]float64
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return nil, bad
+		}
+		v[i] = f
+	}
+	return &job.Placement{Scale: v[0], X: v[1], Y: v[2]}, nil
 }
 
 func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +78,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	outputFormat := fs.String("output-format", worker.OutputMP4, "mp4, or exr: also linear half-float EXR pass sequences <out>/<pass>/<pass>.####.exr (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain)")
 	startFrame := fs.Int("start-frame", worker.DefaultStartFrame, "number of the first EXR frame (at least 1)")
 	frames := fs.String("frames", "", "render only source frames A-B (0-based, inclusive, e.g. 10-19) of a video")
+	placement := fs.String("placement", "", "place the subject (source and matte) over the plate: SCALE[,X,Y]: scaled 0.25..4 about the frame's centre, then moved X (right) and Y (down) in fractions of the frame's width and height, -1..1 (e.g. 2,0,0.25); not with --alpha-mode fill")
 	preview := fs.Bool("preview", false, "quick look: half the output size and x264 preset veryfast (unless --preset is given)")
 	fps := fs.String("fps", "24", "frame rate of an image-sequence source: 24, 25, 23.976, 30000/1001, ...")
 	exrSpace := fs.String("exr-colorspace", worker.EXRRec709, "primaries of the EXR colour passes: rec709 (linear Rec.709) or acescg")
@@ -84,9 +109,14 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkPreset(*preset); err != nil {
 		return err
 	}
+	place, err := parsePlacement(*placement)
+	if err != nil {
+		return err
+	}
 	req := worker.RenderRequest{
 		JobRequest: job.JobRequest{GenerationType: *typ, AlphaMode: *alphaMode, AlphaKeyframeIndex: *keyframe,
-			Prompt: *prompt, Seed: s, MaxResolution: *maxRes, Foreground: *foreground, OutputFormat: *outputFormat},
+			Prompt: *prompt, Seed: s, MaxResolution: *maxRes, Foreground: *foreground, OutputFormat: *outputFormat,
+			Placement: place},
 		Preset:        *preset,
 		CRF:           *crf,
 		X264Params:    *x264Params,
@@ -103,7 +133,6 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{fmt.Sprintf("--exr-colorspace %q: want rec709 or acescg", *exrSpace)}
 	}
 	codec.Quiet()
-	var err error
 	_, srcSeq, _ := localfile.SequenceFiles(*source)
 	_, alphaSeq, _ := localfile.SequenceFiles(*alpha)
 	if srcSeq || alphaSeq && *alpha != "" && *alphaMode == "custom" {
