@@ -68,6 +68,7 @@ const (
 	CodeInvalidOutputFormat   = job.CodeInvalidOutputFormat
 	CodeInvalidFrameRange     = job.CodeInvalidFrameRange
 	CodeInvalidArchive        = job.CodeInvalidArchive
+	CodeInvalidPlacement      = job.CodeInvalidPlacement
 )
 
 // codeStatus is the one table from an error code to its HTTP status, for
@@ -131,6 +132,7 @@ var codeStatus = map[job.Code]int{
 	CodeInvalidOutputFormat:    http.StatusBadRequest,
 	CodeInvalidFrameRange:      http.StatusBadRequest,
 	CodeInvalidArchive:         http.StatusBadRequest,
+	CodeInvalidPlacement:       http.StatusBadRequest,
 	CodeInvalidCallbackURL:     http.StatusBadRequest,
 	CodeInvalidFilename:        http.StatusBadRequest,
 	CodeUnsupportedBillingUnit: http.StatusBadRequest,

@@ -35,6 +35,7 @@ var GenerationCodes = []job.Code{
 	api.CodeInvalidIdempotencyKey, api.CodeInvalidURI, api.CodeSourceUnreachable, api.CodeInvalidFileFormat,
 	api.CodeAlphaTypeMismatch, api.CodeAlphaMustBeImage, api.CodeSourceTooLarge, api.CodeVideoTooManyFrames,
 	api.CodeExtremeAspectRatio, api.CodeInvalidCallbackURL, api.CodeInvalidOutputFormat, api.CodeInvalidFrameRange, api.CodeInvalidArchive,
+	api.CodeInvalidPlacement,
 }
 
 // addDoc adds the generation API, its account reads, its webhook and the
@@ -78,7 +79,14 @@ func (g *API) addDoc(doc api.Obj) {
 			"callback_url":         api.Obj{"type": "string", "format": "uri", "maxLength": api.MaxCallbackURLLen, "description": "https:// URL that receives the jobFinished webhook."},
 			"foreground":           api.Obj{"type": "boolean", "default": false, "description": "Extension beyond SPEC.md (SPEC clients may leave it out): also return output.foreground, the clean relit subject (no new background, light wrap or shadow) premultiplied with its alpha: an RGBA PNG for an image, a ProRes 4444 .mov (BT.709 tags) for a video."},
 			"output_format":        api.Obj{"type": "string", "enum": []any{"mp4", "exr"}, "default": "mp4", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): exr also returns the EXR pass sequences (composite, foreground, alpha, gain, shadow, wrap, backdrop, normals, grain) as output.exr_<pass>, one ZIP each; render, source and alpha are returned as with mp4. Anything else: 400 INVALID_OUTPUT_FORMAT."},
-			"frames":               api.Obj{"type": "string", "pattern": "^ *[0-9]+ *- *[0-9]+ *$", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): render only source frames A-B of a video, 0-based and inclusive (\"10-19\" is ten frames), as `vfx render --frames`; the job's frames, cost and outputs are those of the range. 0 <= A <= B < the source's frame count, video only, and a select keyframe (alpha_keyframe_index, still counted from the source's first frame) inside the range; else 400 INVALID_FRAME_RANGE (INVALID_KEYFRAME_INDEX for the keyframe)."},
+			"placement": api.Obj{"type": "object", "additionalProperties": false,
+				"description": "Extension beyond SPEC.md (SPEC clients may leave it out): place the subject (the source and its matte) over the cover-fitted plate, as `vfx render --placement`: scaled by scale about the frame's centre, then moved by x times the frame's width (positive: right) and y times its height (positive: down). The area the subject leaves is plate; the cast and contact shadows follow the placed subject; the output size, the source and alpha outputs are unchanged (alpha stays the source's matte; foreground and the EXR alpha pass are placed). Omitted, or {\"scale\":1,\"x\":0,\"y\":0}: the subject stays where the source has it. Out of range, or with alpha_mode fill: 400 INVALID_PLACEMENT; a member that is not a number, or another member: 422.",
+				"properties": api.Obj{
+					"scale": api.Obj{"type": "number", "minimum": job.MinPlacementScale, "maximum": job.MaxPlacementScale, "default": 1, "description": "Size of the subject, times the source's (0.25..4)."},
+					"x":     api.Obj{"type": "number", "minimum": -job.MaxPlacementOffset, "maximum": job.MaxPlacementOffset, "default": 0, "description": "Horizontal move, a fraction of the frame's width (-1..1, positive: right)."},
+					"y":     api.Obj{"type": "number", "minimum": -job.MaxPlacementOffset, "maximum": job.MaxPlacementOffset, "default": 0, "description": "Vertical move, a fraction of the frame's height (-1..1, positive: down)."},
+				}},
+			"frames": api.Obj{"type": "string", "pattern": "^ *[0-9]+ *- *[0-9]+ *$", "description": "Extension beyond SPEC.md (SPEC clients may leave it out): render only source frames A-B of a video, 0-based and inclusive (\"10-19\" is ten frames), as `vfx render --frames`; the job's frames, cost and outputs are those of the range. 0 <= A <= B < the source's frame count, video only, and a select keyframe (alpha_keyframe_index, still counted from the source's first frame) inside the range; else 400 INVALID_FRAME_RANGE (INVALID_KEYFRAME_INDEX for the keyframe)."},
 		}}
 	rateHdr := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 	admin := []any{api.Obj{"AdminToken": []any{}}}

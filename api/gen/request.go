@@ -39,6 +39,9 @@ type genRequest struct {
 	OutputFormat *string `json:"output_format,omitempty"`
 	// Frames (an extension) renders only source frames "A-B" of a video.
 	Frames *string `json:"frames,omitempty"`
+	// Placement (an extension) scales and moves the subject over the
+	// plate.
+	Placement *placementBody `json:"-"`
 	// badUTF8 names the first string field whose JSON text held invalid
 	// UTF-8 (the decoder would have replaced it with U+FFFD).
 	badUTF8 string
@@ -63,6 +66,7 @@ const (
 	kindString fieldKind = iota
 	kindInt
 	kindBool
+	kindPlacement
 )
 
 // genFields lists the request fields and their JSON types.
@@ -74,7 +78,7 @@ var genFields = [...]struct {
 	{"prompt", kindString}, {"reference_image_uri", kindString}, {"alpha_uri", kindString},
 	{"alpha_keyframe_index", kindInt}, {"seed", kindInt}, {"max_resolution", kindInt},
 	{"idempotency_key", kindString}, {"callback_url", kindString}, {"foreground", kindBool},
-	{"output_format", kindString}, {"frames", kindString},
+	{"output_format", kindString}, {"frames", kindString}, {"placement", kindPlacement},
 }
 
 // decodeGenRequest parses the body of POST /v1/vfx/generations; wrong
@@ -129,6 +133,10 @@ func decodeGenRequest(body []byte) (genRequest, error) {
 				continue
 			}
 			req.Foreground = &v
+		case kindPlacement:
+			p, d := decodePlacement(raw)
+			details = append(details, d...)
+			req.Placement = p
 		}
 	}
 	if len(details) > 0 {
@@ -184,6 +192,10 @@ func (g genRequest) hash() string {
 	if g.Frames != nil {
 		field("frames")
 		api.WriteString(h, *g.Frames)
+	}
+	if p := g.Placement.placement(); p != nil { // the identity is hashed as omitted
+		field("placement")
+		h.Write([]byte(placementHash(p)))
 	}
 	h.Write([]byte{'}'})
 	return hex.EncodeToString(h.Sum(nil))
@@ -244,7 +256,8 @@ func (s *API) validate(ctx context.Context, g genRequest) (job.JobRequest, error
 func (g genRequest) jobRequest() job.JobRequest {
 	jr := job.JobRequest{GenerationType: str(g.GenerationType), SourceURI: str(g.SourceURI), AlphaMode: str(g.AlphaMode),
 		AlphaURI: str(g.AlphaURI), Prompt: str(g.Prompt), ReferenceImageURI: str(g.ReferenceImageURI),
-		MaxResolution: job.DefaultMaxResolution, OutputFormat: str(g.OutputFormat), Frames: str(g.Frames)}
+		MaxResolution: job.DefaultMaxResolution, OutputFormat: str(g.OutputFormat), Frames: str(g.Frames),
+		Placement: g.Placement.placement()}
 	if g.MaxResolution != nil {
 		jr.MaxResolution = int(*g.MaxResolution)
 	}
@@ -272,6 +285,7 @@ const (
 	stepKeyframe
 	stepOutputFormat
 	stepFrames
+	stepPlacement
 	stepIdempotencyKey
 	stepNone
 )
@@ -325,6 +339,7 @@ var specWords = map[job.Code]struct {
 		}
 		return api.BadRequest(api.CodeInvalidFrameRange, "frames %d-%d: a frame range needs generation_type video", first, last)
 	}},
+	job.CodeInvalidPlacement: {stepPlacement, nil},
 }
 
 // bodyRules are the rules only the HTTP body can break, in step order:
