@@ -122,6 +122,8 @@ type Options struct {
 	// ContactReach is render.Params.ContactReach (0: the renderer's
 	// default).
 	ContactReach float64
+	// NoPlacement skips the placement check (place.go).
+	NoPlacement bool
 }
 
 // Row is one prompt's result: the measure per subject and its median.
@@ -160,6 +162,9 @@ type Report struct {
 	// Edges: halo, bleed and contact on the passes (edge.go), one row
 	// per measured prompt in Prompts' order.
 	Edges []EdgeRow
+	// Place: the placement check per placement (place.go), nil when
+	// Options.NoPlacement.
+	Place []PlaceRow
 	// Camera: the camera-lock check per clip (camera.go).
 	Camera       []CameraRow
 	CameraFrames int
@@ -692,7 +697,15 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			}
 			rep.FlickerValues = append(rep.FlickerValues, [2]float64{gf, sf})
 		}
+		if !opt.NoPlacement {
+			if err := runPlace(ctx, dev, opt, s, rep); err != nil {
+				return nil, err
+			}
+		}
 		sheet = append(sheet, row)
+	}
+	for i := range rep.Place {
+		rep.Place[i].finish()
 	}
 	for i := range rep.Rows {
 		rep.Rows[i].Median = median(rep.Rows[i].Values)
@@ -919,6 +932,12 @@ func (r *Report) PerSubject() string {
 	}
 	r.platePerSubject(line)
 	r.edgePerSubject(line)
+	for _, p := range r.Place {
+		name := fmt.Sprintf("place %g,%g,%g: ", p.P.Scale, p.P.X, p.P.Y)
+		line(name+"box error px", p.Box)
+		line(name+"contact", p.Contact)
+		line(name+"old spot", p.Old)
+	}
 	for _, row := range r.Rows {
 		name := row.Prompt.Prompt
 		if row.Prompt.Reference {
@@ -972,6 +991,7 @@ func (r *Report) String() string {
 	b.WriteString(r.colourString())
 	b.WriteString(r.nightString())
 	b.WriteString(r.edgeString())
+	b.WriteString(r.placeString())
 	b.WriteString(r.cameraString())
 	return b.String()
 }

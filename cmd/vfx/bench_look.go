@@ -30,6 +30,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cameraFrames := fs.Int("camera-frames", 16, "frames per clip of the camera-lock check")
 	noLock := fs.Bool("no-camera-lock", false, "render with a still plate, for before figures")
 	reach := fs.Float64("contact-reach", 0, "contact shadow reach, a share of the subject's height (0 = the renderer's default)")
+	noPlace := fs.Bool("no-placement-check", false, "skip the placement check (the subject placed by each of the bench's placements)")
 	fitReach := fs.Bool("fit-contact-reach", false, "fit the contact reach on --subjects (default: fold A of the bench's subjects) and print the grid; renders nothing else")
 	if err := fs.Parse(args); err != nil {
 		return usageError{}
@@ -39,7 +40,8 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	codec.Quiet()
 	opt := look.Options{Dataset: *dataset, Sheet: *sheet, VideoFrames: *frames, Workers: *workers, Seed: uint32(*seed), NoPlateMatch: *noPlate, NoFocusMatch: *noFocus,
-		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock, ContactReach: *reach}
+		CameraClips: []string{}, CameraFrames: *cameraFrames, NoCameraLock: *noLock, ContactReach: *reach,
+		NoPlacement: *noPlace}
 	if *cameraClips != "" {
 		opt.CameraClips = strings.Split(*cameraClips, ",")
 	}
