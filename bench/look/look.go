@@ -105,7 +105,7 @@ type Options struct {
 	// Workers is the CPU device's thread count (0 = all cores).
 	Workers int
 	// Sheet, when set, is the path of a contact sheet PNG.
-	Sheet string
+	Sheet string // (the placement check adds its renders as the last columns)
 	// Seed is the render seed.
 	Seed uint32
 	// NoPlateMatch renders without plate matching (render.Params), for
@@ -698,9 +698,11 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			rep.FlickerValues = append(rep.FlickerValues, [2]float64{gf, sf})
 		}
 		if !opt.NoPlacement {
-			if err := runPlace(ctx, dev, opt, s, rep); err != nil {
+			th, err := runPlace(ctx, dev, opt, s, rep)
+			if err != nil {
 				return nil, err
 			}
+			row = append(row, th...)
 		}
 		sheet = append(sheet, row)
 	}

@@ -45,16 +45,16 @@ type PlaceRow struct {
 }
 
 // placeMeasure renders s's passes with p placed by pl and measures them.
-func placeMeasure(ctx context.Context, dev kernels.Device, p render.Params, pl kernels.Placement, s *lookSubject) (box, contact, old float64, err error) {
+func placeMeasure(ctx context.Context, dev kernels.Device, p render.Params, pl kernels.Placement, s *lookSubject) (box, contact, old float64, th *thumb, err error) {
 	p.Placement = pl
 	r, err := render.New(ctx, dev, p)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	defer r.Close()
 	ps, err := r.NewPasses()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	defer ps.Free()
 	w, h, n := s.w, s.h, s.w*s.h
@@ -62,17 +62,17 @@ func placeMeasure(ctx context.Context, dev kernels.Device, p render.Params, pl k
 	defer dev.Free(src)
 	defer dev.Free(a)
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	var px [3][]float32
 	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Alpha} {
 		if px[i], err = dev.ReadPixels(img); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, nil, err
 		}
 	}
 	yc, yb := luma(px[0], n), luma(px[1], n)
 	placed := &lookSubject{name: s.name, w: w, h: h, alpha: px[2]}
-	return placeBoxError(s.alpha, px[2], w, h, pl), contactRatio(placed, yc, yb), contactRatio(s, yc, yb), nil
+	return placeBoxError(s.alpha, px[2], w, h, pl), contactRatio(placed, yc, yb), contactRatio(s, yc, yb), makeThumb(px[0], w, h), nil
 }
 
 // matteEdges are the edges of a matte (w x h) at 0.5, sub-pixel: along
@@ -173,8 +173,9 @@ func (r *Report) placeString() string {
 	return b.String()
 }
 
-// runPlace adds s's placement measures to rep.Place.
-func runPlace(ctx context.Context, dev kernels.Device, opt Options, s *lookSubject, rep *Report) error {
+// runPlace adds s's placement measures to rep.Place and returns the
+// placed renders' thumbnails (the contact sheet's last columns).
+func runPlace(ctx context.Context, dev kernels.Device, opt Options, s *lookSubject, rep *Report) ([]*thumb, error) {
 	if len(rep.Place) == 0 {
 		for _, pl := range PlaceChecks {
 			rep.Place = append(rep.Place, PlaceRow{P: pl})
@@ -182,13 +183,15 @@ func runPlace(ctx context.Context, dev kernels.Device, opt Options, s *lookSubje
 	}
 	p := render.Params{Prompt: placePrompt, Seed: opt.Seed, Width: s.w, Height: s.h, NoPlateMatch: opt.NoPlateMatch,
 		NoFocusMatch: opt.NoFocusMatch, ContactReach: opt.ContactReach}
+	var thumbs []*thumb
 	for i := range rep.Place {
 		row := &rep.Place[i]
-		box, c, old, err := placeMeasure(ctx, dev, p, row.P, s)
+		box, c, old, th, err := placeMeasure(ctx, dev, p, row.P, s)
 		if err != nil {
-			return fmt.Errorf("bench: %s: placement %+v: %w", s.name, row.P, err)
+			return nil, fmt.Errorf("bench: %s: placement %+v: %w", s.name, row.P, err)
 		}
 		row.Box, row.Contact, row.Old = append(row.Box, box), append(row.Contact, c), append(row.Old, old)
+		thumbs = append(thumbs, th)
 	}
-	return nil
+	return thumbs, nil
 }

@@ -19,7 +19,7 @@ func benchLook(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	dataset := fs.String("dataset", "../shared/datasets/davis2016-train", "davis2016-train folder (source.mp4 and masks/ per sequence)")
 	subjects := fs.String("subjects", "", "comma-separated sequence names (default: "+strings.Join(look.Subjects, ",")+")")
-	sheet := fs.String("sheet", "", "write a contact sheet PNG here (rows: subjects; columns: source, then each prompt)")
+	sheet := fs.String("sheet", "", "write a contact sheet PNG here (rows: subjects; columns: source, each prompt, then each placement of the placement check)")
 	frames := fs.Int("frames", 12, "frames per subject of the flicker check (below 2 skips it)")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
 	seed := fs.Uint("seed", 1, "render seed")
