@@ -137,6 +137,21 @@ func TestLookBenchDAVIS(t *testing.T) {
 			t.Errorf("edges %s: worst bleed %.4f, want < %.2f", e.Name, e.XBleed, BleedLimit)
 		}
 	}
+	// Issue 31 item 5, placement: on every subject the placed matte's box
+	// within PlaceBoxLimit of the placement asked, and the contact shadow
+	// under the placed subject within ContactLimit wherever its feet are
+	// in the frame (every subject, on the bench's placements).
+	if len(rep.Place) != len(PlaceChecks) {
+		t.Fatalf("%d placement rows, want %d", len(rep.Place), len(PlaceChecks))
+	}
+	for _, p := range rep.Place {
+		if len(p.Box) != len(rep.Subjects) || !(p.XBox <= PlaceBoxLimit) {
+			t.Errorf("placement %+v: box errors %v, want every subject <= %.0f px", p.P, p.Box, PlaceBoxLimit)
+		}
+		if p.nContactValid < len(rep.Subjects)/2 || !(p.XContact <= ContactLimit) {
+			t.Errorf("placement %+v: contact %v, want measured on at least half the subjects and <= %.2f", p.P, p.Contact, ContactLimit)
+		}
+	}
 	// Issue 31's colour check: the subject's hue shift (CIELAB, median
 	// over subjects) on the reference plates (surf 17.6° and tennis 8.1°
 	// before the hue bound).
