@@ -157,6 +157,22 @@ func BenchmarkStageRender1080p(b *testing.B) {
 	st.report(b, b.N)
 }
 
+// BenchmarkStageRender1080pPlaced is BenchmarkStageRender1080p with a
+// placement (the subject at 1.5 of its size, moved right and up): the
+// placement's cost is the difference (issue 31 item 5).
+func BenchmarkStageRender1080pPlaced(b *testing.B) {
+	p, _, srcs, mattes := stageFixture(b)
+	dev := kernels.NewCPU(0)
+	defer dev.Close()
+	ref := decodeAll(b, p.Reference, frame.RGB24)[0]
+	r, out := stageRenderer(b, dev, render.Params{Prompt: "warm key light from the left", Reference: ref, Seed: 1, Width: 1920, Height: 1080,
+		Placement: kernels.Placement{Scale: 1.5, X: 0.1, Y: -0.1}}, srcs[0], mattes[0])
+	b.ReportAllocs()
+	st := startStage(b)
+	renderFrames(b, r, out, srcs, mattes)
+	st.report(b, b.N)
+}
+
 // stageRenderer makes the render stage's renderer on dev with p, and its
 // reused YUV420P output, and renders the first frame (src, matte) into
 // it: what is made once per job is not counted. The renderer is closed
