@@ -52,6 +52,7 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	foreground := fs.Bool("foreground", false, "also return output.foreground: the clean relit subject premultiplied with its alpha (RGBA PNG or ProRes 4444 .mov; an extension beyond SPEC.md)")
 	outputFormat := fs.String("output-format", "mp4", "mp4 (render, source, alpha), or exr: also the EXR pass sequences, one ZIP each (exr_<pass>.zip: <pass>/<pass>.1001.exr ...; an extension beyond SPEC.md)")
 	frames := fs.String("frames", "", "render only source frames A-B of a video (0-based, inclusive, e.g. 10-19; an extension beyond SPEC.md)")
+	placement := fs.String("placement", "", "place the subject over the plate: SCALE[,X,Y] (scale 0.25..4 about the centre, then X right and Y down in fractions of the frame, -1..1; an extension beyond SPEC.md)")
 	fit := fs.Bool("fit", false, "downscale a local source (and custom matte) over 2.77 MP to the largest size within the limit before upload, keeping the aspect ratio")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -73,6 +74,10 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 		if _, _, err := parseFrames(*frames); err != nil {
 			return submitConfig{}, usageError{err.Error()}
 		}
+	}
+	place, err := parsePlacement(*placement)
+	if err != nil {
+		return submitConfig{}, err
 	}
 	set := setFlags(fs)
 	cfg := submitConfig{conn: cf, out: *out, noWait: *noWait, timeout: *timeout, fit: *fit,
@@ -111,6 +116,9 @@ func parseSubmitFlags(args []string, stderr io.Writer, getenv func(string) strin
 	}
 	if *frames != "" {
 		cfg.request["frames"] = *frames
+	}
+	if place != nil {
+		cfg.request["placement"] = map[string]any{"scale": place.Scale, "x": place.X, "y": place.Y}
 	}
 	if set["callback-url"] {
 		cfg.request["callback_url"] = *callback

@@ -171,6 +171,31 @@ func TestClientE2E(t *testing.T) {
 		}
 	})
 
+	// --placement: sent as the placement extension; the render differs
+	// from the same job without it; the API's limits answer with their
+	// code, a malformed value is a usage error before anything is sent.
+	t.Run("submit placement", func(t *testing.T) {
+		render := func(extra ...string) (int, []byte, string) {
+			dir := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"submit", "--type", "image", "--source", fx.Still, "--alpha-mode", "custom",
+				"--alpha", fx.StillMatte, "--prompt", "warm key light", "--seed", "4", "--out", dir}, extra...)
+			code, _, errOut := cli(ctx, append(args, conn...)...)
+			b, _ := os.ReadFile(filepath.Join(dir, "render.png"))
+			return code, b, errOut
+		}
+		c0, plain, e0 := render()
+		c1, placed, e1 := render("--placement", "0.5,0.2,-0.1")
+		if c0 != 0 || c1 != 0 || len(plain) == 0 || bytes.Equal(plain, placed) {
+			t.Fatalf("exit %d (%s) and %d (%s); the renders equal: %v", c0, e0, c1, e1, bytes.Equal(plain, placed))
+		}
+		if code, _, e := render("--placement", "4.5", "--no-wait"); code != 1 || !strings.Contains(e, "INVALID_PLACEMENT") || !strings.Contains(e, "placement.scale 4.5") {
+			t.Errorf("--placement 4.5: exit %d, %q; want the API's INVALID_PLACEMENT", code, e)
+		}
+		if code, _, e := render("--placement", "1,2"); code != 2 || !strings.Contains(e, "--placement") {
+			t.Errorf("--placement 1,2: exit %d, %q; want a usage error", code, e)
+		}
+	})
+
 	// --output-format exr --frames: the API renders the range and returns
 	// each pass sequence as a ZIP; a range past the source's last frame is
 	// refused at submission, an unknown format before anything is sent.
