@@ -32,18 +32,22 @@ func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int {
 	}
 	n := len(q) &^ (lanes - 1)
 	s, en, eo = s[:len(q)], en[:len(q)], eo[:len(q)]
+	if al != nil {
+		al = al[:len(q)]
+	}
 	E, M, Z, O := bcast(eps), bcast(maxG), bcast(0), bcast(1)
-	for i := 0; i < n; i += lanes {
-		d := load(eo[i:])
-		g := load(en[i:]).Div(d.Max(E))
+	pq, ps, pen, peo, pal := base(q), base(s), base(en), base(eo), base(al)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		d := at(peo, i)
+		g := at(pen, i).Div(d.Max(E))
 		// !(g > 0) -> 0 (NaN included; a NaN eOld makes g NaN in the
 		// scalar max), else at most maxG.
 		g = g.Min(M).Masked(g.Greater(Z).And(d.Equal(d)))
 		a := O
 		if al != nil {
-			a = load(al[i:])
+			a = at(pal, i)
 		}
-		load(s[i:]).Mul(O.Add(a.Mul(g.Sub(O)))).StoreSlice(q[i:])
+		put(at(ps, i).Mul(O.Add(a.Mul(g.Sub(O)))), pq, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -92,8 +96,9 @@ func scaleRowSIMD(o, c []float32, k float32) int {
 	n := len(o) &^ (lanes - 1)
 	c = c[:len(o)]
 	K := bcast(k)
-	for i := 0; i < n; i += lanes {
-		K.Mul(load(c[i:])).StoreSlice(o[i:])
+	po, pc := base(o), base(c)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(K.Mul(at(pc, i)), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -107,8 +112,9 @@ func pairRowSIMD(o, a, b []float32, ki float32) int {
 	n := len(o) &^ (lanes - 1)
 	a, b = a[:len(o)], b[:len(o)]
 	K := bcast(ki)
-	for i := 0; i < n; i += lanes {
-		load(o[i:]).Add(K.Mul(load(a[i:]).Add(load(b[i:])))).StoreSlice(o[i:])
+	po, pa, pb := base(o), base(a), base(b)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(at(po, i).Add(K.Mul(at(pa, i).Add(at(pb, i)))), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -154,8 +160,9 @@ func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int {
 	n := len(t) &^ (lanes - 1)
 	r0, r1, r2, r3 = r0[:len(t)], r1[:len(t)], r2[:len(t)], r3[:len(t)]
 	W0, W1, W2, W3 := bcast(w0), bcast(w1), bcast(w2), bcast(w3)
-	for i := 0; i < n; i += lanes {
-		W0.Mul(load(r0[i:])).Add(W1.Mul(load(r1[i:]))).Add(W2.Mul(load(r2[i:]))).Add(W3.Mul(load(r3[i:]))).StoreSlice(t[i:])
+	pt, p0, p1, p2, p3 := base(t), base(r0), base(r1), base(r2), base(r3)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(W0.Mul(at(p0, i)).Add(W1.Mul(at(p1, i))).Add(W2.Mul(at(p2, i))).Add(W3.Mul(at(p3, i))), pt, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -358,9 +365,10 @@ func EqPrefixSIMD(s []float32, v float32, want bool) int {
 	}
 	n := len(s) &^ (lanes - 1)
 	V := bcast(v)
+	ps := base(s)
 	i := 0
 	for ; i < n; i += lanes {
-		b := load(s[i:]).Equal(V).ToBits()
+		b := at(ps, uintptr(i)*4).Equal(V).ToBits()
 		if want {
 			b = ^b
 		}
@@ -381,8 +389,9 @@ func shadeRowSIMD(q, b, d []float32) int {
 	n := len(q) &^ (lanes - 1)
 	b, d = b[:len(q)], d[:len(q)]
 	O := bcast(1)
-	for i := 0; i < n; i += lanes {
-		load(b[i:]).Mul(O.Sub(load(d[i:]))).StoreSlice(q[i:])
+	pq, pb, pd := base(q), base(b), base(d)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(at(pb, i).Mul(O.Sub(at(pd, i))), pq, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
@@ -399,12 +408,13 @@ func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int {
 	if al != nil {
 		al = al[:len(wf)]
 	}
-	for i := 0; i < n; i += lanes {
+	pwf, pal, pab := base(wf), base(al), base(ab)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
 		a := O
 		if al != nil {
-			a = load(al[i:])
+			a = at(pal, i)
 		}
-		W.Mul(a).Mul(O.Sub(load(ab[i:]))).StoreSlice(wf[i:])
+		put(W.Mul(a).Mul(O.Sub(at(pab, i))), pwf, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
