@@ -97,3 +97,31 @@ func benchGCLF(b *testing.B, grain bool) {
 		return e.d.GainCompositeLookFrame(dst, src, alpha, codes, gain, bg, bgBlur, ab, look, 0.3, 1)
 	})
 }
+
+// BenchmarkGainCompositeLookFramePhoto is the composite as the photo
+// fixtures (`vfx bench ffmpeg --fixtures photo-small`) run it: an x264
+// matte whose background codes are small but never 0 (so every pixel is
+// composited), the plate moved by the camera lock, the subject and old
+// background estimates, the shadow, the wrap's light and the grain.
+func BenchmarkGainCompositeLookFramePhoto(b *testing.B) {
+	e := newBench(b)
+	src := randFrame(frame.YUV420P, fw, fh)
+	alpha, _ := frame.New(frame.Gray8, fw, fh)
+	if err := e.d.Download(alpha, e.alpha(fw, fh)); err != nil {
+		b.Fatal(err)
+	}
+	for i, c := range alpha.Planes[0] {
+		alpha.Planes[0][i] = max(c, byte(2+i%5)) // the matte's noisy floor
+	}
+	look := CompositeLook{FgLow: e.img(480, 270, 3, 0, 1), BgOldLow: e.img(480, 270, 3, 0, 1),
+		ShadowLow: e.img(480, 270, 1, 0, 0.3), WrapLow: e.img(480, 270, 3, 0, 0.5),
+		Grain: e.img(509, 509, 1, -3, 3), GrainAmount: 0.01, GrainX: 100, GrainY: 7, PlateX: -3.37, PlateY: 1.61}
+	gain := e.img(480, 270, 3, 0.5, 1.5)
+	bg, bgBlur := e.img(fw, fh, 3, 0, 1), e.img(fw, fh, 3, 0, 1)
+	ab := e.img(240, 135, 1, 0, 1)
+	dst, _ := frame.New(frame.YUV420P, fw, fh)
+	dst.ColorSpace = frame.BT709
+	e.run(frameBytes(src)+frameBytes(alpha), func() error {
+		return e.d.GainCompositeLookFrame(dst, src, alpha, nil, gain, bg, bgBlur, ab, look, 0.3, 1)
+	})
+}

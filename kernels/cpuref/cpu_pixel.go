@@ -931,10 +931,7 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 			for c := range 3 {
 				rows.Vlerp(sc.wlx[c][x:xe], wl0[c][x:xe], wl1[c][x:xe], j.wy.W0[y], j.wy.W1[y])
 			}
-			wf := sc.wf[x:xe]
-			for i, a := range al[x:xe] {
-				wf[i] = wrap * a
-			}
+			rows.ScaleRow(sc.wf[x:xe], al[x:xe], wrap)
 		case doWrap:
 			rows.Vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.W0[y], ay.W1[y])
 			rows.WrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)

@@ -7,6 +7,12 @@
 // backend (package kernels) uploads the same tables, so that both
 // backends compute from identical constants.
 //
+// The vector loops that read several rows check each row's length once
+// and then read it through its base address at one byte offset (base, at
+// and put in simd_amd64.go), not through a slice expression per load:
+// per-load bounds checks and slice reloads were most of their
+// instructions.
+//
 // Package kernels/cpuref runs these loops over images in row bands; a loop
 // here knows no images, devices or shapes.
 package rows

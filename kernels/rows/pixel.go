@@ -179,6 +179,14 @@ func NonzeroSpan(al []float32) (l, r int) {
 
 func bits(v float32) uint32 { return math.Float32bits(v) }
 
+// ScaleRow writes o = k*c (the masked wrap's factor wrap*a).
+func ScaleRow(o, c []float32, k float32) {
+	c = c[:len(o)]
+	for x := scaleRowSIMD(o, c, k); x < len(o); x++ {
+		o[x] = k * c[x]
+	}
+}
+
 // WrapFactor writes wf = wrap * a * (1 - ab) (a = 1 when al is nil).
 func WrapFactor(wf, al, ab []float32, wrap float32) {
 	ab = ab[:len(wf)]

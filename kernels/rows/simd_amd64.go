@@ -5,6 +5,7 @@ package rows
 import (
 	mbits "math/bits"
 	"simd/archsimd"
+	"unsafe"
 )
 
 // The CPU backend's hottest row loops in AVX2 (Go's simd/archsimd, built
@@ -31,18 +32,22 @@ func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int {
 	}
 	n := len(q) &^ (lanes - 1)
 	s, en, eo = s[:len(q)], en[:len(q)], eo[:len(q)]
+	if al != nil {
+		al = al[:len(q)]
+	}
 	E, M, Z, O := bcast(eps), bcast(maxG), bcast(0), bcast(1)
-	for i := 0; i < n; i += lanes {
-		d := load(eo[i:])
-		g := load(en[i:]).Div(d.Max(E))
+	pq, ps, pen, peo, pal := base(q), base(s), base(en), base(eo), base(al)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		d := at(peo, i)
+		g := at(pen, i).Div(d.Max(E))
 		// !(g > 0) -> 0 (NaN included; a NaN eOld makes g NaN in the
 		// scalar max), else at most maxG.
 		g = g.Min(M).Masked(g.Greater(Z).And(d.Equal(d)))
 		a := O
 		if al != nil {
-			a = load(al[i:])
+			a = at(pal, i)
 		}
-		load(s[i:]).Mul(O.Add(a.Mul(g.Sub(O)))).StoreSlice(q[i:])
+		put(at(ps, i).Mul(O.Add(a.Mul(g.Sub(O)))), pq, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -91,8 +96,9 @@ func scaleRowSIMD(o, c []float32, k float32) int {
 	n := len(o) &^ (lanes - 1)
 	c = c[:len(o)]
 	K := bcast(k)
-	for i := 0; i < n; i += lanes {
-		K.Mul(load(c[i:])).StoreSlice(o[i:])
+	po, pc := base(o), base(c)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(K.Mul(at(pc, i)), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -106,8 +112,9 @@ func pairRowSIMD(o, a, b []float32, ki float32) int {
 	n := len(o) &^ (lanes - 1)
 	a, b = a[:len(o)], b[:len(o)]
 	K := bcast(ki)
-	for i := 0; i < n; i += lanes {
-		load(o[i:]).Add(K.Mul(load(a[i:]).Add(load(b[i:])))).StoreSlice(o[i:])
+	po, pa, pb := base(o), base(a), base(b)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(at(po, i).Add(K.Mul(at(pa, i).Add(at(pb, i)))), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -121,8 +128,9 @@ func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int {
 	n := len(o) &^ (lanes - 1)
 	a, b, c, e = a[:len(o)], b[:len(o)], c[:len(o)], e[:len(o)]
 	KI, KJ := bcast(ki), bcast(kj)
-	for i := 0; i < n; i += lanes {
-		load(o[i:]).Add(KI.Mul(load(a[i:]).Add(load(b[i:])))).Add(KJ.Mul(load(c[i:]).Add(load(e[i:])))).StoreSlice(o[i:])
+	po, pa, pb, pc, pe := base(o), base(a), base(b), base(c), base(e)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(at(po, i).Add(KI.Mul(at(pa, i).Add(at(pb, i)))).Add(KJ.Mul(at(pc, i).Add(at(pe, i)))), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -136,8 +144,9 @@ func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int {
 	n := len(o) &^ (lanes - 1)
 	a, b = a[:len(o)], b[:len(o)]
 	W0, W1 := bcast(w0), bcast(w1)
-	for i := 0; i < n; i += lanes {
-		W0.Mul(load(a[i:])).Add(W1.Mul(load(b[i:]))).StoreSlice(o[i:])
+	po, pa, pb := base(o), base(a), base(b)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(W0.Mul(at(pa, i)).Add(W1.Mul(at(pb, i))), po, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -151,8 +160,9 @@ func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int {
 	n := len(t) &^ (lanes - 1)
 	r0, r1, r2, r3 = r0[:len(t)], r1[:len(t)], r2[:len(t)], r3[:len(t)]
 	W0, W1, W2, W3 := bcast(w0), bcast(w1), bcast(w2), bcast(w3)
-	for i := 0; i < n; i += lanes {
-		W0.Mul(load(r0[i:])).Add(W1.Mul(load(r1[i:]))).Add(W2.Mul(load(r2[i:]))).Add(W3.Mul(load(r3[i:]))).StoreSlice(t[i:])
+	pt, p0, p1, p2, p3 := base(t), base(r0), base(r1), base(r2), base(r3)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(W0.Mul(at(p0, i)).Add(W1.Mul(at(p1, i))).Add(W2.Mul(at(p2, i))).Add(W3.Mul(at(p3, i))), pt, i)
 	}
 	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
 	return n
@@ -184,20 +194,21 @@ func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b,
 		wf, bb = wf[:m], bb[:m]
 	}
 	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
-	for i := 0; i < n; i += lanes {
-		f := clampV(load(s[i:]).Mul(W0.Mul(load(g0[i:])).Add(W1.Mul(load(g1[i:])))), Z, M)
+	pq, ps, pg0, pg1, pal, pb, pwf, pbb := base(q), base(s), base(g0), base(g1), base(al), base(b), base(wf), base(bb)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		f := clampV(at(ps, i).Mul(W0.Mul(at(pg0, i)).Add(W1.Mul(at(pg1, i)))), Z, M)
 		switch kind {
 		case gkComp, gkCompWrap:
-			a := load(al[i:])
-			f = a.Mul(f).Add(O.Sub(a).Mul(load(b[i:])))
+			a := at(pal, i)
+			f = a.Mul(f).Add(O.Sub(a).Mul(at(pb, i)))
 		case gkOne, gkOneWrap:
 			f = f.Add(Z)
 		}
 		switch kind {
 		case gkCompWrap, gkWrap, gkOneWrap:
-			f = f.Add(load(wf[i:]).Mul(load(bb[i:])))
+			f = f.Add(at(pwf, i).Mul(at(pbb, i)))
 		}
-		f.StoreSlice(q[i:])
+		put(f, pq, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
@@ -205,13 +216,20 @@ func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b,
 
 // lookRowSIMD is gainLookRow's vector loop (see ratioRowSIMD): fm0 nil =
 // no foreground estimate, sh nil = no shadow, wf nil = no wrap; the
-// slices are at least len(q) long.
+// slices are at least len(q) long. Its twelve rows are read through
+// their base addresses at one byte offset (see at): with slice
+// expressions per load the loop spent most of its instructions on
+// bounds checks and reloading the slices from the stack.
 func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
 	if !simdOn {
 		return 0
 	}
 	m := len(q)
 	n := m &^ (lanes - 1)
+	if n == 0 {
+		return 0
+	}
+	// The bounds, checked once: every row holds at least m values.
 	s, g0, g1, al, b = s[:m], g0[:m], g1[:m], al[:m], b[:m]
 	est, shade, wrap := fm0 != nil, sh != nil, wf != nil
 	if est {
@@ -223,29 +241,48 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 	if wrap {
 		wf, bb = wf[:m], bb[:m]
 	}
+	pq, ps, pg0, pg1, pal, pb := base(q), base(s), base(g0), base(g1), base(al), base(b)
+	pfm0, pfm1, pbm0, pbm1, psh, pwf, pbb := base(fm0), base(fm1), base(bm0), base(bm1), base(sh), base(wf), base(bb)
 	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
-	for i := 0; i < n; i += lanes {
-		iv, a := load(s[i:]), load(al[i:])
+	for o := uintptr(0); o < uintptr(n)*4; o += lanes * 4 {
+		iv, a := at(ps, o), at(pal, o)
 		oa := O.Sub(a)
 		if est {
-			fm := W0.Mul(load(fm0[i:])).Add(W1.Mul(load(fm1[i:])))
-			bm := W0.Mul(load(bm0[i:])).Add(W1.Mul(load(bm1[i:])))
+			fm := W0.Mul(at(pfm0, o)).Add(W1.Mul(at(pfm1, o)))
+			bm := W0.Mul(at(pbm0, o)).Add(W1.Mul(at(pbm1, o)))
 			den := a.Mul(a).Add(oa.Mul(oa))
 			iv = clampV(fm.Add(a.Mul(iv.Sub(a.Mul(fm)).Sub(oa.Mul(bm))).Div(den)), Z, M)
 		}
-		f := clampV(iv.Mul(W0.Mul(load(g0[i:])).Add(W1.Mul(load(g1[i:])))), Z, M)
-		bv := load(b[i:])
+		f := clampV(iv.Mul(W0.Mul(at(pg0, o)).Add(W1.Mul(at(pg1, o)))), Z, M)
+		bv := at(pb, o)
 		if shade {
-			bv = bv.Mul(O.Sub(load(sh[i:])))
+			bv = bv.Mul(O.Sub(at(psh, o)))
 		}
-		o := a.Mul(f).Add(oa.Mul(bv))
+		r := a.Mul(f).Add(oa.Mul(bv))
 		if wrap {
-			o = o.Add(load(wf[i:]).Mul(load(bb[i:])))
+			r = r.Add(at(pwf, o).Mul(at(pbb, o)))
 		}
-		o.StoreSlice(q[i:])
+		put(r, pq, o)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
+}
+
+// base is the address of s's first value (nil for an empty or nil s):
+// the vector loops that read many rows index them with at and put, after
+// checking once that each row is long enough.
+func base(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// at loads the 8 values at byte offset o from p (the caller has checked
+// the bounds).
+func at(p unsafe.Pointer, o uintptr) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[lanes]float32)(unsafe.Add(p, o)))
+}
+
+// put stores v's 8 values at byte offset o from p (bounds checked by the
+// caller).
+func put(v archsimd.Float32x8, p unsafe.Pointer, o uintptr) {
+	v.Store((*[lanes]float32)(unsafe.Add(p, o)))
 }
 
 // grainRowSIMD is grainRow's vector loop over one segment (see
@@ -262,9 +299,10 @@ func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int {
 	AMT, M, Z, O := bcast(amt), bcast(maxV), bcast(0), bcast(1)
 	KR, KG, KB, EPS := bcast(0.2126), bcast(0.7152), bcast(0.0722), bcast(1e-8)
 	MAGIC, H, T15 := archsimd.BroadcastUint32x8(0x5f3759df), bcast(0.5), bcast(1.5)
-	for i := 0; i < n; i += lanes {
-		t := load(al[i:]).Mul(AMT).Mul(load(nv[i:]))
-		a, b, c := load(q0[i:]), load(q1[i:]), load(q2[i:])
+	p0, p1, p2, pal, pnv := base(q0), base(q1), base(q2), base(al), base(nv)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		t := at(pal, i).Mul(AMT).Mul(at(pnv, i))
+		a, b, c := at(p0, i), at(p1, i), at(p2, i)
 		lum := KR.Mul(a).Add(KG.Mul(b)).Add(KB.Mul(c))
 		lum = lum.Merge(EPS, lum.Greater(EPS)) // !(lum > 1e-8) -> 1e-8, NaN included
 		y := MAGIC.Sub(lum.AsUint32x8().ShiftAllRight(1)).AsFloat32x8()
@@ -273,9 +311,9 @@ func grainRowSIMD(q0, q1, q2, al, nv []float32, amt, maxV float32) int {
 		v = v.Merge(Z, v.Greater(Z)) // !(v > 0) -> 0
 		f := v.Mul(v)
 		a, b, c = a.Mul(f), b.Mul(f), c.Mul(f)
-		M.Merge(a, a.Greater(M)).StoreSlice(q0[i:])
-		M.Merge(b, b.Greater(M)).StoreSlice(q1[i:])
-		M.Merge(c, c.Greater(M)).StoreSlice(q2[i:])
+		put(M.Merge(a, a.Greater(M)), p0, i)
+		put(M.Merge(b, b.Greater(M)), p1, i)
+		put(M.Merge(c, c.Greater(M)), p2, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
@@ -293,17 +331,24 @@ func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
 	}
 	m := len(o)
 	i0, i1, w0, w1 = i0[:m], i1[:m], w0[:m], w1[:m]
+	po, pi0, pi1, pw0, pw1 := base(o), unsafe.Pointer(unsafe.SliceData(i0)), unsafe.Pointer(unsafe.SliceData(i1)), base(w0), base(w1)
 	x := 0
 	for ; x+lanes <= m; x += lanes {
-		base := i0[x]
-		if i1[x+lanes-1]-base >= lanes {
+		b := i0[x]
+		if i1[x+lanes-1]-b >= lanes {
 			break
 		}
-		v := archsimd.LoadFloat32x8SlicePart(r[base:]) // past r's end: zeros, never picked
-		B := archsimd.BroadcastInt32x8(base)
-		k0 := archsimd.LoadInt32x8Slice(i0[x:]).Sub(B).AsUint32x8()
-		k1 := archsimd.LoadInt32x8Slice(i1[x:]).Sub(B).AsUint32x8()
-		load(w0[x:]).Mul(v.Permute(k0)).Add(load(w1[x:]).Mul(v.Permute(k1))).StoreSlice(o[x:])
+		var v archsimd.Float32x8
+		if int(b)+lanes <= len(r) {
+			v = at(base(r), uintptr(b)*4)
+		} else {
+			v = archsimd.LoadFloat32x8SlicePart(r[b:]) // past r's end: zeros, never picked
+		}
+		B := archsimd.BroadcastInt32x8(b)
+		xo := uintptr(x) * 4
+		k0 := archsimd.LoadInt32x8((*[lanes]int32)(unsafe.Add(pi0, xo))).Sub(B).AsUint32x8()
+		k1 := archsimd.LoadInt32x8((*[lanes]int32)(unsafe.Add(pi1, xo))).Sub(B).AsUint32x8()
+		put(at(pw0, xo).Mul(v.Permute(k0)).Add(at(pw1, xo).Mul(v.Permute(k1))), po, xo)
 	}
 	archsimd.ClearAVXUpperBits()
 	return x
@@ -320,9 +365,10 @@ func EqPrefixSIMD(s []float32, v float32, want bool) int {
 	}
 	n := len(s) &^ (lanes - 1)
 	V := bcast(v)
+	ps := base(s)
 	i := 0
 	for ; i < n; i += lanes {
-		b := load(s[i:]).Equal(V).ToBits()
+		b := at(ps, uintptr(i)*4).Equal(V).ToBits()
 		if want {
 			b = ^b
 		}
@@ -343,8 +389,9 @@ func shadeRowSIMD(q, b, d []float32) int {
 	n := len(q) &^ (lanes - 1)
 	b, d = b[:len(q)], d[:len(q)]
 	O := bcast(1)
-	for i := 0; i < n; i += lanes {
-		load(b[i:]).Mul(O.Sub(load(d[i:]))).StoreSlice(q[i:])
+	pq, pb, pd := base(q), base(b), base(d)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		put(at(pb, i).Mul(O.Sub(at(pd, i))), pq, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
@@ -361,12 +408,13 @@ func wrapFactorSIMD(wf, al, ab []float32, wrap float32) int {
 	if al != nil {
 		al = al[:len(wf)]
 	}
-	for i := 0; i < n; i += lanes {
+	pwf, pal, pab := base(wf), base(al), base(ab)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
 		a := O
 		if al != nil {
-			a = load(al[i:])
+			a = at(pal, i)
 		}
-		W.Mul(a).Mul(O.Sub(load(ab[i:]))).StoreSlice(wf[i:])
+		put(W.Mul(a).Mul(O.Sub(at(pab, i))), pwf, i)
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
@@ -515,31 +563,43 @@ func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty fl
 	row, fx, x0, x1 = row[:m], fx[:m], x0[:m], x1[:m]
 	TY, OTY, O := bcast(ty), bcast(1-ty), bcast(1)
 	mixed := false
-	for k, base := range blocks {
-		x := k * lanes
-		if base >= 0 {
-			tx := load(fx[x:])
+	// A whole block reads r0 and r1 at columns [b, b+9): checked once for
+	// the largest b, then read through the rows' addresses.
+	mb := int32(-1)
+	for _, b := range blocks {
+		mb = max(mb, b)
+	}
+	if mb >= 0 {
+		_, _ = r0[mb+lanes], r1[mb+lanes]
+	}
+	prow, pfx, pr0, pr1 := base(row), base(fx), base(r0), base(r1)
+	for k, b := range blocks {
+		x := uintptr(k) * lanes * 4
+		if b >= 0 {
+			o := uintptr(b) * 4
+			tx := at(pfx, x)
 			otx := O.Sub(tx)
-			top := otx.Mul(load(r0[base:])).Add(tx.Mul(load(r0[base+1:])))
-			bot := otx.Mul(load(r1[base:])).Add(tx.Mul(load(r1[base+1:])))
-			OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[x:])
+			top := otx.Mul(at(pr0, o)).Add(tx.Mul(at(pr0, o+4)))
+			bot := otx.Mul(at(pr1, o)).Add(tx.Mul(at(pr1, o+4)))
+			put(OTY.Mul(top).Add(TY.Mul(bot)), prow, x)
 			continue
 		}
-		if base != ShiftBlockOne {
+		if b != ShiftBlockOne {
 			mixed = true
 			continue
 		}
-		i0, i1 := x0[x], x1[x]
-		tx := bcast(fx[x])
+		xi := k * lanes
+		i0, i1 := x0[xi], x1[xi]
+		tx := bcast(fx[xi])
 		otx := O.Sub(tx)
 		top := otx.Mul(bcast(r0[i0])).Add(tx.Mul(bcast(r0[i1])))
 		bot := otx.Mul(bcast(r1[i0])).Add(tx.Mul(bcast(r1[i1])))
-		OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[x:])
+		OTY.Mul(top).Add(TY.Mul(bot)).StoreSlice(row[xi:])
 	}
 	archsimd.ClearAVXUpperBits()
 	if mixed {
-		for k, base := range blocks {
-			if base == ShiftBlockMixed {
+		for k, b := range blocks {
+			if b == ShiftBlockMixed {
 				for j := k * lanes; j < (k+1)*lanes; j++ {
 					row[j] = ShiftPix(r0, r1, x0[j], x1[j], fx[j], ty)
 				}

@@ -75,6 +75,7 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			check("ratioRow", func(q []float32) { RatioRow(q, s, en, eo, nil, 0.05, 4) })
 			check("ratioRow alpha", func(q []float32) { RatioRow(q, s, en, eo, al, 0.05, 4) })
 			check("vlerp", func(q []float32) { Vlerp(q, s, en, 0.3, 0.7) })
+			check("scaleRow", func(q []float32) { ScaleRow(q, al, 0.37) })
 			check("shadeRow", func(q []float32) { ShadeRow(q, b, al) })
 			check("wrapFactor", func(q []float32) { WrapFactor(q, al, b, 0.4) })
 			check("wrapFactor nil", func(q []float32) { WrapFactor(q, nil, b, 0.4) })

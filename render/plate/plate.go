@@ -23,7 +23,9 @@ package plate
 
 import (
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 const (
@@ -275,8 +277,56 @@ func kthLargest(g []float64, k int) float64 {
 	return g[want]
 }
 
-// gaussBlur is a separable Gaussian blur (edges clamped).
+// gaussBlur is a separable Gaussian blur (edges clamped): each output the
+// sum, tap by tap from the first, of the kernel times the clamped
+// neighbours, horizontally then vertically (bit for bit the plain loops,
+// gaussBlurRef in the tests). The columns whose taps stay inside the row skip the
+// clamp, the vertical pass adds whole rows tap by tap (each output still
+// takes its taps in order), and each pass splits its rows over the
+// processors: the plate's and the subject's measures run once per job
+// before the first frame, on one goroutine.
 func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
+	k := gaussKernel(sigma)
+	r := len(k) / 2
+	tmp := make([]float32, w*h)
+	out := make([]float32, w*h)
+	rowsPar(h, func(y0, y1 int) {
+		for y := y0; y < y1; y++ {
+			row, o := src[y*w:][:w], tmp[y*w:][:w]
+			// Columns [r, w-r) read row[x-r : x+r+1] without a clamp.
+			lo, hi := min(r, w), max(w-r, min(r, w))
+			for x := range lo {
+				o[x] = clampTaps(row, k, x, r)
+			}
+			for x := lo; x < hi; x++ {
+				win := row[x-r:][:len(k)]
+				var s float32
+				for j, kv := range k {
+					s += kv * win[j]
+				}
+				o[x] = s
+			}
+			for x := hi; x < w; x++ {
+				o[x] = clampTaps(row, k, x, r)
+			}
+		}
+	})
+	rowsPar(h, func(y0, y1 int) {
+		for y := y0; y < y1; y++ {
+			o := out[y*w:][:w]
+			for j, kv := range k {
+				t := tmp[min(max(y+j-r, 0), h-1)*w:][:w]
+				for x, v := range t {
+					o[x] += kv * v
+				}
+			}
+		}
+	})
+	return out
+}
+
+// gaussKernel is gaussBlur's normalised kernel of radius ceil(3 sigma).
+func gaussKernel(sigma float64) []float32 {
 	r := int(math.Ceil(3 * sigma))
 	k := make([]float32, 2*r+1)
 	var sum float32
@@ -288,26 +338,32 @@ func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
 	for i := range k {
 		k[i] /= sum
 	}
-	tmp := make([]float32, w*h)
-	out := make([]float32, w*h)
-	for y := 0; y < h; y++ {
-		row := src[y*w:][:w]
-		for x := 0; x < w; x++ {
-			var s float32
-			for j, kv := range k {
-				s += kv * row[min(max(x+j-r, 0), w-1)]
-			}
-			tmp[y*w+x] = s
-		}
+	return k
+}
+
+// clampTaps is one output of gaussBlur's horizontal pass at column x,
+// its taps clamped to the row.
+func clampTaps(row, k []float32, x, r int) float32 {
+	w := len(row)
+	var s float32
+	for j, kv := range k {
+		s += kv * row[min(max(x+j-r, 0), w-1)]
 	}
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			var s float32
-			for j, kv := range k {
-				s += kv * tmp[min(max(y+j-r, 0), h-1)*w+x]
-			}
-			out[y*w+x] = s
-		}
+	return s
+}
+
+// rowsPar calls fn on consecutive bands [y0, y1) of h rows, one band per
+// processor (GOMAXPROCS), and waits for them.
+func rowsPar(h int, fn func(y0, y1 int)) {
+	n := min(runtime.GOMAXPROCS(0), max(h/32, 1))
+	if n <= 1 {
+		fn(0, h)
+		return
 	}
-	return out
+	var wg sync.WaitGroup
+	for i := range n {
+		y0, y1 := h*i/n, h*(i+1)/n
+		wg.Go(func() { fn(y0, y1) })
+	}
+	wg.Wait()
 }
