@@ -617,17 +617,22 @@ func dotsSIMD(out, q, keys []float32) bool {
 	if !simdOn || c%lanes != 0 || c == 0 {
 		return false
 	}
+	keys = keys[:len(out)*c] // the bounds, checked once (see at)
 	var s [lanes8]float32
+	pq, pk := base(q), base(keys)
+	row := uintptr(c) * 4 // one key's bytes
+	end := row
 	e := 0
 	for ; e+4 <= len(out); e += 4 {
-		k0, k1, k2, k3 := keys[e*c:(e+1)*c], keys[(e+1)*c:(e+2)*c], keys[(e+2)*c:(e+3)*c], keys[(e+3)*c:(e+4)*c]
+		k0 := uintptr(e) * row
+		k1, k2, k3 := k0+row, k0+2*row, k0+3*row
 		a0, a1, a2, a3 := bcast(0), bcast(0), bcast(0), bcast(0)
-		for i := 0; i < c; i += lanes {
-			v := load(q[i:])
-			a0 = a0.Add(v.Mul(load(k0[i:])))
-			a1 = a1.Add(v.Mul(load(k1[i:])))
-			a2 = a2.Add(v.Mul(load(k2[i:])))
-			a3 = a3.Add(v.Mul(load(k3[i:])))
+		for i := uintptr(0); i < end; i += lanes * 4 {
+			v := at(pq, i)
+			a0 = a0.Add(v.Mul(at(pk, k0+i)))
+			a1 = a1.Add(v.Mul(at(pk, k1+i)))
+			a2 = a2.Add(v.Mul(at(pk, k2+i)))
+			a3 = a3.Add(v.Mul(at(pk, k3+i)))
 		}
 		for j, a := range [4]archsimd.Float32x8{a0, a1, a2, a3} {
 			a.StoreSlice(s[:])
@@ -635,13 +640,14 @@ func dotsSIMD(out, q, keys []float32) bool {
 		}
 	}
 	for ; e < len(out); e++ {
-		k := keys[e*c : (e+1)*c]
+		k := uintptr(e) * row
 		acc := bcast(0)
-		for i := 0; i < c; i += lanes {
-			acc = acc.Add(load(q[i:]).Mul(load(k[i:])))
+		for i := uintptr(0); i < end; i += lanes * 4 {
+			acc = acc.Add(at(pq, i).Mul(at(pk, k+i)))
 		}
 		acc.StoreSlice(s[:])
 		out[e] = sum8(&s)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }

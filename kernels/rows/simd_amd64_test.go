@@ -216,3 +216,15 @@ func TestDotsMatchScalar(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDots is one query of select's memory read: 1024 remembered
+// cells of 512 features (matte/memory.go).
+func BenchmarkDots(b *testing.B) {
+	rng := newRNG(3)
+	const c, n = 512, 1024
+	q, keys, out := randVals(rng, c, -1, 1), randVals(rng, n*c, -1, 1), make([]float32, n)
+	b.SetBytes(n * c * 4)
+	for b.Loop() {
+		Dots(out, q, keys)
+	}
+}
