@@ -28,9 +28,9 @@ func hostAVX512() bool {
 // (mbtree_propagate_list_internal_avx512, used with the default
 // mb-tree rate control) handles a row 8 macroblocks at a time without
 // stopping at the row's end, so the last step of a row whose width is not
-// a multiple of 8 macroblocks adds the costs of up to 7 macroblocks past
-// it, read from memory that x264 never wrote. The encode then depends on
-// what the heap held: the same frames gave different streams run to run
+// a multiple of 8 macroblocks also propagates up to 7 macroblocks past
+// it, whose costs and vectors lie partly in memory that x264 does not
+// initialise. The encode then depends on what the heap held: the same frames gave different streams run to run
 // (854x480: 54 macroblocks; 1280 and 1920 wide are multiples of 8, never
 // touched). Its SSSE3/AVX/AVX2 versions and the C code stop at the row's
 // end; on such pictures libx264 runs its AVX2 code instead, about as fast.
