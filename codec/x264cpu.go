@@ -11,12 +11,15 @@ import (
 // implies the ones before it).
 const x264NoAVX512 = "MMX2,SSE2Fast,SSSE3,SSE4.2,AVX,FMA3,BMI2,AVX2"
 
-// hostAVX512 reports whether libx264 uses its AVX-512 code here: it needs
+// hostAVX512 reports whether libx264 uses its AVX-512 code here (it needs
 // AVX-512 F, CD, BW, DQ and VL with the OS saving the ZMM state, as
-// x/sys/cpu checks.
+// x/sys/cpu checks) and the CPU has what x264NoAVX512 names (every
+// AVX-512 CPU does; checked so that the guard never names a feature the
+// CPU lacks).
 func hostAVX512() bool {
 	x := cpu.X86
-	return x.HasAVX512F && x.HasAVX512CD && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL
+	return x.HasAVX512F && x.HasAVX512CD && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL &&
+		x.HasAVX2 && x.HasFMA && x.HasBMI1 && x.HasBMI2 && x.HasSSE42 && x.HasSSSE3 && x.HasAVX
 }
 
 // x264Params returns the x264-params for an mp4 of the given width: the
