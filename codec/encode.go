@@ -276,8 +276,8 @@ func (e *Encoder) openMP4(ctx context.Context) error {
 			return fmt.Errorf("codec: new encoder: option %s: %w", kv[0], err)
 		}
 	}
-	if o.X264Params != "" {
-		if err := d.Set("x264-params", o.X264Params, 0); err != nil {
+	if xp := x264Params(o.X264Params, o.Width, hostAVX512()); xp != "" {
+		if err := d.Set("x264-params", xp, 0); err != nil {
 			return fmt.Errorf("codec: new encoder: option x264-params: %w", err)
 		}
 	}

@@ -252,6 +252,75 @@ func TestRunDeterministic(t *testing.T) {
 	}
 }
 
+// detChildEnv carries, to a child of TestRunVideoDeterministic, the
+// output folder and the fixture's source, matte and reference (joined by
+// os.PathListSeparator).
+const detChildEnv = "VFX_TEST_DET_CHILD"
+
+// detVideoJob runs TestRunVideoDeterministic's job into out and returns
+// its render's path.
+func detVideoJob(t *testing.T, out, source, matte, ref string) string {
+	t.Helper()
+	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "sunset, warm key light from the right", Seed: 7},
+		Source:     in(source),
+		Alpha:      in(matte),
+		Reference:  in(ref),
+		CRF:        -1, // and the default preset and x264 params: medium, with its mb-tree
+	}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Render
+}
+
+// TestRunVideoDeterministic runs one seeded video job in this process and
+// in two child processes whose heaps glibc fills differently
+// (MALLOC_PERTURB_): every decoded frame of the three render.mp4 must be
+// the same. The picture is 13 macroblocks wide, where libx264's AVX-512
+// mb-tree code reads memory it never wrote (codec.x264Params): without the
+// codec's guard this fails on a CPU with AVX-512 (and passes either way
+// without AVX-512 or with a C library that ignores MALLOC_PERTURB_).
+func TestRunVideoDeterministic(t *testing.T) {
+	if v := os.Getenv(detChildEnv); v != "" {
+		a := filepath.SplitList(v)
+		if len(a) != 4 {
+			t.Fatalf("%s=%q", detChildEnv, v)
+		}
+		detVideoJob(t, a[0], a[1], a[2], a[3])
+		return
+	}
+	if testing.Short() {
+		t.Skip("runs the test binary twice")
+	}
+	fx := fixture(t, 200, 112, 24)
+	ref := detVideoJob(t, t.TempDir(), fx.Source, fx.Matte, fx.Reference)
+	_, want := decodeAll(t, ref, frame.YUV420P)
+	if len(want) != 24 {
+		t.Fatalf("%d render frames, want 24", len(want))
+	}
+	for _, perturb := range []string{"165", "77"} {
+		out := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRunVideoDeterministic$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MALLOC_PERTURB_="+perturb,
+			detChildEnv+"="+strings.Join([]string{out, fx.Source, fx.Matte, fx.Reference}, string(os.PathListSeparator)))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child (MALLOC_PERTURB_=%s): %v\n%s", perturb, err, b)
+		}
+		_, got := decodeAll(t, filepath.Join(out, filepath.Base(ref)), frame.YUV420P)
+		if len(got) != len(want) {
+			t.Fatalf("MALLOC_PERTURB_=%s: %d render frames, want %d", perturb, len(got), len(want))
+		}
+		for i := range got {
+			for p := 0; p < 3; p++ {
+				if d := maxDiff(got[i].Planes[p], want[i].Planes[p]); d != 0 {
+					t.Fatalf("MALLOC_PERTURB_=%s: render frame %d plane %d differs from this process's (max %d codes)", perturb, i, p, d)
+				}
+			}
+		}
+	}
+}
+
 func TestRunVideoScaledReencodes(t *testing.T) {
 	fx := fixture(t, 1296, 736, 3)
 	res, err := runReq(newPipeline(), context.Background(), RenderRequest{
