@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "62575b99d9752e69caeca7b15379ffd1dad1e3322966986a669b38b6699fdeff"
+const cudaSourcesSHA256 = "fd7369ef2c4f795db90308668b2e2876919c00c9b2bcc1740e136fc318866d8a"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "46d5b84448f6c1197c3a36034980ebc92b5b951d8d34ed01b85714f3f1f7a790"
+const cudaFatbinSHA256 = "d74b9d085ae631d4ab7ac1a65405ad56285986d366ed3a8303830e2f8a7097f2"

@@ -67,7 +67,7 @@ func TestGainCompositeLook(t *testing.T) {
 					bbv := BB
 					switch {
 					case tc.look.WrapLow != nil:
-						wf, bbv = wrap*a, WL
+						wf, bbv = wrap*a*a, WL
 					case tc.bgBlur != nil:
 						wf = wrap * a * (1 - AB[i])
 					}

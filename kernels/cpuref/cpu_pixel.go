@@ -927,13 +927,13 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		}
 		switch {
 		case j.wl != nil:
-			// The masked wrap: wf = wrap*a*(1 - 0), its light sampled.
+			// The masked wrap: wf = wrap*a*a, its light sampled.
 			for c := range 3 {
 				rows.Vlerp(sc.wlx[c][x:xe], wl0[c][x:xe], wl1[c][x:xe], j.wy.W0[y], j.wy.W1[y])
 			}
 			wf := sc.wf[x:xe]
 			for i, a := range al[x:xe] {
-				wf[i] = wrap * a
+				wf[i] = wrap * a * a
 			}
 		case doWrap:
 			rows.Vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.W0[y], ay.W1[y])

@@ -22,7 +22,7 @@ struct GC {
     // as Shift would move them; ignored without alpha).
     float pdx, pdy;
     // CompositeLook.WrapLow (0 = none; any size, with its bilinear tables
-    // wx, wy): the masked wrap's light, wrap*a*w in place of
+    // wx, wy): the masked wrap's light, wrap*a*a*w in place of
     // wrap*a*(1 - ab)*bb; not moved by pdx, pdy; ignored without alpha.
     const float *wl;
     const void *wx, *wy;
@@ -95,7 +95,7 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         Bilin wx = bilin(j.wx, j.w), wy = bilin(j.wy, j.h);
         int64_t wn = (int64_t)j.wlw * j.wlh;
         for (int c = 0; c < 3; c++) bbv[c] = bilin_sample(j.wl + c * wn, j.wlw, wx, wy, x, y);
-        wf = j.wrap * a;
+        wf = j.wrap * a * a;
     } else if (doWrap) {
         if (j.alpha) gc_plate(j, j.bb, x, y, i, bbv);
         Bilin ax = bilin(j.ax, j.w), ay = bilin(j.ay, j.h);
