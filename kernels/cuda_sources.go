@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "fd7369ef2c4f795db90308668b2e2876919c00c9b2bcc1740e136fc318866d8a"
+const cudaSourcesSHA256 = "cc92e022d287531a99b92e367c95e6a86377f97d417bebfe88b21eddb3bd6917"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "d74b9d085ae631d4ab7ac1a65405ad56285986d366ed3a8303830e2f8a7097f2"
+const cudaFatbinSHA256 = "651f6e0996d38a687a9f77fad3756607451262525ce3df3d40d720d1bdd67f08"

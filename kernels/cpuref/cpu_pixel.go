@@ -480,6 +480,8 @@ type compositeJob struct {
 	wl     *cpuImage
 	wx, wy rows.Bilin
 	table  func(out, in int) rows.Bilin
+	// fadeInv is 1/CompositeLook.EdgeFade (0 = no fade).
+	fadeInv float32
 }
 
 // compositeScratch is the per-worker state of a compositeJob.
@@ -585,6 +587,14 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 	if wl != nil && j.hasAlpha {
 		j.wl, j.doWrap = wl, true
 		j.wx, j.wy = j.table(j.w, wl.w), j.table(j.h, wl.h)
+	}
+	if e := look.EdgeFade; e != 0 {
+		if !(e > 0 && e <= 1) {
+			return shapeErr(op, "EdgeFade %v is not in [0, 1]", e)
+		}
+		if j.hasAlpha {
+			j.fadeInv = 1 / e
+		}
 	}
 	if j.sh != nil {
 		// The nonzero columns of each row of the darkness.
@@ -955,8 +965,8 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 					rows.GainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
 				case one:
 					rows.GainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
-				case j.fm != nil || shx != nil:
-					lr := rows.LookRun{Al: al[u:v], B: bs[c][u:v]}
+				case j.fm != nil || shx != nil || j.fadeInv != 0:
+					lr := rows.LookRun{Al: al[u:v], B: bs[c][u:v], FadeInv: j.fadeInv}
 					if doWrap {
 						lr.Wf, lr.Bb = sc.wf[u:v], bbs[c][u:v]
 					}

@@ -96,6 +96,16 @@ type CompositeLook struct {
 	// (either may be nil). It is made in the frame's coordinates, so
 	// PlateX, PlateY do not move it. Ignored without alpha.
 	WrapLow Image
+	// EdgeFade (0 = none, else in (0, 1]) bounds the subject's light on
+	// the matte's soft band: where 0 < a < 1, with f the subject's term
+	// (the gain times the source or the estimated foreground, clamped)
+	// and I the source, f becomes
+	//   f - (1 - min(1, a*k))*max(0, f - I), k = 1/EdgeFade (float32),
+	// so where a < EdgeFade the composite's brightening over the plain
+	// composite a*I + (1-a)*bg fades as a*a/EdgeFade (darkening is
+	// kept), and where a >= EdgeFade nothing changes. Ignored without
+	// alpha.
+	EdgeFade float32
 }
 
 // FuseParams weigh the evidence terms of MatteFuse.

@@ -204,9 +204,9 @@ func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b,
 }
 
 // lookRowSIMD is gainLookRow's vector loop (see ratioRowSIMD): fm0 nil =
-// no foreground estimate, sh nil = no shadow, wf nil = no wrap; the
-// slices are at least len(q) long.
-func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
+// no foreground estimate, sh nil = no shadow, wf nil = no wrap, k 0 =
+// no edge fade (fadeEdge); the slices are at least len(q) long.
+func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32, k float32) int {
 	if !simdOn {
 		return 0
 	}
@@ -223,9 +223,11 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 	if wrap {
 		wf, bb = wf[:m], bb[:m]
 	}
-	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
+	W0, W1, Z, M, O, K := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1), bcast(k)
+	fade := k != 0
 	for i := 0; i < n; i += lanes {
 		iv, a := load(s[i:]), load(al[i:])
+		i0 := iv
 		oa := O.Sub(a)
 		if est {
 			fm := W0.Mul(load(fm0[i:])).Add(W1.Mul(load(fm1[i:])))
@@ -234,6 +236,13 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 			iv = clampV(fm.Add(a.Mul(iv.Sub(a.Mul(fm)).Sub(oa.Mul(bm))).Div(den)), Z, M)
 		}
 		f := clampV(iv.Mul(W0.Mul(load(g0[i:])).Add(W1.Mul(load(g1[i:])))), Z, M)
+		if fade {
+			t := a.Mul(K)
+			t = O.Merge(t, t.Greater(O)) // t > 1 -> 1
+			d := f.Sub(i0)
+			d = Z.Merge(d, d.Less(Z)) // d < 0 -> 0
+			f = f.Sub(O.Sub(t).Mul(d))
+		}
 		bv := load(b[i:])
 		if shade {
 			bv = bv.Mul(O.Sub(load(sh[i:])))
