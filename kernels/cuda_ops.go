@@ -989,6 +989,7 @@ type gcArg struct {
 	wl                          cu.DevicePtr // CompositeLook.WrapLow (0 = none)
 	wx, wy                      cu.DevicePtr // its bilinear tables
 	wlw, wlh                    int32
+	fadeInv                     float32 // 1/CompositeLook.EdgeFade (0 = none)
 }
 
 // gcLook checks GainCompositeLook's optional inputs (the CPU's setLook
@@ -1065,6 +1066,14 @@ func (d *CUDA) gcLook(op string, j *gcArg, gainLow Image, look CompositeLook) er
 	}
 	if wl != nil && j.alpha != 0 {
 		j.wl, j.wlw, j.wlh = wl.ptr, int32(wl.w), int32(wl.h)
+	}
+	if e := look.EdgeFade; e != 0 {
+		if !(e > 0 && e <= 1) {
+			return d.shapeErr(op, "EdgeFade %v is not in [0, 1]", e)
+		}
+		if j.alpha != 0 {
+			j.fadeInv = 1 / e
+		}
 	}
 	return nil
 }

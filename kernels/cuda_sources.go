@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "62575b99d9752e69caeca7b15379ffd1dad1e3322966986a669b38b6699fdeff"
+const cudaSourcesSHA256 = "cc92e022d287531a99b92e367c95e6a86377f97d417bebfe88b21eddb3bd6917"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "46d5b84448f6c1197c3a36034980ebc92b5b951d8d34ed01b85714f3f1f7a790"
+const cudaFatbinSHA256 = "651f6e0996d38a687a9f77fad3756607451262525ce3df3d40d720d1bdd67f08"

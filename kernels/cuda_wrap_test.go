@@ -6,7 +6,7 @@ package kernels
 // with the matte's exact 0 and 1 regions (1 - wide below eps), and in
 // place; and GainCompositeLook with the masked wrap's light
 // (CompositeLook.WrapLow: bgBlur and alphaBlurLow not read, and not
-// moved by the plate offset).
+// moved by the plate offset), and with CompositeLook.EdgeFade.
 func init() {
 	opCases = append(opCases,
 		imageOp("WrapLight", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
@@ -25,6 +25,17 @@ func init() {
 		}),
 		imageOp("GainCompositeLook/wraplow-plate", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 			look := CompositeLook{ShadowLow: up(in.alphaLow), WrapLow: up(in.gainLow), PlateX: -3.37, PlateY: 1.61}
+			return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
+		}),
+		// CompositeLook.EdgeFade (issue 31's soft band), with the
+		// estimate and the masked wrap, and alone.
+		imageOp("GainCompositeLook/edgefade", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			g := up(in.gainLow)
+			look := CompositeLook{FgLow: g, BgOldLow: up(in.gainLow), ShadowLow: up(in.alphaLow), WrapLow: up(in.gainLow), EdgeFade: 0.5}
+			return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), g, up(in.rgb2), nil, nil, look, 0.4, 1.5)
+		}),
+		imageOp("GainCompositeLook/edgefade-only", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+			look := CompositeLook{EdgeFade: 0.3}
 			return o.GainCompositeLook(dst, up(in.rgb), up(in.alpha), up(in.gainLow), up(in.rgb2), up(in.rgb), up(in.alphaLow), look, 0.4, 1.5)
 		}),
 	)

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/vfxrender/vfx/frame"
@@ -55,6 +56,11 @@ func TestGainCompositeLook(t *testing.T) {
 				// The masked wrap's light: bgBlur and alphaBlurLow not read.
 				{"wraplow", CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, WrapLow: wl}, true, true, nil, nil},
 				{"wraplow-over", CompositeLook{WrapLow: wl}, false, false, bgBlur, abLow},
+				// The soft band's fade, with every input and alone (at
+				// the edge of its range, 1, too).
+				{"fade", CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, WrapLow: wl, EdgeFade: 0.5}, true, true, nil, nil},
+				{"fade-only", CompositeLook{EdgeFade: 0.3}, false, false, bgBlur, abLow},
+				{"fade-1", CompositeLook{FgLow: fm, BgOldLow: bm, EdgeFade: 1}, true, false, bgBlur, abLow},
 			} {
 				got := img(t, d, w, h, 3, nil)
 				if err := d.GainCompositeLook(got, src, alpha, gain, bg, tc.bgBlur, tc.abLow, tc.look, wrap, maxV); err != nil {
@@ -67,7 +73,7 @@ func TestGainCompositeLook(t *testing.T) {
 					bbv := BB
 					switch {
 					case tc.look.WrapLow != nil:
-						wf, bbv = wrap*a, WL
+						wf, bbv = wrap*a*a, WL
 					case tc.bgBlur != nil:
 						wf = wrap * a * (1 - AB[i])
 					}
@@ -87,6 +93,10 @@ func TestGainCompositeLook(t *testing.T) {
 								iv = min(max(F[k]+a*(iv-a*F[k]-(1-a)*B[k])/den, 0), maxV)
 							}
 							f := min(max(iv*G[k], 0), maxV)
+							if e := tc.look.EdgeFade; e != 0 && a != 1 {
+								tt := min(a*(1/e), 1)
+								f -= float32((1 - tt) * max(f-I[k], 0))
+							}
 							if a == 1 {
 								want = (f + 0) + wf*bbv[k]
 							} else {
@@ -145,6 +155,9 @@ func TestGainCompositeLookErrors(t *testing.T) {
 		"wrong size":      {FgLow: other, BgOldLow: other},
 		"shadow channels": {ShadowLow: g3},
 		"fg channels":     {FgLow: g1, BgOldLow: g1},
+		"fade below 0":    {EdgeFade: -0.01},
+		"fade above 1":    {EdgeFade: 1.01},
+		"fade NaN":        {EdgeFade: float32(math.NaN())},
 	} {
 		if err := d.GainCompositeLook(dst, src, alpha, gain, bg, nil, nil, look, 0, 1); !errors.Is(err, ErrShape) {
 			t.Errorf("%s: got %v, want ErrShape", name, err)

@@ -204,8 +204,9 @@ func (r *Renderer) mattePasses(p *Passes, src, alpha, bg, bgBlur, aBlur kernels.
 	if err := step("composite", ops.GainCompositeLook(p.Composite, src, alpha, r.low.gain, bg, bgBlur, aBlur, look, wrap, 1)); err != nil {
 		return err
 	}
-	// FG: the new background black, no wrap (bgBlur nil), no shadow.
-	fgLook := kernels.CompositeLook{FgLow: look.FgLow, BgOldLow: look.BgOldLow}
+	// FG: the new background black, no wrap (bgBlur nil), no shadow; the
+	// composite's soft-band fade, so the passes still add up to it.
+	fgLook := kernels.CompositeLook{FgLow: look.FgLow, BgOldLow: look.BgOldLow, EdgeFade: look.EdgeFade}
 	if err := step("foreground", ops.GainCompositeLook(p.Foreground, src, alpha, r.low.gain, p.zeros3, nil, nil, fgLook, 0, 1)); err != nil {
 		return err
 	}

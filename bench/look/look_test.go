@@ -121,8 +121,10 @@ func TestLookBenchDAVIS(t *testing.T) {
 	// direction) holds on every prompt and subject (worst 0.932 before
 	// contactReach); so does the bleed (the wrap's light inside beyond the
 	// wrap width under BleedLimit of the plate's brightest tenth: worst
-	// 0.0196 before the masked wrap, 0.0070 after); the halo limit is
-	// reported, not met yet (edge.go).
+	// 0.0196 before the masked wrap, 0.0070 after); so does the halo (the
+	// light added round the subject under HaloLimit of the plate's: worst
+	// 0.0403 before the wrap's A² and the soft-band fade, 0.0196 after,
+	// the beach prompt).
 	if len(rep.Edges) != 7 {
 		t.Errorf("%d edge rows, want 7", len(rep.Edges))
 	}
@@ -135,6 +137,9 @@ func TestLookBenchDAVIS(t *testing.T) {
 		}
 		if !(e.XBleed < BleedLimit) {
 			t.Errorf("edges %s: worst bleed %.4f, want < %.2f", e.Name, e.XBleed, BleedLimit)
+		}
+		if !(e.XHalo < HaloLimit) {
+			t.Errorf("edges %s: worst halo %.4f, want < %.2f", e.Name, e.XHalo, HaloLimit)
 		}
 	}
 	// Issue 31 item 5, placement: on every subject the placed matte's box

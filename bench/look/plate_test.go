@@ -97,9 +97,11 @@ func TestPlateGrainDAVIS(t *testing.T) {
 		// renderer measures the subject before matched focus defocuses the
 		// plate, which the measure's pixels with 0.98 <= A < 1 then show:
 		// dog-agility reads 0.99888 with the masked wrap (its median
-		// absolute deviation moved one step; 1.00000 before it). The grain
-		// added itself is checked above (cAdd).
-		if math.Abs(same-1) > 2e-3 {
+		// absolute deviation moved one step; 1.00000 before it), 0.99711
+		// since the masked wrap's light fades as a*a (issue 31 session 15:
+		// 2% less wrap on those pixels; 0.99888 with a*a only below
+		// a = 1/2). The grain added itself is checked above (cAdd).
+		if math.Abs(same-1) > 3e-3 {
 			t.Errorf("%s on the clean plate: output subject grain %.6fx the renderer's measure before grain: grain was added", name, same)
 		}
 	}

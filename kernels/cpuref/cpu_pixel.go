@@ -480,6 +480,8 @@ type compositeJob struct {
 	wl     *cpuImage
 	wx, wy rows.Bilin
 	table  func(out, in int) rows.Bilin
+	// fadeInv is 1/CompositeLook.EdgeFade (0 = no fade).
+	fadeInv float32
 }
 
 // compositeScratch is the per-worker state of a compositeJob.
@@ -585,6 +587,14 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 	if wl != nil && j.hasAlpha {
 		j.wl, j.doWrap = wl, true
 		j.wx, j.wy = j.table(j.w, wl.w), j.table(j.h, wl.h)
+	}
+	if e := look.EdgeFade; e != 0 {
+		if !(e > 0 && e <= 1) {
+			return shapeErr(op, "EdgeFade %v is not in [0, 1]", e)
+		}
+		if j.hasAlpha {
+			j.fadeInv = 1 / e
+		}
 	}
 	if j.sh != nil {
 		// The nonzero columns of each row of the darkness.
@@ -927,11 +937,14 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 		}
 		switch {
 		case j.wl != nil:
-			// The masked wrap: wf = wrap*a*(1 - 0), its light sampled.
+			// The masked wrap: wf = wrap*a*a, its light sampled.
 			for c := range 3 {
 				rows.Vlerp(sc.wlx[c][x:xe], wl0[c][x:xe], wl1[c][x:xe], j.wy.W0[y], j.wy.W1[y])
 			}
-			rows.ScaleRow(sc.wf[x:xe], al[x:xe], wrap)
+			wf := sc.wf[x:xe]
+			for i, a := range al[x:xe] {
+				wf[i] = wrap * a * a
+			}
 		case doWrap:
 			rows.Vlerp(sc.abx[x:xe], ab0[x:xe], ab1[x:xe], ay.W0[y], ay.W1[y])
 			rows.WrapFactor(sc.wf[x:xe], al[x:xe], sc.abx[x:xe], wrap)
@@ -952,8 +965,8 @@ func (j *compositeJob) row(sc *compositeScratch, y, y0 int, ss [3][]float32, al 
 					rows.GainOneWrapRow(q, sv, g0, g1, gw0, gw1, maxValue, sc.wf[u:v], bbs[c][u:v])
 				case one:
 					rows.GainOneRow(q, sv, g0, g1, gw0, gw1, maxValue)
-				case j.fm != nil || shx != nil:
-					lr := rows.LookRun{Al: al[u:v], B: bs[c][u:v]}
+				case j.fm != nil || shx != nil || j.fadeInv != 0:
+					lr := rows.LookRun{Al: al[u:v], B: bs[c][u:v], FadeInv: j.fadeInv}
 					if doWrap {
 						lr.Wf, lr.Bb = sc.wf[u:v], bbs[c][u:v]
 					}

@@ -88,11 +88,24 @@ type CompositeLook struct {
 	// WrapLow (3 channels, any size) is the light wrap's light of the
 	// masked wrap (kernels.WrapOps.WrapLight: the plate outside the
 	// matte only), sampled bilinearly as alphaBlurLow is: where given
-	// (with alpha), the wrap term is wrap*a*w, w its sample, instead of
-	// wrap*a*(1 - ab)*bgBlur, and bgBlur and alphaBlurLow are not read
+	// (with alpha), the wrap term is wrap*a*a*w, w its sample, instead of
+	// wrap*a*(1 - ab)*bgBlur (a*a: the wrap's light belongs on the
+	// subject's side of the edge, so it fades faster than the matte on
+	// its soft band, a < 1/2, where the composite is mostly the plate;
+	// issue 31), and bgBlur and alphaBlurLow are not read
 	// (either may be nil). It is made in the frame's coordinates, so
 	// PlateX, PlateY do not move it. Ignored without alpha.
 	WrapLow Image
+	// EdgeFade (0 = none, else in (0, 1]) bounds the subject's light on
+	// the matte's soft band: where 0 < a < 1, with f the subject's term
+	// (the gain times the source or the estimated foreground, clamped)
+	// and I the source, f becomes
+	//   f - (1 - min(1, a*k))*max(0, f - I), k = 1/EdgeFade (float32),
+	// so where a < EdgeFade the composite's brightening over the plain
+	// composite a*I + (1-a)*bg fades as a*a/EdgeFade (darkening is
+	// kept), and where a >= EdgeFade nothing changes. Ignored without
+	// alpha.
+	EdgeFade float32
 }
 
 // FuseParams weigh the evidence terms of MatteFuse.

@@ -22,11 +22,14 @@ struct GC {
     // as Shift would move them; ignored without alpha).
     float pdx, pdy;
     // CompositeLook.WrapLow (0 = none; any size, with its bilinear tables
-    // wx, wy): the masked wrap's light, wrap*a*w in place of
+    // wx, wy): the masked wrap's light, wrap*a*a*w in place of
     // wrap*a*(1 - ab)*bb; not moved by pdx, pdy; ignored without alpha.
     const float *wl;
     const void *wx, *wy;
     int wlw, wlh;
+    // 1/CompositeLook.EdgeFade (0 = none): where 0 < a < 1 the subject's
+    // term f becomes f - (1 - min(1, a*fadeInv))*max(0, f - I).
+    float fadeInv;
 };
 
 // The three channels v of the w x h plate p sampled at (px, py) as
@@ -95,7 +98,7 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         Bilin wx = bilin(j.wx, j.w), wy = bilin(j.wy, j.h);
         int64_t wn = (int64_t)j.wlw * j.wlh;
         for (int c = 0; c < 3; c++) bbv[c] = bilin_sample(j.wl + c * wn, j.wlw, wx, wy, x, y);
-        wf = j.wrap * a;
+        wf = j.wrap * a * a;
     } else if (doWrap) {
         if (j.alpha) gc_plate(j, j.bb, x, y, i, bbv);
         Bilin ax = bilin(j.ax, j.w), ay = bilin(j.ay, j.h);
@@ -104,7 +107,7 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
     }
     int64_t gn = (int64_t)j.glw * j.glh;
     for (int c = 0; c < 3; c++) {
-        float iv = j.src[c * n + i];
+        float iv = j.src[c * n + i], i0 = iv;
         if (est && a != 1) {
             // Foreground estimation: the least-change split of the source
             // around the smooth estimates fm, bm.
@@ -124,6 +127,14 @@ __device__ __forceinline__ void gc_pixel(const GC &j, int x, int y, float *q) {
         if (!j.alpha) o = doWrap ? f + wf * j.bb[c * n + i] : f;
         else if (a == 1) o = doWrap ? (f + 0.0f) + wf * bbv[c] : f + 0.0f;
         else {
+            if (j.fadeInv != 0) {
+                // CompositeLook.EdgeFade (rows.fadeEdge).
+                float t = a * j.fadeInv;
+                if (t > 1) t = 1;
+                float d = f - i0;
+                if (d < 0) d = 0;
+                f = f - (1 - t) * d;
+            }
             float bv = bgv[c];
             if (shp) bv = bv * (1 - sh);
             if (doWrap) o = a * f + (1 - a) * bv + wf * bbv[c];

@@ -344,6 +344,9 @@ func ShadeRow(q, b, d []float32) {
 type LookRun struct {
 	Al, B, Wf, Bb, Sh  []float32
 	Fm0, Fm1, Bm0, Bm1 []float32
+	// FadeInv is 1/CompositeLook.EdgeFade (0 = no fade): f becomes
+	// f - (1 - min(1, a*FadeInv))*max(0, f - s).
+	FadeInv float32
 }
 
 // GainLookRow is gainCompRow / gainCompWrapRow with, where given, the
@@ -365,7 +368,8 @@ func GainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *LookRun) {
 	if wf != nil {
 		wf, bb = wf[:n], bb[:n]
 	}
-	for x := lookRowSIMD(q, s, g0, g1, w0, w1, maxV, al, b, fm0, fm1, bm0, bm1, sh, wf, bb); x < n; x++ {
+	k := r.FadeInv
+	for x := lookRowSIMD(q, s, g0, g1, w0, w1, maxV, al, b, fm0, fm1, bm0, bm1, sh, wf, bb, k); x < n; x++ {
 		iv := s[x]
 		a := al[x]
 		if fm0 != nil {
@@ -385,6 +389,9 @@ func GainLookRow(q, s, g0, g1 []float32, w0, w1, maxV float32, r *LookRun) {
 			f = 0
 		} else if f > maxV {
 			f = maxV
+		}
+		if k != 0 {
+			f = fadeEdge(f, s[x], a, k)
 		}
 		bv := b[x]
 		if sh != nil {
@@ -443,4 +450,18 @@ func GrainRow(qs [3][]float32, al, nrow []float32, gx int, amt, maxV float32, x0
 		x += n
 		gx = 0
 	}
+}
+
+// fadeEdge is f - (1 - min(1, a*k))*max(0, f - i) (LookRun.FadeInv), in
+// the order of the CUDA kernel and lookRowSIMD.
+func fadeEdge(f, i, a, k float32) float32 {
+	t := a * k
+	if t > 1 {
+		t = 1
+	}
+	d := f - i
+	if d < 0 {
+		d = 0
+	}
+	return f - float32((1-t)*d)
 }

@@ -215,12 +215,12 @@ func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b,
 }
 
 // lookRowSIMD is gainLookRow's vector loop (see ratioRowSIMD): fm0 nil =
-// no foreground estimate, sh nil = no shadow, wf nil = no wrap; the
-// slices are at least len(q) long. Its twelve rows are read through
-// their base addresses at one byte offset (see at): with slice
-// expressions per load the loop spent most of its instructions on
-// bounds checks and reloading the slices from the stack.
-func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32) int {
+// no foreground estimate, sh nil = no shadow, wf nil = no wrap, k 0 =
+// no edge fade (fadeEdge); the slices are at least len(q) long. Its
+// twelve rows are read through their base addresses at one byte offset
+// (see at): with slice expressions per load the loop spent most of its
+// instructions on bounds checks and reloading the slices from the stack.
+func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, bm0, bm1, sh, wf, bb []float32, k float32) int {
 	if !simdOn {
 		return 0
 	}
@@ -243,9 +243,11 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 	}
 	pq, ps, pg0, pg1, pal, pb := base(q), base(s), base(g0), base(g1), base(al), base(b)
 	pfm0, pfm1, pbm0, pbm1, psh, pwf, pbb := base(fm0), base(fm1), base(bm0), base(bm1), base(sh), base(wf), base(bb)
-	W0, W1, Z, M, O := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1)
+	W0, W1, Z, M, O, K := bcast(w0), bcast(w1), bcast(0), bcast(maxV), bcast(1), bcast(k)
+	fade := k != 0
 	for o := uintptr(0); o < uintptr(n)*4; o += lanes * 4 {
 		iv, a := at(ps, o), at(pal, o)
+		i0 := iv
 		oa := O.Sub(a)
 		if est {
 			fm := W0.Mul(at(pfm0, o)).Add(W1.Mul(at(pfm1, o)))
@@ -254,6 +256,13 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 			iv = clampV(fm.Add(a.Mul(iv.Sub(a.Mul(fm)).Sub(oa.Mul(bm))).Div(den)), Z, M)
 		}
 		f := clampV(iv.Mul(W0.Mul(at(pg0, o)).Add(W1.Mul(at(pg1, o)))), Z, M)
+		if fade {
+			t := a.Mul(K)
+			t = O.Merge(t, t.Greater(O)) // t > 1 -> 1
+			d := f.Sub(i0)
+			d = Z.Merge(d, d.Less(Z)) // d < 0 -> 0
+			f = f.Sub(O.Sub(t).Mul(d))
+		}
 		bv := at(pb, o)
 		if shade {
 			bv = bv.Mul(O.Sub(at(psh, o)))
