@@ -137,10 +137,14 @@ type Plan struct {
 }
 
 // MemoryLimit is the Go memory limit (debug.SetMemoryLimit) for a process
-// that runs this one job: HeapBytes plus a tenth and 16 MiB for the
-// garbage the frames leave between collections. A job whose live heap
-// passed it would collect without pause (TestRunHeapWithinPlan).
-func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/10 + 16<<20 }
+// that runs this one job: HeapBytes plus a twentieth and 8 MiB for the
+// garbage the frames leave between collections (about 4 MB a 1080p frame:
+// the demuxers' read buffers, low-resolution read-backs, the camera fit's
+// pyramids). The heap's peak between collections is part of the job's
+// peak RSS: the wider slack of earlier versions (a tenth and 16 MiB) held
+// about 13 MB more at 1080p for a few more collections' CPU. A job whose
+// live heap passed it would collect without pause (TestRunHeapWithinPlan).
+func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/20 + 8<<20 }
 
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images

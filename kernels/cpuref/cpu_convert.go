@@ -77,11 +77,11 @@ func (d *CPU) uploadRGB(m *cpuImage, f *frame.HostFrame) {
 }
 
 func (d *CPU) uploadGray(m *cpuImage, f *frame.HostFrame) {
-	lut := &d.lut.Gray8
 	w, h := m.w, m.h
 	d.parallel(h, BandRows(w), func(_, y0, y1 int) {
 		for y := y0; y < y1; y++ {
-			rows.GrayRow(m.pix[y*w:][:w], f.Planes[0][y*f.Strides[0]:][:w], lut)
+			// GrayRow through d.lut.Gray8, bit for bit.
+			rows.Gray8Row(m.pix[y*w:][:w], f.Planes[0][y*f.Strides[0]:][:w])
 		}
 	})
 }

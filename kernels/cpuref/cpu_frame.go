@@ -149,9 +149,9 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 		if channels != 1 {
 			return nil, shapeErr(op, "gray8 into %d channels", channels)
 		}
-		lut := &d.lut.Gray8
 		return func(q [3][]float32, y, x0, x1 int) {
-			rows.GrayRow(q[0][x0:x1], f.Planes[0][y*f.Strides[0]:][x0:x1], lut)
+			// GrayRow through d.lut.Gray8, bit for bit.
+			rows.Gray8Row(q[0][x0:x1], f.Planes[0][y*f.Strides[0]:][x0:x1])
 		}, nil
 	}
 	return nil, fmt.Errorf("kernels: cpu: %s: unsupported format %v", op, f.Format)

@@ -261,6 +261,18 @@ func GrayRow(o []float32, s []byte, lut *[256]float32) {
 	}
 }
 
+// Gray8Row is GrayRow through the Gray8 table (code/255), bit for bit:
+// float32(c)/255, a correctly rounded float32 division, equals the table's
+// float32(float64(c)/255) for every code (TestGray8RowMatchesTable), so
+// the vector loop converts eight codes at a time without a table.
+func Gray8Row(o []float32, s []byte) {
+	s = s[:len(o)]
+	n := gray8RowSIMD(o, s)
+	for x, v := range s[n:] {
+		o[n+x] = float32(v) / 255
+	}
+}
+
 // RGBOutRow writes the three planes' rows as packed 8-bit RGB codes
 // (Download to RGB24).
 func (t *LUTs) RGBOutRow(o []byte, rr, gr, br []float32) {

@@ -277,6 +277,27 @@ func lookRowSIMD(q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, fm0, fm1, 
 	return n
 }
 
+// gray8RowSIMD is Gray8Row's vector loop: eight codes zero-extended to
+// int32, converted to float32 (exact) and divided by 255 (VDIVPS rounds
+// like the scalar division). It loads 16 bytes for 8 codes, so it stops
+// where fewer than 16 remain and returns how many it did.
+func gray8RowSIMD(o []float32, s []byte) int {
+	if !simdOn || len(s) < 16 {
+		return 0
+	}
+	s = s[:len(o)]
+	n := (len(s) - 8) &^ (lanes - 1) // the last load reads s[n-8 : n+8]
+	K := bcast(255)
+	po, ps := base(o), unsafe.Pointer(unsafe.SliceData(s))
+	for i := uintptr(0); i < uintptr(n); i += lanes {
+		c := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(ps, i)))
+		v := c.ExtendLo8ToUint32().AsInt32x8().ConvertToFloat32().Div(K)
+		put(v, po, 4*i)
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
 // base is the address of s's first value (nil for an empty or nil s):
 // the vector loops that read many rows index them with at and put, after
 // checking once that each row is long enough.
