@@ -98,32 +98,45 @@ func outsideDist(dev kernels.Device, alpha []float32, w, h int) ([]float32, erro
 	return insideDist(dev, inv, w, h)
 }
 
-// edgeMeasure renders one frame's passes of s with p and measures them;
-// in and out are the distances (px) inside and outside the matte.
-func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (v edgeVals, err error) {
+// framePasses renders one frame's passes of s with p and reads back the
+// images pick chooses, in its order.
+func framePasses(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, pick func(*render.Passes) []kernels.Image) ([][]float32, error) {
 	r, err := render.New(ctx, dev, p)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
 	defer r.Close()
 	ps, err := r.NewPasses()
 	if err != nil {
-		return v, err
+		return nil, err
 	}
 	defer ps.Free()
-	w, h, n := s.w, s.h, s.w*s.h
-	src, a := upload3(dev, w, h, 3, s.src), upload3(dev, w, h, 1, s.alpha)
+	src, a := upload3(dev, s.w, s.h, 3, s.src), upload3(dev, s.w, s.h, 1, s.alpha)
 	defer dev.Free(src)
 	defer dev.Free(a)
 	if err := r.FramePasses(ctx, ps, src, a); err != nil {
-		return v, err
+		return nil, err
 	}
-	var px [8][]float32
-	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha, ps.Foreground, ps.Gain} {
+	imgs := pick(ps)
+	px := make([][]float32, len(imgs))
+	for i, img := range imgs {
 		if px[i], err = dev.ReadPixels(img); err != nil {
-			return v, err
+			return nil, err
 		}
 	}
+	return px, nil
+}
+
+// edgeMeasure renders one frame's passes of s with p and measures them;
+// in and out are the distances (px) inside and outside the matte.
+func edgeMeasure(ctx context.Context, dev kernels.Device, p render.Params, s *lookSubject, in, out []float32) (v edgeVals, err error) {
+	px, err := framePasses(ctx, dev, p, s, func(ps *render.Passes) []kernels.Image {
+		return []kernels.Image{ps.Composite, ps.Backdrop, ps.Shadow, ps.Wrap, ps.Grain, ps.Alpha, ps.Foreground, ps.Gain}
+	})
+	if err != nil {
+		return v, err
+	}
+	w, h, n := s.w, s.h, s.w*s.h
 	yc, yb, yw := luma(px[0], n), luma(px[1], n), luma(px[3], n)
 	var parts []float64
 	v.Halo, parts = haloRatio(yc, yb, luma(s.src, n), px[4], px[2], px[5], out, yw, relightLight(px[6], px[7], n))

@@ -47,29 +47,13 @@ type PlaceRow struct {
 // placeMeasure renders s's passes with p placed by pl and measures them.
 func placeMeasure(ctx context.Context, dev kernels.Device, p render.Params, pl kernels.Placement, s *lookSubject) (box, contact, old float64, th *thumb, err error) {
 	p.Placement = pl
-	r, err := render.New(ctx, dev, p)
+	px, err := framePasses(ctx, dev, p, s, func(ps *render.Passes) []kernels.Image {
+		return []kernels.Image{ps.Composite, ps.Backdrop, ps.Alpha}
+	})
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
-	defer r.Close()
-	ps, err := r.NewPasses()
-	if err != nil {
-		return 0, 0, 0, nil, err
-	}
-	defer ps.Free()
 	w, h, n := s.w, s.h, s.w*s.h
-	src, a := upload3(dev, w, h, 3, s.src), upload3(dev, w, h, 1, s.alpha)
-	defer dev.Free(src)
-	defer dev.Free(a)
-	if err := r.FramePasses(ctx, ps, src, a); err != nil {
-		return 0, 0, 0, nil, err
-	}
-	var px [3][]float32
-	for i, img := range []kernels.Image{ps.Composite, ps.Backdrop, ps.Alpha} {
-		if px[i], err = dev.ReadPixels(img); err != nil {
-			return 0, 0, 0, nil, err
-		}
-	}
 	yc, yb := luma(px[0], n), luma(px[1], n)
 	placed := &lookSubject{name: s.name, w: w, h: h, alpha: px[2]}
 	return placeBoxError(s.alpha, px[2], w, h, pl), contactRatio(placed, yc, yb), contactRatio(s, yc, yb), makeThumb(px[0], w, h), nil
