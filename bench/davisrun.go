@@ -170,7 +170,7 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 			for y := st / 2; y < t.H; y += st {
 				for x := st / 2; x < t.W; x += st {
 					i := y*t.W + x
-					matte.MemFeatures(phi, t.Net[i], t.Reads, i)
+					t.Features(phi, i)
 					fit.Mem.Add(id, phi, tl[i])
 				}
 			}

@@ -49,16 +49,41 @@ var MemTaus = [...]float32{0.02, 0.05, 0.1}
 const memCut = 15
 
 // The memory model's features, per pixel of a frame the network ran on:
-// the network's log-odds and each readout's (clamped to ±6).
+// the network's log-odds and each readout's (clamped to ±6); then how far
+// the frame is from the remembered keyframe (far, below) and its products
+// with the middle readout and the network, so that the fitted model can
+// trust the memory less, and the network more, the longer the subject has
+// had to change its look since the keyframe.
 const (
 	mBias = iota
 	mNet
 	mRead0
-	NumMemFeatures = mRead0 + len(MemTaus)
+	mFar           = mRead0 + len(MemTaus)
+	mReadFar       = mFar + 1
+	mNetFar        = mFar + 2
+	NumMemFeatures = mFar + 3
 )
 
 // MemFeatureNames name the memory model's features in order.
-var MemFeatureNames = [NumMemFeatures]string{"bias", "net", "read_sharp", "read_mid", "read_broad"}
+var MemFeatureNames = [NumMemFeatures]string{"bias", "net", "read_sharp", "read_mid", "read_broad",
+	"far", "read_mid_x_far", "net_x_far"}
+
+// memFarFrames is where the distance feature stops growing: a frame this
+// many frames or more from the keyframe has far = 1. It is the length of
+// the longest development clip (91 frames, less the keyframe), the range
+// the model's weights were fitted over: beyond it the model keeps its
+// last fitted trust instead of extrapolating.
+const memFarFrames = 90
+
+// memFar is the distance feature of frame i for the keyframe key: |i -
+// key| / memFarFrames, at most 1.
+func memFar(i, key int) float32 {
+	d := i - key
+	if d < 0 {
+		d = -d
+	}
+	return float32(min(d, memFarFrames)) / memFarFrames
+}
 
 // memory holds what select's object looked like: the feature vectors of
 // the keyframe's cells (and, with NetOptions.MemRecent, of the last frame
@@ -68,6 +93,7 @@ var MemFeatureNames = [NumMemFeatures]string{"bias", "net", "read_sharp", "read_
 // similarity to every remembered cell, averaging their shares.
 type memory struct {
 	c    int
+	key0 int       // the keyframe's index (set by its user)
 	mean []float32 // the keyframe's mean feature, removed before comparing
 	key  memFrame
 	last memFrame
@@ -205,20 +231,29 @@ func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
 
 // MemTrace is what the memory saw on one frame the network ran on
 // (NetOptions.MemTrace): the network's map before the memory model and
-// each readout, at the flow size.
+// each readout, at the flow size; Key is the remembered keyframe.
 type MemTrace struct {
-	Frame int
-	W, H  int
-	Net   []float32
-	Reads [][]float32
+	Frame, Key int
+	W, H       int
+	Net        []float32
+	Reads      [][]float32
 }
 
-// MemFeatures writes pixel i's memory-model features into phi
-// (NumMemFeatures values): net is the network's value there.
-func MemFeatures(phi []float32, net float32, reads [][]float32, i int) {
+// Features writes pixel i's memory-model features into phi
+// (NumMemFeatures values).
+func (t MemTrace) Features(phi []float32, i int) {
+	memFeatures(phi, t.Net[i], t.Reads, memFar(t.Frame, t.Key), i)
+}
+
+// memFeatures writes pixel i's memory-model features into phi: net is the
+// network's value there, far the frame's distance feature (memFar).
+func memFeatures(phi []float32, net float32, reads [][]float32, far float32, i int) {
 	phi[mBias] = 1
 	phi[mNet] = min(max(logit(net), -6), 6)
 	for k := range MemTaus {
 		phi[mRead0+k] = min(max(logit(reads[k][i]), -6), 6)
 	}
+	phi[mFar] = far
+	phi[mReadFar] = phi[mRead0+1] * far
+	phi[mNetFar] = phi[mNet] * far
 }

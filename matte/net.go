@@ -177,7 +177,11 @@ func (f *netFuser) initMemory(ctx context.Context, net Objectness, index int, ke
 		return err
 	}
 	f.mem, err = newMemory(fm, key, f.w, f.h)
-	return err
+	if err != nil {
+		return err
+	}
+	f.mem.key0 = index
+	return nil
 }
 
 // memInto reads the memory on frame i and, with memory weights, replaces
@@ -202,14 +206,15 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 		return err
 	}
 	if f.o.MemTrace != nil {
-		f.o.MemTrace(MemTrace{Frame: i, W: f.w, H: f.h, Net: nmap, Reads: f.reads})
+		f.o.MemTrace(MemTrace{Frame: i, Key: f.mem.key0, W: f.w, H: f.h, Net: nmap, Reads: f.reads})
 	}
 	if !f.o.memModel() {
 		return nil
 	}
 	wt := f.o.Model.Mem
+	far := memFar(i, f.mem.key0)
 	for p, v := range nmap {
-		MemFeatures(f.mphi, v, f.reads, p)
+		memFeatures(f.mphi, v, f.reads, far, p)
 		nmap[p] = sigmoid(dot(wt, f.mphi))
 	}
 	return nil
