@@ -235,3 +235,32 @@ func BenchmarkMemoryRead(b *testing.B) {
 		}
 	}
 }
+
+// TestMemFar: the distance feature is 0 on the keyframe, grows by
+// 1/memFarFrames a frame either way and stops at 1; the model's features
+// carry it and its products.
+func TestMemFar(t *testing.T) {
+	for _, c := range []struct {
+		i, key int
+		want   float32
+	}{
+		{10, 10, 0}, {11, 10, 1.0 / memFarFrames}, {9, 10, 1.0 / memFarFrames},
+		{memFarFrames - 1, 0, float32(memFarFrames-1) / memFarFrames}, {memFarFrames, 0, 1},
+		{memFarFrames + 1, 0, 1}, {0, 500, 1},
+	} {
+		if got := memFar(c.i, c.key); got != c.want {
+			t.Errorf("memFar(%d, %d) = %v, want %v", c.i, c.key, got, c.want)
+		}
+	}
+	reads := [][]float32{{0.5}, {0.9}, {0.5}}
+	phi := make([]float32, NumMemFeatures)
+	tr := MemTrace{Frame: 45, Key: 0, W: 1, H: 1, Net: []float32{0.1}, Reads: reads}
+	tr.Features(phi, 0)
+	far := float32(45) / memFarFrames
+	if phi[mFar] != far || phi[mReadFar] != phi[mRead0+1]*far || phi[mNetFar] != phi[mNet]*far {
+		t.Errorf("features %v: far %v, products of read_mid %v and net %v", phi, far, phi[mRead0+1], phi[mNet])
+	}
+	if phi[mNet] >= 0 || phi[mRead0+1] <= 0 {
+		t.Errorf("log-odds of net 0.1 = %v, of read 0.9 = %v", phi[mNet], phi[mRead0+1])
+	}
+}
