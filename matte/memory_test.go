@@ -264,3 +264,74 @@ func TestMemFar(t *testing.T) {
 		t.Errorf("log-odds of net 0.1 = %v, of read 0.9 = %v", phi[mNet], phi[mRead0+1])
 	}
 }
+
+// TestMemRegions: with MemRegions the memory model keeps or vetoes the
+// network's regions whole: a region the model mostly holds keeps the
+// network's values even where the coarse readout is low (a thin part),
+// a region it mostly rejects (a distractor) takes the model's values.
+func TestMemRegions(t *testing.T) {
+	vecs := [][]float32{{1, 0}, {0, 1}}
+	const gw, gh, w, h = 4, 4, 16, 16
+	f := featGrid(gw, gh, vecs, func(x, y int) int {
+		if x < 2 {
+			return 0
+		}
+		return 1
+	})
+	key := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w/2; x++ {
+			key[y*w+x] = 1
+		}
+	}
+	// The network's map: the subject (x < 8) with a thin part reaching
+	// into the background's cells (x 8-9), a gap (x 10-11), a distractor
+	// (x >= 12).
+	netMap := func() []float32 {
+		m := make([]float32, w*h)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				if x < 10 || x >= 12 {
+					m[y*w+x] = 0.9
+				}
+			}
+		}
+		return m
+	}
+	net := &memNet{f: f}
+	ctx := context.Background()
+	run := func(regions bool) []float32 {
+		o := HandNetOptions()
+		o.Model = NewFusionModel()
+		o.Model.Mem = make([]float64, NumMemFeatures)
+		o.Model.Mem[mRead0] = 1
+		o.MemRegions = regions
+		nf := newNetFuser(w, h, o)
+		if err := nf.initMemory(ctx, net, 0, key); err != nil {
+			t.Fatal(err)
+		}
+		m := netMap()
+		if err := nf.memInto(ctx, net, 3, m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	px, dis, gap := 5*w+9, 5*w+14, 5*w+10
+	pixels := run(false)
+	if pixels[px] >= 0.5 || pixels[dis] > 0.1 {
+		t.Fatalf("per pixel: thin part %.3f, distractor %.3f, want the thin part below 0.5 (the case to mend) and the distractor <= 0.1", pixels[px], pixels[dis])
+	}
+	regions := run(true)
+	if regions[px] < 0.9 {
+		t.Errorf("by regions: the subject's thin part %.3f, want the network's 0.9 kept", regions[px])
+	}
+	if regions[5*w+2] < 0.9 {
+		t.Errorf("by regions: the subject's core %.3f, want >= 0.9", regions[5*w+2])
+	}
+	if regions[dis] > 0.1 {
+		t.Errorf("by regions: the distractor %.3f, want <= 0.1 (vetoed whole)", regions[dis])
+	}
+	if regions[gap] != pixels[gap] {
+		t.Errorf("outside the network's regions: %.3f, want the model's %.3f", regions[gap], pixels[gap])
+	}
+}

@@ -89,6 +89,12 @@ type NetOptions struct {
 	// memory is used when Model has memory weights and the network gives
 	// features (FeatureObjectness).
 	MemRecent bool
+	// MemRegions applies the memory model region by region: a region of
+	// the network's map (>= 0.5) whose mean P(object) under the model is at
+	// least 0.5 keeps the network's values (the model may only raise
+	// them), the others and the pixels outside every region take the
+	// model's.
+	MemRegions bool
 	// MemTrace, when set, receives the memory's readouts on every frame
 	// the network ran on (select only; it turns the memory's reads on
 	// even without memory weights, which leave the map as it is).
@@ -149,6 +155,8 @@ type netFuser struct {
 	feat  FeatureMap
 	reads [][]float32
 	mphi  []float32
+	mout  []float32 // MemRegions: the model's map
+	msum  []float64 // MemRegions: each region's sum of it
 }
 
 // memModel reports whether the options' fusion model has memory weights.
@@ -213,11 +221,44 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 	}
 	wt := f.o.Model.Mem
 	far := memFar(i, f.mem.key0)
+	if f.o.MemRegions {
+		f.memRegions(nmap, wt, far)
+		return nil
+	}
 	for p, v := range nmap {
 		memFeatures(f.mphi, v, f.reads, far, p)
 		nmap[p] = sigmoid(dot(wt, f.mphi))
 	}
 	return nil
+}
+
+// memRegions applies the memory model (weights wt, distance feature far)
+// to nmap region by region (NetOptions.MemRegions): each 4-connected
+// region of nmap >= 0.5 whose mean P(object) under the model is at least
+// 0.5 keeps the network's values, raised where the model is higher; the
+// other regions and the pixels outside every region take the model's
+// values. So the coarse readout (a cell of IS-Net's stage 5 is 1/32 of
+// the frame) vetoes a whole distractor but cannot thin the subject's
+// region where a limb covers too little of its cells.
+func (f *netFuser) memRegions(nmap []float32, wt []float64, far float32) {
+	n := f.label(nmap)
+	if cap(f.mout) < len(nmap) {
+		f.mout = make([]float32, len(nmap))
+	}
+	out := f.mout[:len(nmap)]
+	f.msum = append(f.msum[:0], make([]float64, n+1)...)
+	for p, v := range nmap {
+		memFeatures(f.mphi, v, f.reads, far, p)
+		out[p] = sigmoid(dot(wt, f.mphi))
+		f.msum[f.lab[p]] += float64(out[p])
+	}
+	for p, v := range nmap {
+		if l := f.lab[p]; l != 0 && f.msum[l] >= 0.5*float64(f.area[l]) {
+			nmap[p] = max(v, out[p])
+		} else {
+			nmap[p] = out[p]
+		}
+	}
 }
 
 // memRemember makes the frame just fused (its matte out) the memory's
