@@ -2,6 +2,7 @@ package matte
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -207,8 +208,9 @@ func TestMemInto(t *testing.T) {
 	}
 }
 
-// BenchmarkMemoryRead reads a keyframe-and-recent memory of IS-Net's
-// size at 1024 (32 x 32 cells of 512 planes) at a 480x270 flow size.
+// BenchmarkMemoryRead reads a memory of IS-Net's size at 1024 (32 x 32
+// cells of 512 planes) at a 480x270 flow size: the keyframe alone
+// (frames=1) and the keyframe and a recent frame (frames=2).
 func BenchmarkMemoryRead(b *testing.B) {
 	const gw, gh, c, w, h = 32, 32, 512, 480, 270
 	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
@@ -219,19 +221,26 @@ func BenchmarkMemoryRead(b *testing.B) {
 	for i := range matte {
 		matte[i] = float32(i % 2)
 	}
-	m, err := newMemory(f, matte, w, h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.remember(f, matte, w, h)
-	reads := make([][]float32, len(MemTaus))
-	for k := range reads {
-		reads[k] = make([]float32, w*h)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := m.read(f, w, h, reads); err != nil {
-			b.Fatal(err)
-		}
+	for _, frames := range []int{1, 2} {
+		b.Run(fmt.Sprintf("frames=%d", frames), func(b *testing.B) {
+			m, err := newMemory(f, matte, w, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if frames == 2 {
+				m.remember(f, matte, w, h)
+			}
+			reads := make([][]float32, len(MemTaus))
+			for k := range reads {
+				reads[k] = make([]float32, w*h)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.read(f, w, h, reads); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
