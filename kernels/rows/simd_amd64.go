@@ -3,6 +3,7 @@
 package rows
 
 import (
+	"math"
 	mbits "math/bits"
 	"simd/archsimd"
 	"unsafe"
@@ -13,7 +14,8 @@ import (
 // vector loop does the scalar loop's operations in the same order, with no
 // fused multiply-add, so its results are bit for bit the scalar ones
 // (TestSIMDMatchesScalar); the tails and machines without AVX2 take the
-// scalar loops.
+// scalar loops. (One exception, by design: exp4 fuses exactly where
+// math.Exp's own amd64 code fuses, so as to give math.Exp's bits.)
 
 // simdOn reports whether the vector loops run (the CPU has AVX2). It is
 // set once at package initialisation and only read after.
@@ -815,4 +817,77 @@ func dots3x2(r *[8]float32, q0, q1, q2, k0, k1 unsafe.Pointer, end uintptr) {
 	z := bcast(0)
 	sum8x4(a00, a01, a10, a11).Store((*[4]float32)(r[:4]))
 	sum8x4(a20, a21, z, z).Store((*[4]float32)(r[4:]))
+}
+
+// expOn reports whether expScaledSIMD runs: AVX2 and FMA, where math.Exp
+// takes its FMA path (math's useFMA: AVX and FMA), which exp4 follows.
+var expOn = archsimd.X86.FMA()
+
+// The constants of math.Exp's amd64 code (src/math/exp_amd64.s).
+const (
+	expLog2e = 1.4426950408889634073599246810018920
+	expLn2U  = 0.69314718055966295651160180568695068359375
+	expLn2L  = 0.28235290563031577122588448175013436025525412068e-12
+	expC24   = 1.6666666666666666667e-1
+	expC32   = 4.1666666666666666667e-2
+	expC40   = 8.3333333333333333333e-3
+	expC48   = 1.3888888888888888889e-3
+	expC56   = 1.9841269841269841270e-4
+	expC64   = 2.4801587301587301587e-5
+)
+
+func bcast64(v float64) archsimd.Float64x4 { return archsimd.BroadcastFloat64x4(v) }
+
+// exp4 is math.Exp of 4 values in [-700, 700], bit for bit: the steps of
+// archExp's FMA path (exp_amd64.s) in the same order, each fused where it
+// fuses. k = round(x·log2e) (CVTSD2SL rounds to nearest even), the
+// reduction x - k·ln2 in two fused steps, /16, a Taylor series by fused
+// steps, squared back 4 times as (r+2)·r, the last fused with +1, then
+// times 2^k (k within the normal exponents for these x).
+func exp4(x archsimd.Float64x4) archsimd.Float64x4 {
+	kf := x.Mul(bcast64(expLog2e)).RoundToEven()
+	r := kf.MulAdd(bcast64(-expLn2U), x)
+	r = kf.MulAdd(bcast64(-expLn2L), r)
+	r = r.Mul(bcast64(0.0625))
+	p := bcast64(expC64).MulAdd(r, bcast64(expC56))
+	p = p.MulAdd(r, bcast64(expC48))
+	p = p.MulAdd(r, bcast64(expC40))
+	p = p.MulAdd(r, bcast64(expC32))
+	p = p.MulAdd(r, bcast64(expC24))
+	p = p.MulAdd(r, bcast64(0.5))
+	p = p.MulAdd(r, bcast64(1))
+	r = r.Mul(p)
+	two := bcast64(2)
+	r = r.Mul(r.Add(two))
+	r = r.Mul(r.Add(two))
+	r = r.Mul(r.Add(two))
+	r = r.Add(two).MulAdd(r, bcast64(1))
+	// 2^k: k+1023 in the low bits of 2^52+1023+k, shifted to the exponent.
+	scale := kf.Add(bcast64(0x1p52 + 1023)).AsInt64x4().ShiftAllLeft(52).AsFloat64x4()
+	return r.Mul(scale)
+}
+
+// expScaledSIMD is ExpScaled's vector loop over whole blocks of 8 values;
+// it returns how many it did (0 without AVX2 and FMA).
+func expScaledSIMD(out []float64, s []float32, m, tau float32) int {
+	if !simdOn || !expOn {
+		return 0
+	}
+	n := len(out) &^ (lanes - 1)
+	s = s[:len(out)]
+	M, T := bcast(m), bcast(tau)
+	lo, hi := bcast(-700), bcast(700)
+	for e := 0; e < n; e += lanes {
+		d := load(s[e:]).Sub(M).Div(T)
+		if d.GreaterEqual(lo).And(d.LessEqual(hi)).ToBits() != 0xff { // NaN fails both
+			for j := e; j < e+lanes; j++ {
+				out[j] = math.Exp(float64((s[j] - m) / tau))
+			}
+			continue
+		}
+		exp4(d.GetLo().ConvertToFloat64()).StoreSlice(out[e:])
+		exp4(d.GetHi().ConvertToFloat64()).StoreSlice(out[e+4:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
 }
