@@ -71,7 +71,26 @@ type memory struct {
 	mean []float32 // the keyframe's mean feature, removed before comparing
 	key  memFrame
 	last memFrame
-	sim  []float32 // scratch: one query's similarities
+	// read's scratch, kept between reads: the frame's cells as rows, the
+	// readouts at the feature map's size, the remembered shares in a row,
+	// and the similarities and weights of a block of cells.
+	q    []float32
+	grid [len(MemTaus)][]float32
+	vals []float32
+	sc   memScratch
+}
+
+// memBlock is how many of a frame's cells read the memory together: the
+// similarities of a block (memBlock x the remembered cells: 384 KB with
+// two frames of 1024 cells) are still in the L2 cache when the softmax
+// reads them. A multiple of 3, rows.DotsBlock's queries at a time.
+const memBlock = 48
+
+// memScratch is one reader's similarities (memBlock rows of the
+// remembered cells) and one row's weights at one temperature.
+type memScratch struct {
+	sim []float32
+	wts []float64
 }
 
 type memFrame struct {
@@ -109,8 +128,17 @@ func (m *memory) frame(f FeatureMap, matte []float32, w, h int) memFrame {
 // normalised is f's cells as rows, the keyframe's mean removed and scaled
 // to unit length (a cell equal to the mean stays 0: similar to nothing).
 func (m *memory) normalised(f FeatureMap) []float32 {
+	return m.normalisedInto(nil, f)
+}
+
+// normalisedInto is normalised into buf when it holds enough.
+func (m *memory) normalisedInto(buf []float32, f FeatureMap) []float32 {
 	n := f.W * f.H
-	out := make([]float32, n*f.C)
+	out := buf[:0]
+	if cap(out) < n*f.C {
+		out = make([]float32, n*f.C)
+	}
+	out = out[:n*f.C]
 	for ch := 0; ch < f.C; ch++ {
 		mu := m.mean[ch]
 		for i, v := range f.Data[ch*n : (ch+1)*n] {
@@ -145,62 +173,78 @@ func (m *memory) remember(f FeatureMap, matte []float32, w, h int) {
 func (m *memory) forget() { m.last = memFrame{} }
 
 // read writes each readout of frame f at the flow size: dst[k] (w*h
-// values in [0,1]) for MemTaus[k].
+// values in [0,1]) for MemTaus[k]. Each cell of f is a query: its
+// similarity to every remembered cell (rows.DotsBlock, a block of cells at
+// a time), then for each temperature a softmax over them (rows.ExpScaled)
+// that averages the remembered shares. The values are those of the plain
+// loop (rows.Dots per cell, math.Exp per remembered cell) bit for bit
+// (TestMemoryReadSameBits).
 func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
 	if f.C != m.c || len(f.Data) != f.W*f.H*f.C {
 		return fmt.Errorf("matte: memory of %d planes read with a %dx%dx%d feature map", m.c, f.W, f.H, f.C)
 	}
-	q := m.normalised(f)
+	m.q = m.normalisedInto(m.q, f)
 	n := f.W * f.H
-	grid := make([][]float32, len(MemTaus))
-	for k := range grid {
-		grid[k] = make([]float32, n)
-	}
-	mem := []memFrame{m.key}
-	if m.last.n > 0 {
-		mem = append(mem, m.last)
-	}
-	total := 0
-	for _, fr := range mem {
-		total += fr.n
-	}
-	if cap(m.sim) < total {
-		m.sim = make([]float32, total)
-	}
-	sim := m.sim[:total]
-	vals := make([]float32, 0, total)
-	for _, fr := range mem {
-		vals = append(vals, fr.vals...)
-	}
-	c := m.c
-	for i := 0; i < n; i++ {
-		qi := q[i*c : (i+1)*c]
-		j := 0
-		for _, fr := range mem {
-			rows.Dots(sim[j:j+fr.n], qi, fr.keys)
-			j += fr.n
+	for k := range m.grid {
+		if cap(m.grid[k]) < n {
+			m.grid[k] = make([]float32, n)
 		}
+		m.grid[k] = m.grid[k][:n]
+	}
+	frames := [2]memFrame{m.key, m.last}
+	mem := frames[:1]
+	if m.last.n > 0 {
+		mem = frames[:2]
+	}
+	m.vals = m.vals[:0]
+	for _, fr := range mem {
+		m.vals = append(m.vals, fr.vals...)
+	}
+	for i0 := 0; i0 < n; i0 += memBlock {
+		m.readBlock(&m.sc, mem, i0, min(n, i0+memBlock))
+	}
+	for k := range MemTaus {
+		resample.Bilinear(dst[k], w, h, m.grid[k], f.W, f.H)
+	}
+	return nil
+}
+
+// readBlock reads the memory frames mem for the query cells [i0, i1) of
+// m.q into m.grid, with the scratch sc.
+func (m *memory) readBlock(sc *memScratch, mem []memFrame, i0, i1 int) {
+	c, total := m.c, len(m.vals)
+	if cap(sc.sim) < memBlock*total {
+		sc.sim = make([]float32, memBlock*total)
+	}
+	if cap(sc.wts) < total {
+		sc.wts = make([]float64, total)
+	}
+	sims, wts, vals := sc.sim[:(i1-i0)*total], sc.wts[:total], m.vals
+	j := 0
+	for _, fr := range mem {
+		rows.DotsBlock(sims[j:], total, m.q[i0*c:i1*c], fr.keys, c)
+		j += fr.n
+	}
+	for i := i0; i < i1; i++ {
+		sim := sims[(i-i0)*total:][:total]
 		best := slices.Max(sim)
 		for k, tau := range MemTaus {
 			// Cells more than memCut temperatures below the best weigh
 			// under e^-memCut of it: left out.
 			var num, den float64
 			cut := best - memCut*tau
+			rows.ExpScaled(wts, sim, best, tau, cut)
 			for e, s := range sim {
 				if s < cut {
 					continue
 				}
-				wt := math.Exp(float64((s - best) / tau))
+				wt := wts[e]
 				num += wt * float64(vals[e])
 				den += wt
 			}
-			grid[k][i] = float32(num / den)
+			m.grid[k][i] = float32(num / den)
 		}
 	}
-	for k := range MemTaus {
-		resample.Bilinear(dst[k], w, h, grid[k], f.W, f.H)
-	}
-	return nil
 }
 
 // MemTrace is what the memory saw on one frame the network ran on

@@ -3,7 +3,6 @@
 package rows
 
 import (
-	"math"
 	mbits "math/bits"
 	"simd/archsimd"
 	"unsafe"
@@ -838,55 +837,80 @@ const (
 
 func bcast64(v float64) archsimd.Float64x4 { return archsimd.BroadcastFloat64x4(v) }
 
+// expConsts are exp4's constants in vectors, made once per loop.
+type expConsts struct {
+	log2e, ln2U, ln2L, sixteenth, c64, c56, c48, c40, c32, c24, half, one, two, bias archsimd.Float64x4
+}
+
+func newExpConsts() expConsts {
+	return expConsts{
+		log2e: bcast64(expLog2e), ln2U: bcast64(-expLn2U), ln2L: bcast64(-expLn2L), sixteenth: bcast64(0.0625),
+		c64: bcast64(expC64), c56: bcast64(expC56), c48: bcast64(expC48), c40: bcast64(expC40),
+		c32: bcast64(expC32), c24: bcast64(expC24), half: bcast64(0.5), one: bcast64(1), two: bcast64(2),
+		bias: bcast64(0x1p52 + 1023),
+	}
+}
+
 // exp4 is math.Exp of 4 values in [-700, 700], bit for bit: the steps of
 // archExp's FMA path (exp_amd64.s) in the same order, each fused where it
 // fuses. k = round(x·log2e) (CVTSD2SL rounds to nearest even), the
 // reduction x - k·ln2 in two fused steps, /16, a Taylor series by fused
 // steps, squared back 4 times as (r+2)·r, the last fused with +1, then
 // times 2^k (k within the normal exponents for these x).
-func exp4(x archsimd.Float64x4) archsimd.Float64x4 {
-	kf := x.Mul(bcast64(expLog2e)).RoundToEven()
-	r := kf.MulAdd(bcast64(-expLn2U), x)
-	r = kf.MulAdd(bcast64(-expLn2L), r)
-	r = r.Mul(bcast64(0.0625))
-	p := bcast64(expC64).MulAdd(r, bcast64(expC56))
-	p = p.MulAdd(r, bcast64(expC48))
-	p = p.MulAdd(r, bcast64(expC40))
-	p = p.MulAdd(r, bcast64(expC32))
-	p = p.MulAdd(r, bcast64(expC24))
-	p = p.MulAdd(r, bcast64(0.5))
-	p = p.MulAdd(r, bcast64(1))
+func exp4(x archsimd.Float64x4, k *expConsts) archsimd.Float64x4 {
+	kf := x.Mul(k.log2e).RoundToEven()
+	r := kf.MulAdd(k.ln2U, x)
+	r = kf.MulAdd(k.ln2L, r)
+	r = r.Mul(k.sixteenth)
+	p := k.c64.MulAdd(r, k.c56)
+	p = p.MulAdd(r, k.c48)
+	p = p.MulAdd(r, k.c40)
+	p = p.MulAdd(r, k.c32)
+	p = p.MulAdd(r, k.c24)
+	p = p.MulAdd(r, k.half)
+	p = p.MulAdd(r, k.one)
 	r = r.Mul(p)
-	two := bcast64(2)
-	r = r.Mul(r.Add(two))
-	r = r.Mul(r.Add(two))
-	r = r.Mul(r.Add(two))
-	r = r.Add(two).MulAdd(r, bcast64(1))
+	r = r.Mul(r.Add(k.two))
+	r = r.Mul(r.Add(k.two))
+	r = r.Mul(r.Add(k.two))
+	r = r.Add(k.two).MulAdd(r, k.one)
 	// 2^k: k+1023 in the low bits of 2^52+1023+k, shifted to the exponent.
-	scale := kf.Add(bcast64(0x1p52 + 1023)).AsInt64x4().ShiftAllLeft(52).AsFloat64x4()
+	scale := kf.Add(k.bias).AsInt64x4().ShiftAllLeft(52).AsFloat64x4()
 	return r.Mul(scale)
 }
 
 // expScaledSIMD is ExpScaled's vector loop over whole blocks of 8 values;
 // it returns how many it did (0 without AVX2 and FMA).
-func expScaledSIMD(out []float64, s []float32, m, tau float32) int {
+func expScaledSIMD(out []float64, s []float32, m, tau, cut float32) int {
 	if !simdOn || !expOn {
 		return 0
 	}
 	n := len(out) &^ (lanes - 1)
 	s = s[:len(out)]
-	M, T := bcast(m), bcast(tau)
+	M, T, C := bcast(m), bcast(tau), bcast(cut)
 	lo, hi := bcast(-700), bcast(700)
+	z := bcast64(0)
+	k := newExpConsts()
 	for e := 0; e < n; e += lanes {
-		d := load(s[e:]).Sub(M).Div(T)
+		v := load(s[e:])
+		below := v.Less(C).ToBits() // false for NaN, as s < cut
+		if below == 0xff {
+			z.StoreSlice(out[e:])
+			z.StoreSlice(out[e+4:])
+			continue
+		}
+		d := v.Sub(M).Div(T)
 		if d.GreaterEqual(lo).And(d.LessEqual(hi)).ToBits() != 0xff { // NaN fails both
 			for j := e; j < e+lanes; j++ {
-				out[j] = math.Exp(float64((s[j] - m) / tau))
+				out[j] = expAbove(s[j], m, tau, cut)
 			}
 			continue
 		}
-		exp4(d.GetLo().ConvertToFloat64()).StoreSlice(out[e:])
-		exp4(d.GetHi().ConvertToFloat64()).StoreSlice(out[e+4:])
+		exp4(d.GetLo().ConvertToFloat64(), &k).StoreSlice(out[e:])
+		exp4(d.GetHi().ConvertToFloat64(), &k).StoreSlice(out[e+4:])
+		for ; below != 0; below &= below - 1 {
+			out[e+mbits.TrailingZeros8(below)] = 0
+		}
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
