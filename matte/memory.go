@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vfxrender/vfx/internal/resample"
 	"github.com/vfxrender/vfx/kernels/rows"
@@ -77,7 +80,7 @@ type memory struct {
 	q    []float32
 	grid [len(MemTaus)][]float32
 	vals []float32
-	sc   memScratch
+	sc   []memScratch // one per reader
 }
 
 // memBlock is how many of a frame's cells read the memory together: the
@@ -179,7 +182,11 @@ func (m *memory) forget() { m.last = memFrame{} }
 // that averages the remembered shares. The values are those of the plain
 // loop (rows.Dots per cell, math.Exp per remembered cell) bit for bit
 // (TestMemoryReadSameBits).
-func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
+//
+// The blocks are shared out to GOMAXPROCS readers: select calls read
+// between the device's ops, with the cores otherwise idle. A cancelled
+// ctx stops the readers at their next block and is read's error.
+func (m *memory) read(ctx context.Context, f FeatureMap, w, h int, dst [][]float32) error {
 	if f.C != m.c || len(f.Data) != f.W*f.H*f.C {
 		return fmt.Errorf("matte: memory of %d planes read with a %dx%dx%d feature map", m.c, f.W, f.H, f.C)
 	}
@@ -200,8 +207,29 @@ func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
 	for _, fr := range mem {
 		m.vals = append(m.vals, fr.vals...)
 	}
-	for i0 := 0; i0 < n; i0 += memBlock {
-		m.readBlock(&m.sc, mem, i0, min(n, i0+memBlock))
+	blocks := (n + memBlock - 1) / memBlock
+	readers := max(1, min(runtime.GOMAXPROCS(0), blocks))
+	for len(m.sc) < readers {
+		m.sc = append(m.sc, memScratch{})
+	}
+	var next atomic.Int64 // the next block to read
+	reader := func(sc *memScratch) {
+		for ctx.Err() == nil {
+			b := int(next.Add(1)) - 1
+			if b >= blocks {
+				return
+			}
+			m.readBlock(sc, mem, b*memBlock, min(n, (b+1)*memBlock))
+		}
+	}
+	var wg sync.WaitGroup
+	for r := 1; r < readers; r++ {
+		wg.Go(func() { reader(&m.sc[r]) })
+	}
+	reader(&m.sc[0])
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	for k := range MemTaus {
 		resample.Bilinear(dst[k], w, h, m.grid[k], f.W, f.H)

@@ -2,9 +2,11 @@ package matte
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -76,7 +78,7 @@ func TestMemoryRead(t *testing.T) {
 	for k := range reads {
 		reads[k] = make([]float32, w*h)
 	}
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	at := func(k, gx, gy int) float32 { // the read at a cell's centre
@@ -108,7 +110,7 @@ func TestMemoryRead(t *testing.T) {
 		}
 	}
 	m.remember(recent, rm, w, h)
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	if sharpNew > 0.3 {
@@ -118,17 +120,23 @@ func TestMemoryRead(t *testing.T) {
 		t.Errorf("the new look after a recent frame showed it: %.3f (before %.3f), want >= 0.7", v, sharpNew)
 	}
 	m.forget()
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	if v := at(0, 0, 5); math.Abs(float64(v-sharpNew)) > 1e-6 {
 		t.Errorf("after forget the new look reads %.3f, want %.3f as before", v, sharpNew)
 	}
+	// A cancelled read stops with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.read(ctx, moved, w, h, reads); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read with a cancelled context: %v, want %v", err, context.Canceled)
+	}
 	// Shapes that do not match are refused.
 	if _, err := newMemory(FeatureMap{W: 2, H: 2, C: 3, Data: make([]float32, 11)}, matte, w, h); err == nil {
 		t.Error("a feature map with the wrong number of values was remembered")
 	}
-	if err := m.read(FeatureMap{W: gw, H: gh, C: 3, Data: make([]float32, gw*gh*3)}, w, h, reads); err == nil {
+	if err := m.read(context.Background(), FeatureMap{W: gw, H: gh, C: 3, Data: make([]float32, gw*gh*3)}, w, h, reads); err == nil {
 		t.Error("a read with another number of planes: no error")
 	}
 }
@@ -214,7 +222,8 @@ func realisticFeatures(rng *rand.Rand, gw, gh, c int, protos [][]float32, cx, cy
 // keyframe alone, with a recent frame, and after forget; and on shapes
 // that leave every remainder (cells not a multiple of the blocks of 48 or
 // of DotsBlock's 3, planes not a multiple of 8, a recent frame of another
-// size), with a cell equal to the keyframe's mean (similar to nothing).
+// size), with a cell equal to the keyframe's mean (similar to nothing);
+// with one reader (GOMAXPROCS 1) and with more readers than blocks.
 func TestMemoryReadSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, sh := range []struct{ gw, gh, c, w, h int }{{32, 32, 512, 480, 270}, {11, 7, 37, 64, 40}, {5, 1, 9, 20, 4}, {1, 1, 8, 3, 3}} {
@@ -249,7 +258,7 @@ func TestMemoryReadSameBits(t *testing.T) {
 				for k := range got {
 					got[k], want[k] = make([]float32, w*h), make([]float32, w*h)
 				}
-				if err := m.read(moved, w, h, got); err != nil {
+				if err := m.read(context.Background(), moved, w, h, got); err != nil {
 					t.Fatal(err)
 				}
 				readRef(m, moved, w, h, want)
@@ -268,6 +277,12 @@ func TestMemoryReadSameBits(t *testing.T) {
 				}
 			}
 			same("keyframe")
+			// One reader, and more readers than blocks.
+			for _, procs := range []int{1, 64} {
+				was := runtime.GOMAXPROCS(procs)
+				same(fmt.Sprintf("keyframe, GOMAXPROCS %d", procs))
+				runtime.GOMAXPROCS(was)
+			}
 			recent := realisticFeatures(rng, gw, gh, sh.c, protos, 0.5*float64(gw), 0.5*float64(gh))
 			m.remember(recent, matte, w, h)
 			same("keyframe and recent")
@@ -394,7 +409,7 @@ func BenchmarkMemoryRead(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
-				if err := m.read(f, w, h, reads); err != nil {
+				if err := m.read(context.Background(), f, w, h, reads); err != nil {
 					b.Fatal(err)
 				}
 			}
