@@ -81,6 +81,12 @@ type memory struct {
 	grid [len(MemTaus)][]float32
 	vals []float32
 	sc   []memScratch // one per reader
+	// The read under way: the frames read, the frame's cells and their
+	// blocks, the next block a reader takes, and the readers.
+	mem           []memFrame
+	cells, blocks int
+	next          atomic.Int64
+	wg            sync.WaitGroup
 }
 
 // memBlock is how many of a frame's cells read the memory together: the
@@ -198,36 +204,25 @@ func (m *memory) read(ctx context.Context, f FeatureMap, w, h int, dst [][]float
 		}
 		m.grid[k] = m.grid[k][:n]
 	}
-	frames := [2]memFrame{m.key, m.last}
-	mem := frames[:1]
+	m.mem = append(m.mem[:0], m.key)
 	if m.last.n > 0 {
-		mem = frames[:2]
+		m.mem = append(m.mem, m.last)
 	}
 	m.vals = m.vals[:0]
-	for _, fr := range mem {
+	for _, fr := range m.mem {
 		m.vals = append(m.vals, fr.vals...)
 	}
-	blocks := (n + memBlock - 1) / memBlock
-	readers := max(1, min(runtime.GOMAXPROCS(0), blocks))
+	m.cells, m.blocks = n, (n+memBlock-1)/memBlock
+	readers := max(1, min(runtime.GOMAXPROCS(0), m.blocks))
 	for len(m.sc) < readers {
 		m.sc = append(m.sc, memScratch{})
 	}
-	var next atomic.Int64 // the next block to read
-	reader := func(sc *memScratch) {
-		for ctx.Err() == nil {
-			b := int(next.Add(1)) - 1
-			if b >= blocks {
-				return
-			}
-			m.readBlock(sc, mem, b*memBlock, min(n, (b+1)*memBlock))
-		}
-	}
-	var wg sync.WaitGroup
+	m.next.Store(0)
 	for r := 1; r < readers; r++ {
-		wg.Go(func() { reader(&m.sc[r]) })
+		m.wg.Go(func() { m.reader(ctx, &m.sc[r]) })
 	}
-	reader(&m.sc[0])
-	wg.Wait()
+	m.reader(ctx, &m.sc[0])
+	m.wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -237,9 +232,21 @@ func (m *memory) read(ctx context.Context, f FeatureMap, w, h int, dst [][]float
 	return nil
 }
 
-// readBlock reads the memory frames mem for the query cells [i0, i1) of
+// reader reads blocks of cells (m.next) until none is left or ctx is
+// cancelled.
+func (m *memory) reader(ctx context.Context, sc *memScratch) {
+	for ctx.Err() == nil {
+		b := int(m.next.Add(1)) - 1
+		if b >= m.blocks {
+			return
+		}
+		m.readBlock(sc, b*memBlock, min(m.cells, (b+1)*memBlock))
+	}
+}
+
+// readBlock reads the memory frames m.mem for the query cells [i0, i1) of
 // m.q into m.grid, with the scratch sc.
-func (m *memory) readBlock(sc *memScratch, mem []memFrame, i0, i1 int) {
+func (m *memory) readBlock(sc *memScratch, i0, i1 int) {
 	c, total := m.c, len(m.vals)
 	if cap(sc.sim) < memBlock*total {
 		sc.sim = make([]float32, memBlock*total)
@@ -249,7 +256,7 @@ func (m *memory) readBlock(sc *memScratch, mem []memFrame, i0, i1 int) {
 	}
 	sims, wts, vals := sc.sim[:(i1-i0)*total], sc.wts[:total], m.vals
 	j := 0
-	for _, fr := range mem {
+	for _, fr := range m.mem {
 		rows.DotsBlock(sims[j:], total, m.q[i0*c:i1*c], fr.keys, c)
 		j += fr.n
 	}
