@@ -381,8 +381,25 @@ func TestMemInto(t *testing.T) {
 
 // BenchmarkMemoryRead reads a memory of IS-Net's size at 1024 (32 x 32
 // cells of 512 planes) at a 480x270 flow size: the keyframe alone
-// (frames=1) and the keyframe and a recent frame (frames=2).
+// (frames=1) and the keyframe and a recent frame (frames=2), on a
+// periodic map read against itself (the benchmark's first data) and on
+// realistic maps (realistic: realisticFeatures, the subject moved).
 func BenchmarkMemoryRead(b *testing.B) {
+	benchMemoryRead(b, func(m *memory, f FeatureMap, w, h int, dst [][]float32) error {
+		return m.read(context.Background(), f, w, h, dst)
+	})
+}
+
+// BenchmarkMemoryReadFirst is BenchmarkMemoryRead with the first read
+// (readRef: one cell at a time, rows.Dots and math.Exp).
+func BenchmarkMemoryReadFirst(b *testing.B) {
+	benchMemoryRead(b, func(m *memory, f FeatureMap, w, h int, dst [][]float32) error {
+		readRef(m, f, w, h, dst)
+		return nil
+	})
+}
+
+func benchMemoryRead(b *testing.B, read func(m *memory, f FeatureMap, w, h int, dst [][]float32) error) {
 	const gw, gh, c, w, h = 32, 32, 512, 480, 270
 	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
 	for i := range f.Data {
@@ -392,31 +409,56 @@ func BenchmarkMemoryRead(b *testing.B) {
 	for i := range matte {
 		matte[i] = float32(i % 2)
 	}
-	for _, frames := range []int{1, 2} {
-		b.Run(fmt.Sprintf("frames=%d", frames), func(b *testing.B) {
-			m, err := newMemory(f, matte, w, h)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if frames == 2 {
-				m.remember(f, matte, w, h)
-			}
-			reads := make([][]float32, len(MemTaus))
-			for k := range reads {
-				reads[k] = make([]float32, w*h)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				if err := m.read(context.Background(), f, w, h, reads); err != nil {
+	rng := rand.New(rand.NewPCG(5, 6))
+	protos := make([][]float32, 4)
+	for i := range protos {
+		protos[i] = make([]float32, c)
+		for ch := range protos[i] {
+			protos[i][ch] = float32(max(rng.NormFloat64(), 0))
+		}
+	}
+	rKey := realisticFeatures(rng, gw, gh, c, protos, 0.4*gw, 0.5*gh)
+	rRecent := realisticFeatures(rng, gw, gh, c, protos, 0.5*gw, 0.5*gh)
+	rMoved := realisticFeatures(rng, gw, gh, c, protos, 0.55*gw, 0.45*gh)
+	rMatte := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			dx, dy := (float64(x)/w-0.4)/0.2, (float64(y)/h-0.5)/0.3
+			rMatte[y*w+x] = float32(min(max(1.5-dx*dx-dy*dy, 0), 1))
+		}
+	}
+	for _, data := range []string{"", "realistic,"} {
+		key, recent, query, km := f, f, f, matte
+		if data != "" {
+			key, recent, query, km = rKey, rRecent, rMoved, rMatte
+		}
+		for _, frames := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%sframes=%d", data, frames), func(b *testing.B) {
+				m, err := newMemory(key, km, w, h)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			// The CPU time of the process (all threads): beside ns/op, which
-			// on a loaded machine counts the time others had the cores.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-		})
+				if frames == 2 {
+					m.remember(recent, km, w, h)
+				}
+				reads := make([][]float32, len(MemTaus))
+				for k := range reads {
+					reads[k] = make([]float32, w*h)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					if err := read(m, query, w, h, reads); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// The CPU time of the process (all threads): beside ns/op,
+				// which on a loaded machine counts the time others had the
+				// cores.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }
 
