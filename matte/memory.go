@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vfxrender/vfx/internal/resample"
 	"github.com/vfxrender/vfx/kernels/rows"
@@ -97,7 +100,32 @@ type memory struct {
 	mean []float32 // the keyframe's mean feature, removed before comparing
 	key  memFrame
 	last memFrame
-	sim  []float32 // scratch: one query's similarities
+	// read's scratch, kept between reads: the frame's cells as rows, the
+	// readouts at the feature map's size, the remembered shares in a row,
+	// and the similarities and weights of a block of cells.
+	q    []float32
+	grid [len(MemTaus)][]float32
+	vals []float32
+	sc   []memScratch // one per reader
+	// The read under way: the frames read, the frame's cells and their
+	// blocks, the next block a reader takes, and the readers.
+	mem           []memFrame
+	cells, blocks int
+	next          atomic.Int64
+	wg            sync.WaitGroup
+}
+
+// memBlock is how many of a frame's cells read the memory together: the
+// similarities of a block (memBlock x the remembered cells: 384 KB with
+// two frames of 1024 cells) are still in the L2 cache when the softmax
+// reads them. A multiple of 3, rows.DotsBlock's queries at a time.
+const memBlock = 48
+
+// memScratch is one reader's similarities (memBlock rows of the
+// remembered cells) and one row's weights at one temperature.
+type memScratch struct {
+	sim []float32
+	wts []float64
 }
 
 type memFrame struct {
@@ -135,8 +163,17 @@ func (m *memory) frame(f FeatureMap, matte []float32, w, h int) memFrame {
 // normalised is f's cells as rows, the keyframe's mean removed and scaled
 // to unit length (a cell equal to the mean stays 0: similar to nothing).
 func (m *memory) normalised(f FeatureMap) []float32 {
+	return m.normalisedInto(nil, f)
+}
+
+// normalisedInto is normalised into buf when it holds enough.
+func (m *memory) normalisedInto(buf []float32, f FeatureMap) []float32 {
 	n := f.W * f.H
-	out := make([]float32, n*f.C)
+	out := buf[:0]
+	if cap(out) < n*f.C {
+		out = make([]float32, n*f.C)
+	}
+	out = out[:n*f.C]
 	for ch := 0; ch < f.C; ch++ {
 		mu := m.mean[ch]
 		for i, v := range f.Data[ch*n : (ch+1)*n] {
@@ -171,62 +208,104 @@ func (m *memory) remember(f FeatureMap, matte []float32, w, h int) {
 func (m *memory) forget() { m.last = memFrame{} }
 
 // read writes each readout of frame f at the flow size: dst[k] (w*h
-// values in [0,1]) for MemTaus[k].
-func (m *memory) read(f FeatureMap, w, h int, dst [][]float32) error {
+// values in [0,1]) for MemTaus[k]. Each cell of f is a query: its
+// similarity to every remembered cell (rows.DotsBlock, a block of cells at
+// a time), then for each temperature a softmax over them (rows.ExpScaled)
+// that averages the remembered shares. The values are those of the plain
+// loop (rows.Dots per cell, math.Exp per remembered cell) bit for bit
+// (TestMemoryReadSameBits).
+//
+// The blocks are shared out to GOMAXPROCS readers: select calls read
+// between the device's ops, with the cores otherwise idle. A cancelled
+// ctx stops the readers at their next block and is read's error.
+func (m *memory) read(ctx context.Context, f FeatureMap, w, h int, dst [][]float32) error {
 	if f.C != m.c || len(f.Data) != f.W*f.H*f.C {
 		return fmt.Errorf("matte: memory of %d planes read with a %dx%dx%d feature map", m.c, f.W, f.H, f.C)
 	}
-	q := m.normalised(f)
+	m.q = m.normalisedInto(m.q, f)
 	n := f.W * f.H
-	grid := make([][]float32, len(MemTaus))
-	for k := range grid {
-		grid[k] = make([]float32, n)
-	}
-	mem := []memFrame{m.key}
-	if m.last.n > 0 {
-		mem = append(mem, m.last)
-	}
-	total := 0
-	for _, fr := range mem {
-		total += fr.n
-	}
-	if cap(m.sim) < total {
-		m.sim = make([]float32, total)
-	}
-	sim := m.sim[:total]
-	vals := make([]float32, 0, total)
-	for _, fr := range mem {
-		vals = append(vals, fr.vals...)
-	}
-	c := m.c
-	for i := 0; i < n; i++ {
-		qi := q[i*c : (i+1)*c]
-		j := 0
-		for _, fr := range mem {
-			rows.Dots(sim[j:j+fr.n], qi, fr.keys)
-			j += fr.n
+	for k := range m.grid {
+		if cap(m.grid[k]) < n {
+			m.grid[k] = make([]float32, n)
 		}
+		m.grid[k] = m.grid[k][:n]
+	}
+	m.mem = append(m.mem[:0], m.key)
+	if m.last.n > 0 {
+		m.mem = append(m.mem, m.last)
+	}
+	m.vals = m.vals[:0]
+	for _, fr := range m.mem {
+		m.vals = append(m.vals, fr.vals...)
+	}
+	m.cells, m.blocks = n, (n+memBlock-1)/memBlock
+	readers := max(1, min(runtime.GOMAXPROCS(0), m.blocks))
+	for len(m.sc) < readers {
+		m.sc = append(m.sc, memScratch{})
+	}
+	m.next.Store(0)
+	for r := 1; r < readers; r++ {
+		m.wg.Go(func() { m.reader(ctx, &m.sc[r]) })
+	}
+	m.reader(ctx, &m.sc[0])
+	m.wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for k := range MemTaus {
+		resample.Bilinear(dst[k], w, h, m.grid[k], f.W, f.H)
+	}
+	return nil
+}
+
+// reader reads blocks of cells (m.next) until none is left or ctx is
+// cancelled.
+func (m *memory) reader(ctx context.Context, sc *memScratch) {
+	for ctx.Err() == nil {
+		b := int(m.next.Add(1)) - 1
+		if b >= m.blocks {
+			return
+		}
+		m.readBlock(sc, b*memBlock, min(m.cells, (b+1)*memBlock))
+	}
+}
+
+// readBlock reads the memory frames m.mem for the query cells [i0, i1) of
+// m.q into m.grid, with the scratch sc.
+func (m *memory) readBlock(sc *memScratch, i0, i1 int) {
+	c, total := m.c, len(m.vals)
+	if cap(sc.sim) < memBlock*total {
+		sc.sim = make([]float32, memBlock*total)
+	}
+	if cap(sc.wts) < total {
+		sc.wts = make([]float64, total)
+	}
+	sims, wts, vals := sc.sim[:(i1-i0)*total], sc.wts[:total], m.vals
+	j := 0
+	for _, fr := range m.mem {
+		rows.DotsBlock(sims[j:], total, m.q[i0*c:i1*c], fr.keys, c)
+		j += fr.n
+	}
+	for i := i0; i < i1; i++ {
+		sim := sims[(i-i0)*total:][:total]
 		best := slices.Max(sim)
 		for k, tau := range MemTaus {
 			// Cells more than memCut temperatures below the best weigh
 			// under e^-memCut of it: left out.
 			var num, den float64
 			cut := best - memCut*tau
+			rows.ExpScaled(wts, sim, best, tau, cut)
 			for e, s := range sim {
 				if s < cut {
 					continue
 				}
-				wt := math.Exp(float64((s - best) / tau))
+				wt := wts[e]
 				num += wt * float64(vals[e])
 				den += wt
 			}
-			grid[k][i] = float32(num / den)
+			m.grid[k][i] = float32(num / den)
 		}
 	}
-	for k := range MemTaus {
-		resample.Bilinear(dst[k], w, h, grid[k], f.W, f.H)
-	}
-	return nil
 }
 
 // MemTrace is what the memory saw on one frame the network ran on

@@ -2,8 +2,18 @@ package matte
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/vfxrender/vfx/internal/resample"
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 // featGrid is a gw x gh feature map of c planes whose cell (x, y) holds
@@ -68,7 +78,7 @@ func TestMemoryRead(t *testing.T) {
 	for k := range reads {
 		reads[k] = make([]float32, w*h)
 	}
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	at := func(k, gx, gy int) float32 { // the read at a cell's centre
@@ -100,7 +110,7 @@ func TestMemoryRead(t *testing.T) {
 		}
 	}
 	m.remember(recent, rm, w, h)
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	if sharpNew > 0.3 {
@@ -110,18 +120,180 @@ func TestMemoryRead(t *testing.T) {
 		t.Errorf("the new look after a recent frame showed it: %.3f (before %.3f), want >= 0.7", v, sharpNew)
 	}
 	m.forget()
-	if err := m.read(moved, w, h, reads); err != nil {
+	if err := m.read(context.Background(), moved, w, h, reads); err != nil {
 		t.Fatal(err)
 	}
 	if v := at(0, 0, 5); math.Abs(float64(v-sharpNew)) > 1e-6 {
 		t.Errorf("after forget the new look reads %.3f, want %.3f as before", v, sharpNew)
 	}
+	// A cancelled read stops with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.read(ctx, moved, w, h, reads); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read with a cancelled context: %v, want %v", err, context.Canceled)
+	}
 	// Shapes that do not match are refused.
 	if _, err := newMemory(FeatureMap{W: 2, H: 2, C: 3, Data: make([]float32, 11)}, matte, w, h); err == nil {
 		t.Error("a feature map with the wrong number of values was remembered")
 	}
-	if err := m.read(FeatureMap{W: gw, H: gh, C: 3, Data: make([]float32, gw*gh*3)}, w, h, reads); err == nil {
+	if err := m.read(context.Background(), FeatureMap{W: gw, H: gh, C: 3, Data: make([]float32, gw*gh*3)}, w, h, reads); err == nil {
 		t.Error("a read with another number of planes: no error")
+	}
+}
+
+// readRef is the memory's read as it was written first (session 15): per
+// cell rows.Dots against each memory frame, then for each temperature
+// math.Exp per remembered cell above the cut. read must give its bits.
+func readRef(m *memory, f FeatureMap, w, h int, dst [][]float32) {
+	q := m.normalised(f)
+	n := f.W * f.H
+	grid := make([][]float32, len(MemTaus))
+	for k := range grid {
+		grid[k] = make([]float32, n)
+	}
+	mem := []memFrame{m.key}
+	if m.last.n > 0 {
+		mem = append(mem, m.last)
+	}
+	total := 0
+	for _, fr := range mem {
+		total += fr.n
+	}
+	sim := make([]float32, total)
+	vals := make([]float32, 0, total)
+	for _, fr := range mem {
+		vals = append(vals, fr.vals...)
+	}
+	c := m.c
+	for i := 0; i < n; i++ {
+		qi := q[i*c : (i+1)*c]
+		j := 0
+		for _, fr := range mem {
+			rows.Dots(sim[j:j+fr.n], qi, fr.keys)
+			j += fr.n
+		}
+		best := slices.Max(sim)
+		for k, tau := range MemTaus {
+			var num, den float64
+			cut := best - memCut*tau
+			for e, s := range sim {
+				if s < cut {
+					continue
+				}
+				wt := math.Exp(float64((s - best) / tau))
+				num += wt * float64(vals[e])
+				den += wt
+			}
+			grid[k][i] = float32(num / den)
+		}
+	}
+	for k := range MemTaus {
+		resample.Bilinear(dst[k], w, h, grid[k], f.W, f.H)
+	}
+}
+
+// realisticFeatures is a gw x gh x c feature map like a segmentation
+// network's deep features: a subject (an ellipse centred at cx, cy, in
+// cells) and a background, each a smooth mix of a few non-negative
+// prototypes, plus noise, and half the values cut to 0 (a ReLU's).
+func realisticFeatures(rng *rand.Rand, gw, gh, c int, protos [][]float32, cx, cy float64) FeatureMap {
+	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
+	n := gw * gh
+	for y := 0; y < gh; y++ {
+		for x := 0; x < gw; x++ {
+			dx, dy := (float64(x)-cx)/(0.2*float64(gw)), (float64(y)-cy)/(0.3*float64(gh))
+			in := dx*dx+dy*dy < 1
+			a := 0.5 + 0.5*math.Sin(float64(x)*0.4+float64(y)*0.25) // a smooth mix of two looks
+			p0, p1 := protos[0], protos[1]
+			if in {
+				p0, p1 = protos[2], protos[3]
+			}
+			for ch := 0; ch < c; ch++ {
+				v := a*float64(p0[ch]) + (1-a)*float64(p1[ch]) + 0.1*rng.NormFloat64()
+				f.Data[ch*n+y*gw+x] = float32(max(v, 0))
+			}
+		}
+	}
+	return f
+}
+
+// read gives the first read's values bit for bit (readRef): on realistic
+// feature maps of IS-Net's size (32 x 32 cells of 512 planes) with the
+// keyframe alone, with a recent frame, and after forget; and on shapes
+// that leave every remainder (cells not a multiple of the blocks of 48 or
+// of DotsBlock's 3, planes not a multiple of 8, a recent frame of another
+// size), with a cell equal to the keyframe's mean (similar to nothing);
+// with one reader (GOMAXPROCS 1) and with more readers than blocks.
+func TestMemoryReadSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range []struct{ gw, gh, c, w, h int }{{32, 32, 512, 480, 270}, {11, 7, 37, 64, 40}, {5, 1, 9, 20, 4}, {1, 1, 8, 3, 3}} {
+		t.Run(fmt.Sprintf("%dx%dx%d", sh.gw, sh.gh, sh.c), func(t *testing.T) {
+			protos := make([][]float32, 4)
+			for i := range protos {
+				protos[i] = make([]float32, sh.c)
+				for ch := range protos[i] {
+					protos[i][ch] = float32(max(rng.NormFloat64(), 0))
+				}
+			}
+			gw, gh, w, h := sh.gw, sh.gh, sh.w, sh.h
+			key := realisticFeatures(rng, gw, gh, sh.c, protos, 0.4*float64(gw), 0.5*float64(gh))
+			matte := make([]float32, w*h)
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					dx, dy := (float64(x)/float64(w)-0.4)/0.2, (float64(y)/float64(h)-0.5)/0.3
+					matte[y*w+x] = float32(min(max(1.5-dx*dx-dy*dy, 0), 1)) // soft edges
+				}
+			}
+			m, err := newMemory(key, matte, w, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := realisticFeatures(rng, gw, gh, sh.c, protos, 0.55*float64(gw), 0.45*float64(gh))
+			for ch := 0; ch < sh.c; ch++ { // cell 0 is the keyframe's mean
+				moved.Data[ch*gw*gh] = m.mean[ch]
+			}
+			same := func(what string) {
+				t.Helper()
+				got, want := make([][]float32, len(MemTaus)), make([][]float32, len(MemTaus))
+				for k := range got {
+					got[k], want[k] = make([]float32, w*h), make([]float32, w*h)
+				}
+				if err := m.read(context.Background(), moved, w, h, got); err != nil {
+					t.Fatal(err)
+				}
+				readRef(m, moved, w, h, want)
+				for k := range got {
+					for i := range got[k] {
+						if math.Float32bits(got[k][i]) != math.Float32bits(want[k][i]) {
+							t.Fatalf("%s: tau %v, pixel %d: %v (%#x), the first read's %v (%#x)", what, MemTaus[k], i, got[k][i], math.Float32bits(got[k][i]), want[k][i], math.Float32bits(want[k][i]))
+						}
+					}
+				}
+				// Not all 0 or all 1: the reads tell subject from background (on
+				// maps of enough cells to hold both).
+				lo, hi := slices.Min(got[0]), slices.Max(got[0])
+				if gw*gh >= 64 && (lo > 0.3 || hi < 0.7) {
+					t.Errorf("%s: the sharp read spans [%.3f, %.3f], want below 0.3 and above 0.7", what, lo, hi)
+				}
+			}
+			same("keyframe")
+			// One reader, and more readers than blocks.
+			for _, procs := range []int{1, 64} {
+				was := runtime.GOMAXPROCS(procs)
+				same(fmt.Sprintf("keyframe, GOMAXPROCS %d", procs))
+				runtime.GOMAXPROCS(was)
+			}
+			recent := realisticFeatures(rng, gw, gh, sh.c, protos, 0.5*float64(gw), 0.5*float64(gh))
+			m.remember(recent, matte, w, h)
+			same("keyframe and recent")
+			if gw > 2 {
+				other := realisticFeatures(rng, gw-2, gh+1, sh.c, protos, 0.5*float64(gw), 0.5*float64(gh))
+				m.remember(other, matte, w, h)
+				same("a recent frame of another size")
+			}
+			m.forget()
+			same("after forget")
+		})
 	}
 }
 
@@ -207,9 +379,27 @@ func TestMemInto(t *testing.T) {
 	}
 }
 
-// BenchmarkMemoryRead reads a keyframe-and-recent memory of IS-Net's
-// size at 1024 (32 x 32 cells of 512 planes) at a 480x270 flow size.
+// BenchmarkMemoryRead reads a memory of IS-Net's size at 1024 (32 x 32
+// cells of 512 planes) at a 480x270 flow size: the keyframe alone
+// (frames=1) and the keyframe and a recent frame (frames=2), on a
+// periodic map read against itself (the benchmark's first data) and on
+// realistic maps (realistic: realisticFeatures, the subject moved).
 func BenchmarkMemoryRead(b *testing.B) {
+	benchMemoryRead(b, func(m *memory, f FeatureMap, w, h int, dst [][]float32) error {
+		return m.read(context.Background(), f, w, h, dst)
+	})
+}
+
+// BenchmarkMemoryReadFirst is BenchmarkMemoryRead with the first read
+// (readRef: one cell at a time, rows.Dots and math.Exp).
+func BenchmarkMemoryReadFirst(b *testing.B) {
+	benchMemoryRead(b, func(m *memory, f FeatureMap, w, h int, dst [][]float32) error {
+		readRef(m, f, w, h, dst)
+		return nil
+	})
+}
+
+func benchMemoryRead(b *testing.B, read func(m *memory, f FeatureMap, w, h int, dst [][]float32) error) {
 	const gw, gh, c, w, h = 32, 32, 512, 480, 270
 	f := FeatureMap{W: gw, H: gh, C: c, Data: make([]float32, gw*gh*c)}
 	for i := range f.Data {
@@ -219,21 +409,66 @@ func BenchmarkMemoryRead(b *testing.B) {
 	for i := range matte {
 		matte[i] = float32(i % 2)
 	}
-	m, err := newMemory(f, matte, w, h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.remember(f, matte, w, h)
-	reads := make([][]float32, len(MemTaus))
-	for k := range reads {
-		reads[k] = make([]float32, w*h)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := m.read(f, w, h, reads); err != nil {
-			b.Fatal(err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	protos := make([][]float32, 4)
+	for i := range protos {
+		protos[i] = make([]float32, c)
+		for ch := range protos[i] {
+			protos[i][ch] = float32(max(rng.NormFloat64(), 0))
 		}
 	}
+	rKey := realisticFeatures(rng, gw, gh, c, protos, 0.4*gw, 0.5*gh)
+	rRecent := realisticFeatures(rng, gw, gh, c, protos, 0.5*gw, 0.5*gh)
+	rMoved := realisticFeatures(rng, gw, gh, c, protos, 0.55*gw, 0.45*gh)
+	rMatte := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			dx, dy := (float64(x)/w-0.4)/0.2, (float64(y)/h-0.5)/0.3
+			rMatte[y*w+x] = float32(min(max(1.5-dx*dx-dy*dy, 0), 1))
+		}
+	}
+	for _, data := range []string{"", "realistic,"} {
+		key, recent, query, km := f, f, f, matte
+		if data != "" {
+			key, recent, query, km = rKey, rRecent, rMoved, rMatte
+		}
+		for _, frames := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%sframes=%d", data, frames), func(b *testing.B) {
+				m, err := newMemory(key, km, w, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if frames == 2 {
+					m.remember(recent, km, w, h)
+				}
+				reads := make([][]float32, len(MemTaus))
+				for k := range reads {
+					reads[k] = make([]float32, w*h)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					if err := read(m, query, w, h, reads); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// The CPU time of the process (all threads): beside ns/op,
+				// which on a loaded machine counts the time others had the
+				// cores.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestMemFar: the distance feature is 0 on the keyframe, grows by

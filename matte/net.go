@@ -210,7 +210,7 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 		}
 		f.mphi = make([]float32, NumMemFeatures)
 	}
-	if err := f.mem.read(fm, f.w, f.h, f.reads); err != nil {
+	if err := f.mem.read(ctx, fm, f.w, f.h, f.reads); err != nil {
 		return err
 	}
 	if f.o.MemTrace != nil {

@@ -14,3 +14,6 @@ var (
 
 // SIMDOn reports whether the vector loops run on this CPU.
 func SIMDOn() bool { return simdOn }
+
+// expSIMDExpected reports whether ExpScaled's vector loop should run.
+func expSIMDExpected() bool { return simdOn && expOn }

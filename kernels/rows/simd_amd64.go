@@ -13,7 +13,8 @@ import (
 // vector loop does the scalar loop's operations in the same order, with no
 // fused multiply-add, so its results are bit for bit the scalar ones
 // (TestSIMDMatchesScalar); the tails and machines without AVX2 take the
-// scalar loops.
+// scalar loops. (One exception, by design: exp4 fuses exactly where
+// math.Exp's own amd64 code fuses, so as to give math.Exp's bits.)
 
 // simdOn reports whether the vector loops run (the CPU has AVX2). It is
 // set once at package initialisation and only read after.
@@ -680,4 +681,237 @@ func dotsSIMD(out, q, keys []float32) bool {
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
+}
+
+// sum8x4 is sum8 of each of a, b, c and d, in that order: horizontal
+// adds of adjacent pairs twice, then the two halves, which is sum8's
+// pairwise order ((s0+s1)+(s2+s3)) + ((s4+s5)+(s6+s7)).
+func sum8x4(a, b, c, d archsimd.Float32x8) archsimd.Float32x4 {
+	h := a.AddPairsGrouped(b).AddPairsGrouped(c.AddPairsGrouped(d))
+	return h.GetLo().Add(h.GetHi())
+}
+
+// dotsBlockSIMD is DotsBlock's vector loop over one tile of keys:
+// out[i*stride+e] is the dot product of query row i of qs with row e of
+// keys (rows of c values). Three queries and two keys at a time
+// (dots3x2); a key left over takes the three queries in one loop, the
+// queries left over (under 3) four keys at a time, as dotsSIMD.
+// The last c%8 values of each row are added after the 8 partial sums, as
+// Dots' scalar loop does. It reports false without AVX2 or under 8 values
+// a row.
+func dotsBlockSIMD(out []float32, stride int, qs, keys []float32, c int) bool {
+	if !simdOn || c < lanes {
+		return false
+	}
+	nq, nk := len(qs)/c, len(keys)/c
+	if nq == 0 || nk == 0 {
+		return true
+	}
+	_ = out[(nq-1)*stride+nk-1] // the bounds, checked once (see at)
+	qs, keys = qs[:nq*c], keys[:nk*c]
+	c8 := c &^ (lanes - 1)
+	row, end := uintptr(c)*4, uintptr(c8)*4
+	pq, pk := base(qs), base(keys)
+	var r [4]float32
+	// tail adds the last c%8 products of query i and key e to t.
+	tail := func(t float32, i, e int) float32 {
+		q, k := qs[i*c:(i+1)*c], keys[e*c:(e+1)*c]
+		for j := c8; j < c; j++ {
+			t += q[j] * k[j]
+		}
+		return t
+	}
+	i := 0
+	for ; i+3 <= nq; i += 3 {
+		q0 := unsafe.Add(pq, uintptr(i)*row)
+		q1, q2 := unsafe.Add(q0, row), unsafe.Add(q0, 2*row)
+		e := 0
+		for ; e+2 <= nk; e += 2 {
+			k0 := unsafe.Add(pk, uintptr(e)*row)
+			k1 := unsafe.Add(k0, row)
+			var r6 [8]float32
+			dots3x2(&r6, q0, q1, q2, k0, k1, end)
+			out[i*stride+e], out[i*stride+e+1], out[(i+1)*stride+e], out[(i+1)*stride+e+1] = r6[0], r6[1], r6[2], r6[3]
+			out[(i+2)*stride+e], out[(i+2)*stride+e+1] = r6[4], r6[5]
+		}
+		if e < nk {
+			k0 := unsafe.Add(pk, uintptr(e)*row)
+			a0, a1, a2 := bcast(0), bcast(0), bcast(0)
+			for o := uintptr(0); o < end; o += lanes * 4 {
+				x := at(k0, o)
+				a0 = a0.Add(at(q0, o).Mul(x))
+				a1 = a1.Add(at(q1, o).Mul(x))
+				a2 = a2.Add(at(q2, o).Mul(x))
+			}
+			sum8x4(a0, a1, a2, bcast(0)).Store(&r)
+			for j := range 3 {
+				out[(i+j)*stride+e] = r[j]
+			}
+		}
+		if c8 < c {
+			for j := i; j < i+3; j++ {
+				for e := range nk {
+					out[j*stride+e] = tail(out[j*stride+e], j, e)
+				}
+			}
+		}
+	}
+	for ; i < nq; i++ {
+		q0 := uintptr(i) * row
+		e := 0
+		for ; e+4 <= nk; e += 4 {
+			k0 := uintptr(e) * row
+			k1, k2, k3 := k0+row, k0+2*row, k0+3*row
+			a0, a1, a2, a3 := bcast(0), bcast(0), bcast(0), bcast(0)
+			for o := uintptr(0); o < end; o += lanes * 4 {
+				v := at(pq, q0+o)
+				a0 = a0.Add(v.Mul(at(pk, k0+o)))
+				a1 = a1.Add(v.Mul(at(pk, k1+o)))
+				a2 = a2.Add(v.Mul(at(pk, k2+o)))
+				a3 = a3.Add(v.Mul(at(pk, k3+o)))
+			}
+			sum8x4(a0, a1, a2, a3).Store(&r)
+			copy(out[i*stride+e:i*stride+e+4], r[:])
+		}
+		for ; e < nk; e++ {
+			k0 := uintptr(e) * row
+			a := bcast(0)
+			for o := uintptr(0); o < end; o += lanes * 4 {
+				a = a.Add(at(pq, q0+o).Mul(at(pk, k0+o)))
+			}
+			z := bcast(0)
+			sum8x4(a, z, z, z).Store(&r)
+			out[i*stride+e] = r[0]
+		}
+		if c8 < c {
+			for e := range nk {
+				out[i*stride+e] = tail(out[i*stride+e], i, e)
+			}
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// dots3x2 is dotsBlockSIMD's inner block: the dot products of the rows at
+// q0, q1 and q2 with the rows at k0 and k1 (end bytes each, whole vectors)
+// into r as q0·k0, q0·k1, q1·k0, q1·k1, q2·k0, q2·k1, each as sum8 of its
+// 8 partial sums. Six sums in flight hide the additions' latency; each key
+// vector loaded serves three queries. (A function of its own, so that the
+// loop has its few pointers in registers.)
+func dots3x2(r *[8]float32, q0, q1, q2, k0, k1 unsafe.Pointer, end uintptr) {
+	a00, a01, a10, a11, a20, a21 := bcast(0), bcast(0), bcast(0), bcast(0), bcast(0), bcast(0)
+	for o := uintptr(0); o < end; o += lanes * 4 {
+		x0, x1 := at(k0, o), at(k1, o)
+		v := at(q0, o)
+		a00 = a00.Add(v.Mul(x0))
+		a01 = a01.Add(v.Mul(x1))
+		v = at(q1, o)
+		a10 = a10.Add(v.Mul(x0))
+		a11 = a11.Add(v.Mul(x1))
+		v = at(q2, o)
+		a20 = a20.Add(v.Mul(x0))
+		a21 = a21.Add(v.Mul(x1))
+	}
+	z := bcast(0)
+	sum8x4(a00, a01, a10, a11).Store((*[4]float32)(r[:4]))
+	sum8x4(a20, a21, z, z).Store((*[4]float32)(r[4:]))
+}
+
+// expOn reports whether expScaledSIMD runs: AVX2 and FMA, where math.Exp
+// takes its FMA path (math's useFMA: AVX and FMA), which exp4 follows.
+var expOn = archsimd.X86.FMA()
+
+// The constants of math.Exp's amd64 code (src/math/exp_amd64.s).
+const (
+	expLog2e = 1.4426950408889634073599246810018920
+	expLn2U  = 0.69314718055966295651160180568695068359375
+	expLn2L  = 0.28235290563031577122588448175013436025525412068e-12
+	expC24   = 1.6666666666666666667e-1
+	expC32   = 4.1666666666666666667e-2
+	expC40   = 8.3333333333333333333e-3
+	expC48   = 1.3888888888888888889e-3
+	expC56   = 1.9841269841269841270e-4
+	expC64   = 2.4801587301587301587e-5
+)
+
+func bcast64(v float64) archsimd.Float64x4 { return archsimd.BroadcastFloat64x4(v) }
+
+// expConsts are exp4's constants in vectors, made once per loop.
+type expConsts struct {
+	log2e, ln2U, ln2L, sixteenth, c64, c56, c48, c40, c32, c24, half, one, two, bias archsimd.Float64x4
+}
+
+func newExpConsts() expConsts {
+	return expConsts{
+		log2e: bcast64(expLog2e), ln2U: bcast64(-expLn2U), ln2L: bcast64(-expLn2L), sixteenth: bcast64(0.0625),
+		c64: bcast64(expC64), c56: bcast64(expC56), c48: bcast64(expC48), c40: bcast64(expC40),
+		c32: bcast64(expC32), c24: bcast64(expC24), half: bcast64(0.5), one: bcast64(1), two: bcast64(2),
+		bias: bcast64(0x1p52 + 1023),
+	}
+}
+
+// exp4 is math.Exp of 4 values in [-700, 700], bit for bit: the steps of
+// archExp's FMA path (exp_amd64.s) in the same order, each fused where it
+// fuses. k = round(x·log2e) (CVTSD2SL rounds to nearest even), the
+// reduction x - k·ln2 in two fused steps, /16, a Taylor series by fused
+// steps, squared back 4 times as (r+2)·r, the last fused with +1, then
+// times 2^k (k within the normal exponents for these x).
+func exp4(x archsimd.Float64x4, k *expConsts) archsimd.Float64x4 {
+	kf := x.Mul(k.log2e).RoundToEven()
+	r := kf.MulAdd(k.ln2U, x)
+	r = kf.MulAdd(k.ln2L, r)
+	r = r.Mul(k.sixteenth)
+	p := k.c64.MulAdd(r, k.c56)
+	p = p.MulAdd(r, k.c48)
+	p = p.MulAdd(r, k.c40)
+	p = p.MulAdd(r, k.c32)
+	p = p.MulAdd(r, k.c24)
+	p = p.MulAdd(r, k.half)
+	p = p.MulAdd(r, k.one)
+	r = r.Mul(p)
+	r = r.Mul(r.Add(k.two))
+	r = r.Mul(r.Add(k.two))
+	r = r.Mul(r.Add(k.two))
+	r = r.Add(k.two).MulAdd(r, k.one)
+	// 2^k: k+1023 in the low bits of 2^52+1023+k, shifted to the exponent.
+	scale := kf.Add(k.bias).AsInt64x4().ShiftAllLeft(52).AsFloat64x4()
+	return r.Mul(scale)
+}
+
+// expScaledSIMD is ExpScaled's vector loop over whole blocks of 8 values;
+// it returns how many it did (0 without AVX2 and FMA).
+func expScaledSIMD(out []float64, s []float32, m, tau, cut float32) int {
+	if !simdOn || !expOn {
+		return 0
+	}
+	n := len(out) &^ (lanes - 1)
+	s = s[:len(out)]
+	M, T, C := bcast(m), bcast(tau), bcast(cut)
+	lo, hi := bcast(-700), bcast(700)
+	z := bcast64(0)
+	k := newExpConsts()
+	for e := 0; e < n; e += lanes {
+		v := load(s[e:])
+		below := v.Less(C).ToBits() // false for NaN, as s < cut
+		if below == 0xff {
+			z.StoreSlice(out[e:])
+			z.StoreSlice(out[e+4:])
+			continue
+		}
+		d := v.Sub(M).Div(T)
+		if d.GreaterEqual(lo).And(d.LessEqual(hi)).ToBits() != 0xff { // NaN fails both
+			for j := e; j < e+lanes; j++ {
+				out[j] = expAbove(s[j], m, tau, cut)
+			}
+			continue
+		}
+		exp4(d.GetLo().ConvertToFloat64(), &k).StoreSlice(out[e:])
+		exp4(d.GetHi().ConvertToFloat64(), &k).StoreSlice(out[e+4:])
+		for ; below != 0; below &= below - 1 {
+			out[e+mbits.TrailingZeros8(below)] = 0
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
 }

@@ -32,4 +32,6 @@ func ShiftRowSIMD(row, r0, r1, fx []float32, blocks []int32, x0, x1 []int, ty fl
 	return 0
 }
 
-func dotsSIMD(out, q, keys []float32) bool { return false }
+func dotsSIMD(out, q, keys []float32) bool                                 { return false }
+func dotsBlockSIMD(out []float32, ldo int, qs, keys []float32, c int) bool { return false }
+func expScaledSIMD(out []float64, s []float32, m, tau, cut float32) int    { return 0 }
