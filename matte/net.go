@@ -110,7 +110,7 @@ func DefaultNetOptions() NetOptions {
 		panic(err) // the embedded file is checked by TestDefaultFusionModel
 	}
 	return NetOptions{Gain: 2, PropClamp: 4, TrustLow: 0.5, TrustHigh: 0.8, Reach: 0.15, Rescue: 3, Model: m,
-		CropMargin: DefaultCropMargin}
+		CropMargin: DefaultCropMargin, MemRegions: true}
 }
 
 // HandNetOptions are DefaultNetOptions with every hand rule and no fitted

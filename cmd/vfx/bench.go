@@ -128,7 +128,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fitDrop := fs.String("fit-drop", "", "with --fit: gate features to leave out of the gates' fits, comma-separated (their weights are 0), e.g. colour_fused_only,colour_net_only")
 	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
 	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames); the steps not fitted keep the --fusion model's weights")
-	memRegions := fs.Bool("memory-regions", false, "select's memory model vetoes or keeps the network's regions whole (matte.NetOptions.MemRegions)")
+	memRegions := fs.Bool("memory-regions", true, "select's memory model keeps or vetoes the network's regions whole (matte.NetOptions.MemRegions); false: pixel by pixel")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
@@ -252,7 +252,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
-	if *memRecent || *memRegions {
+	if *memRecent || !*memRegions {
 		o := matte.DefaultNetOptions()
 		if netOpts != nil {
 			o = *netOpts
