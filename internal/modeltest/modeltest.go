@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vfxrender/vfx/infer"
+	"github.com/vfxrender/vfx/matte"
 )
 
 // loaded is the model of this test process: a session is costly to make
@@ -19,10 +20,16 @@ var loaded = sync.OnceValues(func() (*infer.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.Load(context.Background(), infer.ISNetIMGLY())
+	// As the product loads it (cmd/vfx): with its feature output when
+	// select's memory weights ship.
+	card := infer.ISNetIMGLY()
+	if matte.MemoryShipped() {
+		card.Features = infer.ISNetFeatures
+	}
+	return rt.Load(context.Background(), card)
 })
 
-// Load returns the default model. Where it is not installed the test is
+// Load returns the default model, as the product loads it. Where it is not installed the test is
 // skipped with the reason, or fails when VFX_REQUIRE_MODELS=1 (make test).
 func Load(t testing.TB) *infer.Model {
 	t.Helper()
