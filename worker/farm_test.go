@@ -371,9 +371,12 @@ func TestFarmBadInput(t *testing.T) {
 	if !ok || dl.Reason != job.FailureText(rec.ErrorCode, rec.Error) || dl.Attempts != 1 {
 		t.Errorf("dead letter %+v (found %v)", dl, ok)
 	}
-	if ev := f.events(t, "job-bad"); ev[queue.StatusFailed] != 1 || len(ev) != 1 {
-		t.Errorf("events %v, want one failed", ev)
-	}
+	// The failed event is published after the record and the ack
+	// (Daemon.fail): wait for it.
+	eventually(t, 10*time.Second, "one failed event", func() (bool, string) {
+		ev := f.events(t, "job-bad")
+		return ev[queue.StatusFailed] == 1 && len(ev) == 1, fmt.Sprint(ev)
+	})
 	code, metrics := httpGet(t, httpAddr(t, w), "/metrics")
 	if code != http.StatusOK || !strings.Contains(metrics, `vfx_worker_jobs_total{outcome="failed"} 1`) ||
 		!strings.Contains(metrics, `vfx_worker_jobs_total{outcome="retried"} 0`) {
