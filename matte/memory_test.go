@@ -570,3 +570,23 @@ func TestMemRegions(t *testing.T) {
 		t.Errorf("outside the network's regions: %.3f, want the model's %.3f", regions[gap], pixels[gap])
 	}
 }
+
+// TestMemoryBytes: with memory weights shipped, the plan counts one
+// feature map a network frame (the schedule's, the last and the keyframe).
+func TestMemoryBytes(t *testing.T) {
+	if !MemoryShipped() {
+		t.Skip("no memory weights in the embedded fusion model")
+	}
+	if got, want := MemoryBytes(240, Schedule{Every: 4}), int64(62*memFeatureBytes); got != want {
+		t.Errorf("240 frames every 4th: %d bytes, want %d", got, want)
+	}
+	if got, want := MemoryBytes(240, Schedule{}), int64(62*memFeatureBytes); got != want {
+		t.Errorf("240 frames, zero schedule (the CPU default): %d bytes, want %d", got, want)
+	}
+	if got, want := MemoryBytes(10, Schedule{Every: 1}), int64(12*memFeatureBytes); got != want {
+		t.Errorf("10 frames, every frame: %d bytes, want %d", got, want)
+	}
+	if got := MemoryBytes(0, Schedule{Every: 4}); got != 0 {
+		t.Errorf("no frames: %d bytes", got)
+	}
+}

@@ -92,6 +92,26 @@ func (e *KeyframeRangeError) Error() string {
 	return fmt.Sprintf("matte: keyframe index %d, the source gave %d frames (valid 0..%d)", e.Index, e.Frames, e.Frames-1)
 }
 
+// MemoryBytes estimates what select's memory keeps for a clip of frames
+// frames whose network runs on schedule s: the network's feature map of
+// each frame it runs on (memFeatureBytes), when the embedded fusion model
+// has memory weights; 0 otherwise.
+func MemoryBytes(frames int, s Schedule) int64 {
+	if !MemoryShipped() || frames <= 0 {
+		return 0
+	}
+	if s.Every < 1 {
+		s = DefaultCPUSchedule // as Prepare
+	}
+	every := s.Every
+	// The frames the schedule picks, the last frame and the keyframe.
+	return int64((frames+every-1)/every+2) * memFeatureBytes
+}
+
+// memFeatureBytes is one feature map of IS-Net, the built-in network: 512
+// planes of 32 x 32 float32 values.
+const memFeatureBytes = 512 * 32 * 32 * 4
+
 // PrepareBytes estimates the memory Prepare keeps for a clip of frames
 // frames at the output size w x h: each frame and its matte at the flow
 // size (3 + 2 bytes a pixel). (PrepareOptions.Crops, off by default, adds

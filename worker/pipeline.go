@@ -310,6 +310,9 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += matte.PrepareBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}
+		if mode == job.AlphaSelect && video {
+			heap += matte.MemoryBytes(md.Frames(), p.NetSchedule)
+		}
 		switch {
 		case req.OutputFormat == OutputEXR:
 			// 31 channels of pass images, the source and matte images,
