@@ -116,7 +116,7 @@ const memFeatureBytes = 512 * 32 * 32 * 4
 // frames at the output size w x h: each frame and its matte at the flow
 // size (3 + 2 bytes a pixel). (PrepareOptions.Crops, off by default, adds
 // the frames the network runs on at its decode size; select's memory the
-// network's feature maps of those frames, 2 MB each for IS-Net.)
+// network's feature maps of those frames, 2 MB each for IS-Net: MemoryBytes.)
 func PrepareBytes(frames, w, h int) int64 {
 	fw, fh := FlowSize(w, h, DefaultFlowShort)
 	return int64(frames) * int64(fw*fh) * (3 + 2)
