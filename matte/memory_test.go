@@ -310,10 +310,10 @@ func (n *memNet) Features(context.Context, int) (FeatureMap, error) {
 	return n.f, nil
 }
 
-// memInto leaves the map as it is without memory weights (the trace still
-// sees the reads), and replaces it by the memory model's P(object) with
-// them; without a trace or weights, the memory is not made at all.
-func TestMemInto(t *testing.T) {
+// halves is a 16 x 16 frame whose left half (feature vector 0) is the
+// subject and right half (vector 1) the background: its 4 x 4 feature map
+// and its keyframe matte.
+func halves() (FeatureMap, []float32) {
 	vecs := [][]float32{{1, 0}, {0, 1}}
 	const gw, gh, w, h = 4, 4, 16, 16
 	f := featGrid(gw, gh, vecs, func(x, y int) int {
@@ -328,6 +328,15 @@ func TestMemInto(t *testing.T) {
 			key[y*w+x] = 1
 		}
 	}
+	return f, key
+}
+
+// memInto leaves the map as it is without memory weights (the trace still
+// sees the reads), and replaces it by the memory model's P(object) with
+// them; without a trace or weights, the memory is not made at all.
+func TestMemInto(t *testing.T) {
+	const w, h = 16, 16
+	f, key := halves()
 	net := &memNet{f: f}
 	ctx := context.Background()
 	o := HandNetOptions()
@@ -505,20 +514,8 @@ func TestMemFar(t *testing.T) {
 // network's values even where the coarse readout is low (a thin part),
 // a region it mostly rejects (a distractor) takes the model's values.
 func TestMemRegions(t *testing.T) {
-	vecs := [][]float32{{1, 0}, {0, 1}}
-	const gw, gh, w, h = 4, 4, 16, 16
-	f := featGrid(gw, gh, vecs, func(x, y int) int {
-		if x < 2 {
-			return 0
-		}
-		return 1
-	})
-	key := make([]float32, w*h)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w/2; x++ {
-			key[y*w+x] = 1
-		}
-	}
+	const w, h = 16, 16
+	f, key := halves()
 	// The network's map: the subject (x < 8) with a thin part reaching
 	// into the background's cells (x 8-9), a gap (x 10-11), a distractor
 	// (x >= 12).
