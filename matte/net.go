@@ -253,8 +253,9 @@ func (f *netFuser) memRegions(nmap []float32, wt []float64, far float32) {
 		f.msum[f.lab[p]] += float64(out[p])
 	}
 	for p, v := range nmap {
-		if l := f.lab[p]; l != 0 && f.msum[l] >= 0.5*float64(f.area[l]) {
-			nmap[p] = max(v, out[p])
+		if l := f.lab[p]; l != 0 {
+			m := float32(f.msum[l] / float64(f.area[l]))
+			nmap[p] = m*max(v, out[p]) + (1-m)*out[p]
 		} else {
 			nmap[p] = out[p]
 		}
