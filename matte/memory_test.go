@@ -365,10 +365,12 @@ func TestMemInto(t *testing.T) {
 	if traced != 1 || nmap[0] != 0.5 || nmap[w-1] != 0.5 {
 		t.Errorf("trace only: %d traces, map %v %v, want 1 trace and the map unchanged", traced, nmap[0], nmap[w-1])
 	}
-	// Weights that follow the sharp read alone.
+	// Weights that follow the sharp read alone, pixel by pixel (the
+	// region rule: TestMemRegions).
 	o.Model = NewFusionModel()
 	o.Model.Mem = make([]float64, NumMemFeatures)
 	o.Model.Mem[mRead0] = 1
+	o.MemRegions = false
 	nf = newNetFuser(w, h, o)
 	if err := nf.initMemory(ctx, net, 0, key); err != nil {
 		t.Fatal(err)
@@ -510,9 +512,10 @@ func TestMemFar(t *testing.T) {
 }
 
 // TestMemRegions: with MemRegions the memory model keeps or vetoes the
-// network's regions whole: a region the model mostly holds keeps the
-// network's values even where the coarse readout is low (a thin part),
-// a region it mostly rejects (a distractor) takes the model's values.
+// network's regions whole: in a region the model mostly holds the
+// network's values weigh as much as the region's mean P(object), so a thin
+// part where the coarse readout is low stays the subject; a region it
+// mostly rejects (a distractor) takes the model's values.
 func TestMemRegions(t *testing.T) {
 	const w, h = 16, 16
 	f, key := halves()
@@ -554,8 +557,8 @@ func TestMemRegions(t *testing.T) {
 		t.Fatalf("per pixel: thin part %.3f, distractor %.3f, want the thin part below 0.5 (the case to mend) and the distractor <= 0.1", pixels[px], pixels[dis])
 	}
 	regions := run(true)
-	if regions[px] < 0.9 {
-		t.Errorf("by regions: the subject's thin part %.3f, want the network's 0.9 kept", regions[px])
+	if regions[px] < 0.7 {
+		t.Errorf("by regions: the subject's thin part %.3f, want >= 0.7 (the network's 0.9 at the region's weight)", regions[px])
 	}
 	if regions[5*w+2] < 0.9 {
 		t.Errorf("by regions: the subject's core %.3f, want >= 0.9", regions[5*w+2])

@@ -89,11 +89,11 @@ type NetOptions struct {
 	// memory is used when Model has memory weights and the network gives
 	// features (FeatureObjectness).
 	MemRecent bool
-	// MemRegions applies the memory model region by region: a region of
-	// the network's map (>= 0.5) whose mean P(object) under the model is at
-	// least 0.5 keeps the network's values (the model may only raise
-	// them), the others and the pixels outside every region take the
-	// model's.
+	// MemRegions applies the memory model region by region: in a region
+	// of the network's map (>= 0.5) the network's values (raised where the
+	// model is higher) weigh as much as the region's mean P(object) under
+	// the model, the model's values the rest; outside every region the
+	// model's (memRegions).
 	MemRegions bool
 	// MemTrace, when set, receives the memory's readouts on every frame
 	// the network ran on (select only; it turns the memory's reads on
@@ -233,10 +233,13 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 }
 
 // memRegions applies the memory model (weights wt, distance feature far)
-// to nmap region by region (NetOptions.MemRegions): each 4-connected
-// region of nmap >= 0.5 whose mean P(object) under the model is at least
-// 0.5 keeps the network's values, raised where the model is higher; the
-// other regions and the pixels outside every region take the model's
+// to nmap region by region (NetOptions.MemRegions): in each 4-connected
+// region of nmap >= 0.5 with mean P(object) m under the model, a pixel
+// is m x the larger of the network's value and the model's, plus (1 - m)
+// x the model's: a region the model holds keeps the network's values, one
+// it rejects takes the model's, and the result moves smoothly with the
+// weights (a hard decision at m = 0.5 flipped a small region between two
+// nearly equal fits). The pixels outside every region take the model's
 // values. So the coarse readout (a cell of IS-Net's stage 5 is 1/32 of
 // the frame) vetoes a whole distractor but cannot thin the subject's
 // region where a limb covers too little of its cells.
