@@ -230,7 +230,7 @@ func (p *prepared) lowTruth(dev kernels.Device, i int) []float32 {
 type netView struct {
 	nc     *NetCache
 	clip   Clip
-	sched  matte.Schedule
+	plan   []bool // the frames the network runs on
 	key    int
 	w, h   int
 	fw, fh int
@@ -249,7 +249,7 @@ func (v *netView) Features(ctx context.Context, i int) (matte.FeatureMap, error)
 }
 
 func (v *netView) Objectness(ctx context.Context, i int, dst []float32) (bool, error) {
-	if !v.sched.Runs(i, v.clip.Len(), v.key) {
+	if i < 0 || i >= len(v.plan) || !v.plan[i] {
 		return false, nil
 	}
 	m, err := v.nc.Map(ctx, v.clip, i)
@@ -324,7 +324,11 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	if mode == NetSelect && p.picked != nil {
 		return p.scoreNetSelect(ctx, cfg, r, p.picked, truth)
 	}
-	view := &netView{nc: cfg.Net, clip: c.Clip, sched: cfg.Schedule, key: key, w: c.W, h: c.H, fw: p.fw, fh: p.fh, runs: map[int]bool{}}
+	plan, err := p.runs(ctx, dev, cfg.Schedule, key)
+	if err != nil {
+		return r, err
+	}
+	view := &netView{nc: cfg.Net, clip: c.Clip, plan: plan, key: key, w: c.W, h: c.H, fw: p.fw, fh: p.fh, runs: map[int]bool{}}
 	lows := make([][]float32, n)
 	var matteTime time.Duration
 	spent0, cropSpent0 := cfg.Net.Spent, cfg.Net.CropSpent
@@ -359,7 +363,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	case NetAlone:
 		sc := &Scorer{W: c.W, H: c.H}
 		for i := 0; i < n; i++ {
-			if !cfg.Schedule.Runs(i, n, -1) {
+			if !plan[i] {
 				continue
 			}
 			m, err := cfg.Net.Map(ctx, c.Clip, i)

@@ -78,6 +78,28 @@ type prepared struct {
 	rgb, lin []float32
 	ref      *matte.Refiner // refineOne's, made on first use
 	lowA     kernels.Image
+	changes  []float64 // each frame's change (matte.ClipChanges), made on first use
+}
+
+// runs is the frames the network runs on in a mode with keyframe key
+// (< 0: none) under schedule s: the fixed schedule's, or the motion
+// schedule's plan from the clip's changes.
+func (p *prepared) runs(ctx context.Context, dev kernels.Device, s matte.Schedule, key int) ([]bool, error) {
+	if !s.Fixed() && p.changes == nil {
+		ch, err := matte.ClipChanges(ctx, dev, p.low, p.fw, p.fh)
+		if err != nil {
+			return nil, err
+		}
+		p.changes = ch
+	}
+	if s.Fixed() {
+		runs := make([]bool, p.c.Frames)
+		for i := range runs {
+			runs[i] = s.Runs(i, len(runs), key)
+		}
+		return runs, nil
+	}
+	return s.Plan(p.changes, key), nil
 }
 
 // clipInfo is a Clip with its size at hand.

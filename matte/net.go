@@ -24,6 +24,11 @@ type Schedule struct {
 	// Size is the network's square input size (infer.Card.At); 0 runs
 	// the model at the size its card gives.
 	Size int
+	// Motion, when above 0, places the same number of runs (or fewer)
+	// where the clip's picture changes (see schedule.go, Plan): the
+	// share, up to 1, of each frame's step that follows its change; the
+	// rest is even. 0 is the fixed schedule.
+	Motion float64
 }
 
 // DefaultCPUSchedule is the network every 4th frame with propagation
@@ -34,8 +39,9 @@ var (
 	DefaultGPUSchedule = Schedule{Every: 1}
 )
 
-// Runs reports whether the network runs on frame i of n with keyframe key
-// (key < 0: none).
+// Runs reports whether the fixed schedule runs the network on frame i of
+// n with keyframe key (key < 0: none); Plan gives the motion schedule's
+// frames.
 func (s Schedule) Runs(i, n, key int) bool {
 	k := max(s.Every, 1)
 	return i%k == 0 || i == n-1 || i == key

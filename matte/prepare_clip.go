@@ -248,7 +248,10 @@ func code8(v float32) uint8 { return uint8(min(max(v, 0), 1)*255 + 0.5) }
 // keyframe, < 0 for none) and keeps the frames and the network's maps at
 // the flow size w x h (and, with crops, the frames the network ran on at
 // the decode size, for CropObjectness). step is called after each frame
-// (and its network run).
+// (and its network run). The fixed schedule runs the network as the
+// frames arrive; the motion schedule (Schedule.Motion) needs them all to
+// plan, so it reads the source twice (segmentPlanned), and step counts
+// the second pass.
 func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net Segmenter, sched Schedule, key int, keep clipKeeps, step func()) (*lowClip, error) {
 	sw, sh, err := src.Size(ctx)
 	if err != nil {
@@ -256,11 +259,6 @@ func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net
 	}
 	sw, sh = netSize(sw, sh)
 	sw, sh = max(sw, w), max(sh, h)
-	in, err := src.Open(ctx, sw, sh)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
 	r, err := newClipReader(dev, net, sw, sh, w, h)
 	if err != nil {
 		return nil, err
@@ -273,31 +271,34 @@ func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net
 	if keep.features {
 		l.feats = map[int]FeatureMap{}
 	}
-	f := &frame.HostFrame{}
-	for i := 0; ; i++ {
-		if err := in.Next(ctx, f); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, err
-		}
-		if err := r.load(f); err != nil {
-			return nil, err
-		}
-		if sched.Runs(i, i+2, key) { // i+2: the last frame is not known yet
+	fixed := sched.Fixed()
+	err = r.pass(ctx, src, nil, func(i int) error {
+		if fixed && sched.Runs(i, i+2, key) { // i+2: the last frame is not known yet
 			if err := r.segment(ctx, l, i); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		b, err := r.shrink()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		l.frames = append(l.frames, b)
-		step()
+		if fixed {
+			step()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	last := len(l.frames) - 1
 	if last < 0 {
 		return nil, ErrNoFrames
+	}
+	if !fixed {
+		// The motion schedule: the frames' changes plan the runs, and a
+		// second pass over the source runs the network on them.
+		return l, r.segmentPlanned(ctx, l, src, sched, key, step)
 	}
 	if _, ok := l.nets[last]; !ok {
 		// The schedule always includes the last frame: r.rgb still holds it.
@@ -306,6 +307,63 @@ func readClip(ctx context.Context, dev kernels.Device, src Source, w, h int, net
 		}
 	}
 	return l, nil
+}
+
+// segmentPlanned plans the motion schedule's runs on the frames of l
+// (Schedule.Plan, ClipChanges) and reads src again, running the network
+// on the planned frames; step is called after each frame of that pass.
+func (r *clipReader) segmentPlanned(ctx context.Context, l *lowClip, src Source, sched Schedule, key int, step func()) error {
+	ch, err := ClipChanges(ctx, l.dev, l, l.w, l.h)
+	if err != nil {
+		return err
+	}
+	plan := sched.Plan(ch, key)
+	n := len(plan)
+	err = r.pass(ctx, src, func(i int) bool { return i < n && plan[i] }, func(i int) error {
+		if i >= n {
+			return fmt.Errorf("matte: the source gave more frames on its second read (frame %d, %d before)", i, n)
+		}
+		if plan[i] {
+			if err := r.segment(ctx, l, i); err != nil {
+				return err
+			}
+		}
+		step()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, ok := l.nets[n-1]; !ok {
+		return fmt.Errorf("matte: the source gave fewer frames on its second read (%d before)", n)
+	}
+	return nil
+}
+
+// pass decodes every frame of src at the reader's size, converts those
+// need asks for (nil: all) into r.rgb and calls each with every index.
+func (r *clipReader) pass(ctx context.Context, src Source, need func(i int) bool, each func(i int) error) error {
+	in, err := src.Open(ctx, r.sw, r.sh)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f := &frame.HostFrame{}
+	for i := 0; ; i++ {
+		if err := in.Next(ctx, f); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if need == nil || need(i) {
+			if err := r.load(f); err != nil {
+				return err
+			}
+		}
+		if err := each(i); err != nil {
+			return err
+		}
+	}
 }
 
 // boxResize shrinks (or bilinearly resamples) one plane: each output pixel

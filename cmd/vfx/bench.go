@@ -114,6 +114,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	clips := fs.String("clips", "", "comma-separated clip names (default: every clip)")
 	modes := fs.String("modes", "all", "comma-separated modes: select, select-mid, select-inv, auto, auto-still, or all")
 	every := fs.Int("every", matte.DefaultCPUSchedule.Every, "run the network on every k-th frame (1 = every frame), propagating between")
+	motion := fs.Float64("motion", matte.DefaultCPUSchedule.Motion, "the motion schedule: the share (0-1) of each frame's step between network runs that follows the picture's change (0 = the fixed schedule, every --every-th frame)")
 	cache := fs.String("cache", "", "folder to keep the network's maps in, so that later runs skip the network (default: none)")
 	sheet := fs.String("sheet", "", "write a contact sheet PNG of a few clips (first mode) to this file")
 	sheetFrames := fs.String("sheet-frames", "", "with --sheet: these frames (comma-separated indices) of every clip run (at most 4 clips), at full size over a checkerboard by their alpha, instead of frames 0, middle and last with the errors marked")
@@ -261,7 +262,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.MemRegions = *memRegions
 		netOpts = &o
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), CropArea: *cropArea, CropMargin: *cropMargin}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
 		for _, st := range strings.Split(*fitSteps, ",") {
@@ -301,8 +302,12 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cfg.Fit.GateSigns[k] = sign
 		}
 	}
-	fmt.Fprintf(stdout, "model %s (%s), network every %d frame(s), %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
-		card.Name, card.Licence, *every, len(dirs), *dataset)
+	sched := fmt.Sprintf("network every %d frame(s)", *every)
+	if *motion > 0 {
+		sched = fmt.Sprintf("network on as many frames as every %d, placed by motion %.2f", *every, *motion)
+	}
+	fmt.Fprintf(stdout, "model %s (%s), %s, %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
+		card.Name, card.Licence, sched, len(dirs), *dataset)
 	fmt.Fprintf(stdout, "%-18s %-10s %4s %6s %6s %7s %8s %6s %7s %7s %7s %9s %5s\n", "clip", "mode", "fold", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "frames", "matte f/s", "crops")
 	var all []bench.ClipResult
 	var rows [][]bench.SheetTile
