@@ -76,8 +76,12 @@ type ClipResult struct {
 	Scores MatteScores
 	// CopyJ is the mean J of copying the keyframe mask to every frame
 	// (select modes), the baseline no clip may fall below.
-	CopyJ  float64
-	Frames int
+	CopyJ float64
+	// SelectOnNet (net-select rows, when select ran before it in the same
+	// run) is select's score on the frames the net-select row scores: the
+	// network's frames, so that the two compare on the same frames.
+	SelectOnNet *MatteScores
+	Frames      int
 	// Matte is the time of the matte work without the network's runs
 	// (flow, propagation, fusion, refinement at the clip size).
 	Matte time.Duration
@@ -434,6 +438,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	matteTime = time.Since(t0) - (cfg.Net.Spent - spent0) - (cfg.Net.CropSpent - cropSpent0)
 	r.NetRuns, r.CropRuns = len(view.runs), view.crops
 	sc := &Scorer{W: c.W, H: c.H}
+	var kept [][]float32 // every frame's matte, when net-select's frames are scored too
 	for i := 0; i < n; i++ {
 		var m []float32
 		if i == key {
@@ -445,12 +450,25 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 			}
 		}
 		sc.Add(m, truth[i])
+		if mode == SelectFirst && p.picked != nil {
+			kept = append(kept, m)
+		}
 		if cfg.Keep[c.Name()] {
 			r.Mattes = append(r.Mattes, m)
 		}
 	}
 	r.Scores = sc.Scores()
 	r.Matte = matteTime
+	if mode == SelectFirst && p.picked != nil {
+		// select on net-select's frames, for the net-select row.
+		on := &Scorer{W: c.W, H: c.H}
+		for i := 0; i < n; i++ {
+			if _, ok := p.picked[i]; ok && i < len(kept) {
+				on.Add(kept[i], truth[i])
+			}
+		}
+		p.selOnNet = on.Scores()
+	}
 	return r, nil
 }
 
@@ -488,6 +506,10 @@ func (p *prepared) scoreNetSelect(ctx context.Context, cfg RealMatteConfig, r Cl
 		}
 	}
 	r.Scores, r.Frames = sc.Scores(), r.NetRuns
+	if len(p.selOnNet.PerJ) > 0 {
+		on := p.selOnNet
+		r.SelectOnNet = &on
+	}
 	return r, nil
 }
 

@@ -71,6 +71,7 @@ type prepared struct {
 	truth    [][]float32
 	truthLow [][]float32       // at the flow size, made on first use (lowTruth)
 	picked   map[int][]float32 // select's net-select picks, for the net-select mode
+	selOnNet MatteScores       // select's scores on the picked frames
 	fw, fh   int
 	full     kernels.Image // 3 ch scratch at the case size
 	fullA    kernels.Image // 1 ch scratch at the case size

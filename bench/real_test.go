@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/vfxrender/vfx/internal/modeltest"
@@ -41,10 +42,12 @@ func TestRealMattes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := RunRealMattes(ctx, dev, clip, RealMatteConfig{Modes: AllMatteModes, Schedule: matte.DefaultCPUSchedule, Net: nc})
+		modes := append(slices.Clone(AllMatteModes), NetSelect)
+		rs, err := RunRealMattes(ctx, dev, clip, RealMatteConfig{Modes: modes, Schedule: matte.DefaultCPUSchedule, Net: nc})
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkSelectOnNet(t, rs, clip.Len())
 		for _, r := range rs {
 			t.Logf("%-12s %-10s %s copyJ %.3f", r.Clip, r.Mode, r.Scores, r.CopyJ)
 			if f := floors[name][r.Mode]; r.Scores.J < f {
@@ -53,4 +56,39 @@ func TestRealMattes(t *testing.T) {
 		}
 		nc.Forget(clip)
 	}
+}
+
+// checkSelectOnNet: the net-select row carries select's scores on its own
+// frames (the network's but the keyframe, frame 0), frame for frame
+// select's.
+func checkSelectOnNet(t *testing.T, rs []ClipResult, n int) {
+	t.Helper()
+	var sel, ns *ClipResult
+	for k := range rs {
+		switch rs[k].Mode {
+		case SelectFirst:
+			sel = &rs[k]
+		case NetSelect:
+			ns = &rs[k]
+		}
+	}
+	if sel == nil || ns == nil || ns.SelectOnNet == nil {
+		t.Fatalf("no select, net-select or select-on-net scores: %+v", rs)
+	}
+	var frames []int
+	for i := 1; i < n; i++ {
+		if matte.DefaultCPUSchedule.Runs(i, n, 0) {
+			frames = append(frames, i)
+		}
+	}
+	on := ns.SelectOnNet
+	if len(on.PerJ) != len(frames) || len(ns.Scores.PerJ) != len(frames) {
+		t.Fatalf("%s: select on net-select's frames has %d frames, net-select %d, the schedule %d", sel.Clip, len(on.PerJ), len(ns.Scores.PerJ), len(frames))
+	}
+	for k, i := range frames {
+		if on.PerJ[k] != sel.Scores.PerJ[i] {
+			t.Fatalf("%s: select on net-select's frame %d: J %.4f, select's own %.4f", sel.Clip, i, on.PerJ[k], sel.Scores.PerJ[i])
+		}
+	}
+	t.Logf("%s: select %.3f on the network's frames, net-select %.3f", sel.Clip, on.J, ns.Scores.J)
 }

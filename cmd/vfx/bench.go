@@ -380,6 +380,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "%-10s %5d %6.3f %6.3f %+7.3f %8.2f %6.3f %7.2f %7.2f %9s %8.2f %6d  %v\n", s.Mode, s.Clips, s.J, s.F, s.Decay, s.Flicker, s.CopyJ,
 				s.Interior, s.Half, fps, float64(s.NetRuns)/float64(s.Frames), s.CropRuns, s.BelowCopy)
 		}
+		printSelectOnNet(stdout, rs)
 	}
 	if cfg.Fit != nil {
 		// One model on every clip run (FILE), and, when the run holds
@@ -492,4 +493,29 @@ func benchPasses(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
 	return nil
+}
+
+// printSelectOnNet compares select with net-select on the same frames
+// (the network's: ClipResult.SelectOnNet), when the run had both modes:
+// the means and the clips where select is more than 0.03 below.
+func printSelectOnNet(w io.Writer, rs []bench.ClipResult) {
+	var n int
+	var sel, net float64
+	var below []string
+	for _, r := range rs {
+		if r.Mode != bench.NetSelect || r.SelectOnNet == nil {
+			continue
+		}
+		n++
+		sel += r.SelectOnNet.J
+		net += r.Scores.J
+		if d := r.SelectOnNet.J - r.Scores.J; d < -0.03 {
+			below = append(below, fmt.Sprintf("%s %+.3f", r.Clip, d))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "select on net-select's frames (the network's), %d clips: J %.3f against net-select %.3f; more than 0.03 below: %v\n",
+		n, sel/float64(n), net/float64(n), below)
 }
