@@ -86,19 +86,15 @@ type prepared struct {
 // (< 0: none) under schedule s: the fixed schedule's, or the motion
 // schedule's plan from the clip's changes.
 func (p *prepared) runs(ctx context.Context, dev kernels.Device, s matte.Schedule, key int) ([]bool, error) {
-	if !s.Fixed() && p.changes == nil {
+	if s.Fixed() {
+		return s.Plan(make([]float64, p.c.Frames), key), nil // the fixed schedule's Runs
+	}
+	if p.changes == nil {
 		ch, err := matte.ClipChanges(ctx, dev, p.low, p.fw, p.fh)
 		if err != nil {
 			return nil, err
 		}
 		p.changes = ch
-	}
-	if s.Fixed() {
-		runs := make([]bool, p.c.Frames)
-		for i := range runs {
-			runs[i] = s.Runs(i, len(runs), key)
-		}
-		return runs, nil
 	}
 	return s.Plan(p.changes, key), nil
 }

@@ -107,6 +107,7 @@ func ClipChanges(ctx context.Context, dev kernels.Device, src Frames, w, h int) 
 	defer dev.Free(img)
 	qw, qh := max(1, w/motionScale), max(1, h/motionScale)
 	prev, cur := make([]float32, qw*qh), make([]float32, qw*qh)
+	luma := make([]float32, w*h)
 	change := make([]float64, n)
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
@@ -119,7 +120,7 @@ func ClipChanges(ctx context.Context, dev kernels.Device, src Frames, w, h int) 
 		if err != nil {
 			return nil, err
 		}
-		lumaSmall(cur, qw, qh, pix, w, h)
+		lumaSmall(cur, qw, qh, luma, pix, w, h)
 		if i > 0 {
 			change[i] = shiftedChange(prev, cur, qw, qh, motionSearch)
 		}
@@ -129,10 +130,12 @@ func ClipChanges(ctx context.Context, dev kernels.Device, src Frames, w, h int) 
 }
 
 // lumaSmall writes the luminance (Rec. 709 weights) of the planar RGB
-// frame pix (w x h) shrunk to qw x qh by box averages into dst.
-func lumaSmall(dst []float32, qw, qh int, pix []float32, w, h int) {
+// frame pix (w x h) shrunk to qw x qh by box averages into dst (l: w*h
+// scratch). It stays on the host with boxResize rather than the device's
+// Luma and ResizeArea: the motion schedule's fold figures were measured
+// with it, and the exact area weights move some planned runs by a frame.
+func lumaSmall(dst []float32, qw, qh int, l, pix []float32, w, h int) {
 	n := w * h
-	l := make([]float32, n)
 	for p := 0; p < n; p++ {
 		l[p] = 0.2126*pix[p] + 0.7152*pix[n+p] + 0.0722*pix[2*n+p]
 	}
