@@ -114,6 +114,9 @@ type RealMatteConfig struct {
 	// SelectBand, when not 0, replaces select's snap band
 	// (matte.SelectOptions.Band); negative turns the snap off.
 	SelectBand float32
+	// Soft keeps the emitted video mattes' soft band (select's and
+	// auto's Binary off): the mattes as they were before session 18.
+	Soft bool
 	// Fit, when set, collects the fusion's and gap fill's features with
 	// the true mattes (select, select-mid and auto) for FitFusion.
 	Fit *FitData
@@ -177,6 +180,28 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 					t.Features(phi, i)
 					fit.Mem.Add(id, phi, tl[i])
 				}
+			}
+		}
+	}
+	if fit.Wants("region") && mode != AutoVideo {
+		// One sample per region of the network's map: its features, the
+		// share of it inside the true matte (a soft label), weighted by
+		// its share of the frame (so that the fit weighs pixels, as J does).
+		var sum []float64
+		o.RegionTrace = func(t matte.RegionTrace) {
+			tl := p.lowTruth(dev, t.Frame)
+			if tl == nil || t.N == 0 {
+				return
+			}
+			sum = append(sum[:0], make([]float64, 2*(t.N+1))...)
+			for i, l := range t.Labels {
+				sum[2*l] += float64(tl[i])
+				sum[2*l+1]++
+			}
+			d := matte.NumRegionFeatures
+			for l := 1; l <= t.N; l++ {
+				a := sum[2*l+1]
+				fit.Region.AddWeighted(id, t.Features[(l-1)*d:l*d], float32(sum[2*l]/a), float32(a/float64(t.W*t.H)))
 			}
 		}
 	}
@@ -385,6 +410,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	case AutoVideo:
 		ao := matte.DefaultAutoOptions()
 		ao.Select.Net = p.netOptions(dev, cfg, mode, nil)
+		ao.Binary = !cfg.Soft
 		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, ao)
 		if err != nil {
 			return r, err
@@ -422,6 +448,9 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		so.Net = p.netOptions(dev, cfg, mode, trace)
 		if cfg.SelectBand != 0 {
 			so.Band = max(cfg.SelectBand, 0)
+		}
+		if cfg.Soft || cfg.SelectBand < 0 {
+			so.Binary = false
 		}
 		if err := matte.Propagate(ctx, dev, p.low, view, key, keyLow, so, collect(lows, dev)); err != nil {
 			return r, err

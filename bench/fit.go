@@ -249,6 +249,7 @@ type FitData struct {
 	Gate      FitSet
 	GateAuto  FitSet
 	Mem       FitSet
+	Region    FitSet
 	clips     map[string]int32
 }
 
@@ -261,6 +262,7 @@ func (fd *FitData) clipID(name string) int32 {
 		fd.Select.D, fd.Auto.D, fd.Gap.D = matte.NumFusionFeatures, matte.NumFusionFeatures, matte.NumGapFeatures
 		fd.Gate.D, fd.GateAuto.D = matte.NumGateFeatures, matte.NumGateFeatures
 		fd.Mem.D = matte.NumMemFeatures
+		fd.Region.D = matte.NumRegionFeatures
 	}
 	id, ok := fd.clips[name]
 	if !ok {
@@ -292,8 +294,8 @@ func (fd *FitData) Subset(clips []string) *FitData {
 	}
 	out := &FitData{Stride: fd.Stride, Steps: fd.Steps, clips: fd.clips}
 	out.Select.D, out.Auto.D, out.Gap.D = fd.Select.D, fd.Auto.D, fd.Gap.D
-	out.Gate.D, out.GateAuto.D, out.Mem.D = fd.Gate.D, fd.GateAuto.D, fd.Mem.D
-	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}, {&fd.Mem, &out.Mem}} {
+	out.Gate.D, out.GateAuto.D, out.Mem.D, out.Region.D = fd.Gate.D, fd.GateAuto.D, fd.Mem.D, fd.Region.D
+	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}, {&fd.Mem, &out.Mem}, {&fd.Region, &out.Region}} {
 		src, dst := p[0], p[1]
 		for i, c := range src.clip {
 			if !keep[c] {
@@ -342,6 +344,11 @@ func FitFusion(data *FitData, lambda float64) (*matte.FusionModel, error) {
 	}
 	if data.Mem.Len() > 0 && data.Wants("mem") {
 		if m.Mem, err = FitLogistic(&data.Mem, lambda); err != nil {
+			return nil, err
+		}
+	}
+	if data.Region.Len() > 0 && data.Wants("region") {
+		if m.Region, err = FitLogistic(&data.Region, lambda); err != nil {
 			return nil, err
 		}
 	}

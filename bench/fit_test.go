@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vfxrender/vfx/matte"
 )
 
 // TestFitLogistic recovers known weights from samples drawn from a
@@ -107,5 +109,37 @@ func TestFitLogisticSigns(t *testing.T) {
 		if math.Abs(w[k]-want[k]) > 0.1 {
 			t.Errorf("allowed sign: weight %d: %.3f, want %.3f", k, w[k], want[k])
 		}
+	}
+}
+
+// TestFitFusionRegion: region samples (soft labels: each region's share
+// inside the true matte, weighted by its share of the frame) fit the
+// region model alone when only that step is asked for, and a fold's
+// subset keeps them.
+func TestFitFusionRegion(t *testing.T) {
+	fd := &FitData{Steps: map[string]bool{"region": true}}
+	a, b := fd.clipID("a"), fd.clipID("b")
+	phi := make([]float32, matte.NumRegionFeatures)
+	// P(object) = sigmoid(-1 + 2·mem): the labels are that probability
+	// itself (soft), on a grid of mem values.
+	for k := range 41 {
+		mem := float64(k-20) / 5
+		phi[0], phi[1] = 1, float32(mem)
+		y := 1 / (1 + math.Exp(-(-1 + 2*mem)))
+		fd.Region.AddWeighted(a, phi, float32(y), 0.5)
+		fd.Region.AddWeighted(b, phi, float32(y), 0.25)
+	}
+	m, err := FitFusion(fd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Region) != matte.NumRegionFeatures || math.Abs(m.Region[0]+1) > 0.01 || math.Abs(m.Region[1]-2) > 0.01 {
+		t.Fatalf("region weights %v, want bias -1 and mem 2", m.Region)
+	}
+	if len(m.Select)+len(m.Gap)+len(m.Mem) != 0 {
+		t.Errorf("steps not asked for were fitted: select %d, gap %d, mem %d weights", len(m.Select), len(m.Gap), len(m.Mem))
+	}
+	if n := fd.Subset([]string{"b"}).Region.Len(); n != 41 {
+		t.Errorf("clip b's subset: %d region samples, want 41", n)
 	}
 }

@@ -37,12 +37,17 @@ type AutoOptions struct {
 	Select SelectOptions
 	// Band is the half-width (flow pixels) of the soft band kept around
 	// the matte's contour; beyond it the matte is snapped to 0 or 1.
+	// Stills keep it (at the output size); video mattes keep it only
+	// without Binary.
 	Band float32
+	// Binary makes each emitted video matte 0 or 1 at its 0.5 level, as
+	// SelectOptions.Binary does for select.
+	Binary bool
 }
 
 // DefaultAutoOptions are the defaults.
 func DefaultAutoOptions() AutoOptions {
-	return AutoOptions{Select: DefaultSelectOptions(), Band: 2}
+	return AutoOptions{Select: DefaultSelectOptions(), Band: 2, Binary: true}
 }
 
 // AutoPlan is what auto found in a clip and what it needs to make the
@@ -144,7 +149,8 @@ func detectScreen(pix []float32, w, h int) (kernels.ChromaParams, bool) {
 // AutoChroma there is nothing to do at the flow size: the key runs on the
 // output frames). emit is called as for Propagate. Frame 0's matte is the
 // network's map; later frames are propagated and fused with the network
-// wherever it ran. Every matte is snapped to 0 or 1 beyond the soft band.
+// wherever it ran. Every matte is made 0 or 1 at its 0.5 level (Binary)
+// or snapped to 0 or 1 beyond the soft band.
 func (a *AutoPlan) Mattes(ctx context.Context, src Frames, emit func(i int, m kernels.Image) error) error {
 	if a.Kind == AutoChroma {
 		return nil
@@ -171,7 +177,11 @@ func (a *AutoPlan) Mattes(ctx context.Context, src Frames, emit func(i int, m ke
 		if err != nil {
 			return err
 		}
-		band.snap(v, a.o.Band)
+		if a.o.Binary {
+			binarize(v)
+		} else {
+			band.snap(v, a.o.Band)
+		}
 		if err := a.dev.WritePixels(m, v); err != nil {
 			return err
 		}

@@ -90,6 +90,12 @@ type FusionModel struct {
 	// network frames; empty keeps the network's map.
 	MemNames []string  `json:"mem_features,omitempty"`
 	Mem      []float64 `json:"mem,omitempty"`
+	// RegionNames and Region: the region model (NetOptions.MemRegions),
+	// which decides how much of each region of the network's map keeps
+	// the network's values against the memory model's; empty keeps the
+	// region's mean P(object) under the memory model.
+	RegionNames []string  `json:"region_features,omitempty"`
+	Region      []float64 `json:"region,omitempty"`
 	// FittedBy is the command that made the file, Data what it was fitted
 	// on and Validation what the held-out fold showed.
 	FittedBy   string `json:"fitted_by"`
@@ -155,7 +161,10 @@ func (m *FusionModel) check() error {
 	if len(m.Mem) > 0 && (!same(m.MemNames, MemFeatureNames[:]) || len(m.Mem) != NumMemFeatures) {
 		return fmt.Errorf("matte: fusion model: %d memory weights for features %v, this build computes %v", len(m.Mem), m.MemNames, MemFeatureNames)
 	}
-	for _, w := range [][]float64{m.Select, m.Auto, m.Gap, m.Gate, m.GateAuto, m.Mem} {
+	if len(m.Region) > 0 && (!same(m.RegionNames, RegionFeatureNames[:]) || len(m.Region) != NumRegionFeatures) {
+		return fmt.Errorf("matte: fusion model: %d region weights for features %v, this build computes %v", len(m.Region), m.RegionNames, RegionFeatureNames)
+	}
+	for _, w := range [][]float64{m.Select, m.Auto, m.Gap, m.Gate, m.GateAuto, m.Mem, m.Region} {
 		for _, v := range w {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("matte: fusion model: weight %v", v)
@@ -168,7 +177,7 @@ func (m *FusionModel) check() error {
 // NewFusionModel is an empty model (every step keeps its hand rule) with
 // this build's feature names, to be filled by a fit.
 func NewFusionModel() *FusionModel {
-	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:], GateNames: GateFeatureNames[:], MemNames: MemFeatureNames[:]}
+	return &FusionModel{Version: 1, Features: FusionFeatureNames[:], GapNames: GapFeatureNames[:], GateNames: GateFeatureNames[:], MemNames: MemFeatureNames[:], RegionNames: RegionFeatureNames[:]}
 }
 
 // FuseTrace is what the fusion saw and made on one frame the network ran

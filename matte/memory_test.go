@@ -359,7 +359,7 @@ func TestMemInto(t *testing.T) {
 	for i := range nmap {
 		nmap[i] = 0.5
 	}
-	if err := nf.memInto(ctx, net, 3, nmap); err != nil {
+	if err := nf.memInto(ctx, net, 3, nmap, make([]float32, w*h)); err != nil {
 		t.Fatal(err)
 	}
 	if traced != 1 || nmap[0] != 0.5 || nmap[w-1] != 0.5 {
@@ -375,7 +375,7 @@ func TestMemInto(t *testing.T) {
 	if err := nf.initMemory(ctx, net, 0, key); err != nil {
 		t.Fatal(err)
 	}
-	if err := nf.memInto(ctx, net, 3, nmap); err != nil {
+	if err := nf.memInto(ctx, net, 3, nmap, make([]float32, w*h)); err != nil {
 		t.Fatal(err)
 	}
 	if nmap[0] < 0.9 || nmap[w-1] > 0.1 {
@@ -535,22 +535,42 @@ func TestMemRegions(t *testing.T) {
 	}
 	net := &memNet{f: f}
 	ctx := context.Background()
-	run := func(regions bool) []float32 {
+	// The carried matte: the subject's side and the distractor's columns
+	// 14-15 (half of it).
+	prop := make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			if x < 8 || x >= 14 {
+				prop[y*w+x] = 1
+			}
+		}
+	}
+	var traces []RegionTrace
+	runWith := func(regions bool, region []float64) []float32 {
 		o := HandNetOptions()
 		o.Model = NewFusionModel()
 		o.Model.Mem = make([]float64, NumMemFeatures)
 		o.Model.Mem[mRead0] = 1
+		o.Model.Region = region
 		o.MemRegions = regions
+		o.RegionTrace = func(tr RegionTrace) {
+			tr.Features = append([]float32(nil), tr.Features...)
+			tr.Weight = append([]float32(nil), tr.Weight...)
+			tr.Labels = append([]int32(nil), tr.Labels...)
+			traces = append(traces, tr)
+		}
 		nf := newNetFuser(w, h, o)
 		if err := nf.initMemory(ctx, net, 0, key); err != nil {
 			t.Fatal(err)
 		}
+		nf.frame = 3
 		m := netMap()
-		if err := nf.memInto(ctx, net, 3, m); err != nil {
+		if err := nf.memInto(ctx, net, 3, m, prop); err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
+	run := func(regions bool) []float32 { return runWith(regions, nil) }
 	px, dis, gap := 5*w+9, 5*w+14, 5*w+10
 	pixels := run(false)
 	if pixels[px] >= 0.5 || pixels[dis] > 0.1 {
@@ -568,6 +588,47 @@ func TestMemRegions(t *testing.T) {
 	}
 	if regions[gap] != pixels[gap] {
 		t.Errorf("outside the network's regions: %.3f, want the model's %.3f", regions[gap], pixels[gap])
+	}
+	// The trace: two regions, the subject's (x < 10: 160 px, 128 inside
+	// the carried matte) and the distractor's (x >= 12: 64 px, 32 inside);
+	// without region weights each region's weight is its mean under the
+	// memory model.
+	if len(traces) != 1 || traces[0].N != 2 || traces[0].Frame != 3 {
+		t.Fatalf("region traces %d (want 1), regions %d (want 2)", len(traces), traces[0].N)
+	}
+	tr := traces[0]
+	sub, dst := tr.Labels[5*w+2], tr.Labels[dis]
+	fs := func(l int32) []float32 { return tr.Features[int(l-1)*NumRegionFeatures : int(l)*NumRegionFeatures] }
+	if c := fs(sub)[rCarried]; math.Abs(float64(c)-0.8) > 1e-6 {
+		t.Errorf("the subject's carried share %v, want 0.8", c)
+	}
+	if c := fs(dst)[rCarried]; math.Abs(float64(c)-0.5) > 1e-6 {
+		t.Errorf("the distractor's carried share %v, want 0.5", c)
+	}
+	if sz := fs(dst)[rSize]; math.Abs(float64(sz)-math.Log(64.0/160)) > 1e-5 {
+		t.Errorf("the distractor's size feature %v, want log(64/160)", sz)
+	}
+	if q := tr.Weight[dst]; q > 0.1 || math.Abs(float64(q)-float64(sigmoid(fs(dst)[rMem]))) > 0.01 {
+		t.Errorf("the distractor's weight %v, want its mean under the model, sigmoid(%v)", q, fs(dst)[rMem])
+	}
+	// Fitted region weights that follow the carried matte: the
+	// distractor, half inside it, keeps the network's values (weight
+	// sigmoid(0)); a model with a wrong count of region weights is refused.
+	rw := make([]float64, NumRegionFeatures)
+	rw[rBias], rw[rCarried] = -4, 8
+	kept := runWith(true, rw)
+	if kept[dis] < 0.44 || kept[dis] > 0.46 {
+		t.Errorf("with region weights: the distractor %.3f, want 0.5 x 0.9 (weight sigmoid(0) = 0.5)", kept[dis])
+	}
+	if kept[5*w+9] < 0.8 {
+		t.Errorf("with region weights: the subject's thin part %.3f, want >= 0.8", kept[5*w+9])
+	}
+	m := NewFusionModel()
+	if m.Region = rw[:3]; m.check() == nil {
+		t.Error("a model with 3 region weights passed its check")
+	}
+	if m.Region = rw; m.check() != nil {
+		t.Errorf("a model with region weights: %v", m.check())
 	}
 }
 

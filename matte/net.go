@@ -101,6 +101,9 @@ type NetOptions struct {
 	// the model, the model's values the rest; outside every region the
 	// model's (memRegions).
 	MemRegions bool
+	// RegionTrace, when set, receives MemRegions' region features on
+	// every frame the network ran on (select with memory weights).
+	RegionTrace func(RegionTrace)
 	// MemTrace, when set, receives the memory's readouts on every frame
 	// the network ran on (select only; it turns the memory's reads on
 	// even without memory weights, which leave the map as it is).
@@ -163,6 +166,9 @@ type netFuser struct {
 	mphi  []float32
 	mout  []float32 // MemRegions: the model's map
 	msum  []float64 // MemRegions: each region's sum of it
+	nsum  []float64 // MemRegions: each region's sum of the network's map
+	csum  []int     // MemRegions: each region's pixels inside the carried matte
+	rphi  []float32 // MemRegions: the regions' features (region k at k-1)
 }
 
 // memModel reports whether the options' fusion model has memory weights.
@@ -200,7 +206,8 @@ func (f *netFuser) initMemory(ctx context.Context, net Objectness, index int, ke
 
 // memInto reads the memory on frame i and, with memory weights, replaces
 // the network's map nmap by the memory model's P(object) per pixel.
-func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []float32) error {
+// prop is the matte carried to frame i (MemRegions' region model).
+func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap, prop []float32) error {
 	if f.mem == nil {
 		return nil
 	}
@@ -228,7 +235,7 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 	wt := f.o.Model.Mem
 	far := memFar(i, f.mem.key0)
 	if f.o.MemRegions {
-		f.memRegions(nmap, wt, far)
+		f.memRegions(nmap, prop, wt, far)
 		return nil
 	}
 	for p, v := range nmap {
@@ -236,40 +243,6 @@ func (f *netFuser) memInto(ctx context.Context, net Objectness, i int, nmap []fl
 		nmap[p] = sigmoid(dot(wt, f.mphi))
 	}
 	return nil
-}
-
-// memRegions applies the memory model (weights wt, distance feature far)
-// to nmap region by region (NetOptions.MemRegions): in each 4-connected
-// region of nmap >= 0.5 with mean P(object) m under the model, a pixel
-// is m x the larger of the network's value and the model's, plus (1 - m)
-// x the model's: a region the model holds keeps the network's values, one
-// it rejects takes the model's, and the result moves smoothly with the
-// weights (a hard decision at m = 0.5 flipped a small region between two
-// nearly equal fits). The pixels outside every region take the model's
-// values. So the coarse readout (a cell of IS-Net's stage 5 is 1/32 of
-// the frame) vetoes a whole distractor and keeps a subject region it
-// holds whole, but a region with a middling mean (0.3-0.5 on a fast,
-// blurred subject) is thinned wherever the model's own value is low.
-func (f *netFuser) memRegions(nmap []float32, wt []float64, far float32) {
-	n := f.label(nmap)
-	if cap(f.mout) < len(nmap) {
-		f.mout = make([]float32, len(nmap))
-	}
-	out := f.mout[:len(nmap)]
-	f.msum = append(f.msum[:0], make([]float64, n+1)...)
-	for p, v := range nmap {
-		memFeatures(f.mphi, v, f.reads, far, p)
-		out[p] = sigmoid(dot(wt, f.mphi))
-		f.msum[f.lab[p]] += float64(out[p])
-	}
-	for p, v := range nmap {
-		if l := f.lab[p]; l != 0 {
-			m := float32(f.msum[l] / float64(f.area[l]))
-			nmap[p] = m*max(v, out[p]) + (1-m)*out[p]
-		} else {
-			nmap[p] = out[p]
-		}
-	}
 }
 
 // memRemember makes the frame just fused (its matte out) the memory's
@@ -802,6 +775,18 @@ func (f *netFuser) snap(m []float32, band float32) {
 		if v >= 0.5 && f.dist[i] > band {
 			m[i] = 1
 		} else if v < 0.5 && in[i] > band {
+			m[i] = 0
+		}
+	}
+}
+
+// binarize sets m to 1 where it is >= 0.5 and to 0 elsewhere
+// (SelectOptions.Binary).
+func binarize(m []float32) {
+	for i, v := range m {
+		if v >= 0.5 {
+			m[i] = 1
+		} else {
 			m[i] = 0
 		}
 	}

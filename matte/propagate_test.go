@@ -273,6 +273,13 @@ func TestAutoMotionCue(t *testing.T) {
 				if j := iou(v, want); j < 0.85 {
 					t.Errorf("frame %d: IoU %.3f with the disk%s", i, j, map[bool]string{true: " and the decoy", false: " alone"}[decoy])
 				}
+				// AutoOptions.Binary (the default): 0 or 1 only.
+				for p, x := range v {
+					if x != 0 && x != 1 {
+						t.Errorf("frame %d: alpha %v at (%d,%d), want 0 or 1", i, x, p%c.w, p/c.w)
+						break
+					}
+				}
 				n++
 				return nil
 			}); err != nil {
@@ -405,5 +412,53 @@ func TestFuseMergedRegionHoldsShape(t *testing.T) {
 	f.fuse(dst, prop, shape, net, nil)
 	if dst[hole] >= 0.5 {
 		t.Errorf("untrusted positives restored the pixel: %.3f", dst[hole])
+	}
+}
+
+// TestSelectBinary: with the network, every emitted matte but the
+// keyframe's is 0 or 1 (SelectOptions.Binary, the default) and keeps its
+// IoU; with Binary off it keeps a soft band around the contour.
+func TestSelectBinary(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	c := diskClip{dev: dev, w: 200, h: 64, n: 10, speed: 3}
+	key, _ := dev.NewImage(c.w, c.h, 1)
+	defer dev.Free(key)
+	const index = 0
+	if err := dev.WritePixels(key, c.truth(index)); err != nil {
+		t.Fatal(err)
+	}
+	net := diskNet{c: c, sees: true, every: 4, key: index}
+	soft := func(binary bool) int {
+		o := DefaultSelectOptions()
+		o.Binary = binary
+		n := 0
+		err := Propagate(context.Background(), dev, c, net, index, key, o, func(i int, m kernels.Image) error {
+			v, err := dev.ReadPixels(m)
+			if err != nil {
+				return err
+			}
+			if i == index {
+				return nil
+			}
+			for _, x := range v {
+				if x > 0 && x < 1 {
+					n++
+				}
+			}
+			if j := iou(v, c.truth(i)); j < 0.85 {
+				t.Errorf("binary %v, frame %d: IoU %.3f < 0.85", binary, i, j)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := soft(true); n != 0 {
+		t.Errorf("binary: %d soft values in the emitted mattes, want 0", n)
+	}
+	if n := soft(false); n == 0 {
+		t.Error("soft band: no soft values in the emitted mattes (the test does not see the band)")
 	}
 }

@@ -43,8 +43,17 @@ type SelectOptions struct {
 	// contour; beyond it the matte is 0 or 1, so that a frame between two
 	// network frames whose carried shapes disagree shows no
 	// half-transparent body (auto's rule, AutoOptions.Band). The matte
-	// carried to the next frame is not snapped.
+	// carried to the next frame is not snapped. Binary replaces it.
 	Band float32
+	// Binary, when the network runs, makes each emitted matte 0 or 1 at
+	// its 0.5 level (the level J is scored at) instead of keeping Band's
+	// soft band: where the matte is unsure over a wide area (a fast body
+	// between network frames, a region the memory half holds) its 0.5
+	// contour winds through the area and a band around it left much of
+	// the body half-transparent. The edge's partial alpha is made at the
+	// output size by the Refiner, guided by the frame. The matte carried
+	// to the next frame stays soft.
+	Binary bool
 	// GapColour, when the network runs, lets the keyframe's colour model
 	// decide the pixels of a frame between two network frames where the
 	// shape carried forwards and the one carried back disagree (see
@@ -64,6 +73,7 @@ func DefaultSelectOptions() SelectOptions {
 		Fuse:        kernels.FuseParams{Prior: 1, Global: 0.35, Local: 1, LocalSigma: 0.08, Bins: 16},
 		Net:         DefaultNetOptions(),
 		Band:        2,
+		Binary:      true,
 		GapColour:   true,
 	}
 }
@@ -332,7 +342,7 @@ func (p *propagator) lumaPyramid(ctx context.Context, src Frames, i int, frame k
 // network corrects the propagated shape. net nil propagates by motion and
 // colour alone.
 func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectness, index int, key kernels.Image, o SelectOptions, emit func(i int, m kernels.Image) error) error {
-	if net == nil || o.Band <= 0 {
+	if net == nil || (o.Band <= 0 && !o.Binary) {
 		return propagate(ctx, dev, src, net, false, index, key, o, emit)
 	}
 	w, h := key.Width(), key.Height()
@@ -350,7 +360,11 @@ func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if err != nil {
 			return err
 		}
-		band.snap(v, o.Band)
+		if o.Binary {
+			binarize(v)
+		} else {
+			band.snap(v, o.Band)
+		}
 		if err := dev.WritePixels(out, v); err != nil {
 			return err
 		}
@@ -512,7 +526,8 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if _, err := cropInto(ctx, net, o.Net, i, shape, nbuf, w, h, &cropBuf); err != nil {
 			return false, err
 		}
-		if err := nf.memInto(ctx, net, i, nbuf); err != nil {
+		nf.frame = i
+		if err := nf.memInto(ctx, net, i, nbuf, prop); err != nil {
 			return false, err
 		}
 		var flow []float32
@@ -522,7 +537,6 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 				return false, err
 			}
 		}
-		nf.frame = i
 		nf.fuse(out, prop, shape, nbuf, flow)
 		nf.memRemember(out)
 		return true, dev.WritePixels(m, out)

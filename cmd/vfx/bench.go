@@ -124,11 +124,12 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fit := fs.String("fit", "", "fit the fusion's logistic models on the clips run (select, select-mid and auto collect samples) and write them to this JSON file")
 	cropArea := fs.Float64("crop-area", 0, "run the network again on a square crop around the subject where the carried shape is under this share of the frame, e.g. 0.02 (0 = off, the default)")
 	cropMargin := fs.Float64("crop-margin", 0, "the crop box's margin on each side, as a share of the shape's longer side (0 = the default)")
-	band := fs.Float64("select-band", 0, "select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap)")
+	band := fs.Float64("select-band", 0, "with --soft-band: select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap, which also turns --soft-band on)")
+	softBand := fs.Bool("soft-band", false, "keep a soft band around the emitted video mattes' contour (matte.SelectOptions.Binary and AutoOptions.Binary off), as before session 18; by default each emitted matte is 0 or 1 at its 0.5 level and the refiner makes the edge")
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
 	fitDrop := fs.String("fit-drop", "", "with --fit: gate features to leave out of the gates' fits, comma-separated (their weights are 0), e.g. colour_fused_only,colour_net_only")
 	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
-	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames); the steps not fitted keep the --fusion model's weights")
+	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames), region (which regions of the network's map keep the network's values against the memory model's, select); the steps not fitted keep the --fusion model's weights")
 	memRegions := fs.Bool("memory-regions", true, "select's memory model keeps or vetoes the network's regions whole (matte.NetOptions.MemRegions); false: pixel by pixel")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
@@ -262,15 +263,15 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.MemRegions = *memRegions
 		netOpts = &o
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), CropArea: *cropArea, CropMargin: *cropMargin}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
 		for _, st := range strings.Split(*fitSteps, ",") {
 			switch st = strings.TrimSpace(st); st {
-			case "gate", "select", "auto", "gap", "mem":
+			case "gate", "select", "auto", "gap", "mem", "region":
 				cfg.Fit.Steps[st] = true
 			default:
-				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto, gap or mem)", st)}
+				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto, gap, mem or region)", st)}
 			}
 		}
 		for _, name := range strings.Split(*fitDrop, ",") {
@@ -420,15 +421,15 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 					step     string
 					dst, src *[]float64
 				}{{"select", &m.Select, &base.Select}, {"auto", &m.Auto, &base.Auto}, {"gap", &m.Gap, &base.Gap},
-					{"gate", &m.Gate, &base.Gate}, {"gate", &m.GateAuto, &base.GateAuto}, {"mem", &m.Mem, &base.Mem}} {
+					{"gate", &m.Gate, &base.Gate}, {"gate", &m.GateAuto, &base.GateAuto}, {"mem", &m.Mem, &base.Mem}, {"region", &m.Region, &base.Region}} {
 					if !data.Wants(st.step) {
 						*st.dst = *st.src
 					}
 				}
 			}
 			m.FittedBy = "vfx bench matte " + strings.Join(args, " ")
-			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference); %d memory samples (select's network frames, every %d-th pixel)",
-				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride, data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len(), data.Stride)
+			m.Data = fmt.Sprintf("%d clips (%s): %d select samples, %d auto samples, %d gap samples (every %d-th pixel in x and y at the flow size, twice that between network frames); %d select gate and %d auto gate samples (network frames where the fused matte and the network's map differ in IoU with the truth by 0.002 or more, weighted by that difference); %d memory samples (select's network frames, every %d-th pixel); %d region samples (one per region of the network's map on select's network frames, weighted by its share of the frame, labelled with its share inside the true matte)",
+				len(used), clipNames(used), data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Stride, data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len(), data.Stride, data.Region.Len())
 			b, err := json.MarshalIndent(m, "", "  ")
 			if err != nil {
 				return err
@@ -437,8 +438,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
 				return fmt.Errorf("bench matte: --fit: %w", err)
 			}
-			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d, gate %d, auto gate %d, memory %d samples)\n", file, len(used),
-				data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len())
+			fmt.Fprintf(stdout, "fitted fusion model written to %s (%d clips; select %d, auto %d, gap %d, gate %d, auto gate %d, memory %d, region %d samples)\n", file, len(used),
+				data.Select.Len(), data.Auto.Len(), data.Gap.Len(), data.Gate.Len(), data.GateAuto.Len(), data.Mem.Len(), data.Region.Len())
 		}
 	}
 	if *sheet != "" && len(rows) > 0 {
