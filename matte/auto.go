@@ -41,7 +41,9 @@ type AutoOptions struct {
 	// without Binary.
 	Band float32
 	// Binary makes each emitted video matte 0 or 1 at its 0.5 level, as
-	// SelectOptions.Binary does for select.
+	// SelectOptions.Binary does for select; unlike select's, auto's
+	// matte carried on from a network frame is the emitted one (as it
+	// was with the band).
 	Binary bool
 }
 
@@ -171,17 +173,15 @@ func (a *AutoPlan) Mattes(ctx context.Context, src Frames, emit func(i int, m ke
 	if err := a.dev.WritePixels(key, first); err != nil {
 		return err
 	}
-	band := newNetFuser(a.w, a.h, a.o.Select.Net)
+	band := newSnapper(a.w, a.h, a.o.Select.Net, a.o.Band, a.o.Binary)
 	snapped := func(i int, m kernels.Image) error {
 		v, err := a.dev.ReadPixels(m)
 		if err != nil {
 			return err
 		}
-		if a.o.Binary {
-			binarize(v)
-		} else {
-			band.snap(v, a.o.Band)
-		}
+		band.apply(v)
+		// Written back into m: on a network frame that is also the matte
+		// carried to the next frame (as with the soft band before).
 		if err := a.dev.WritePixels(m, v); err != nil {
 			return err
 		}

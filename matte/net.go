@@ -780,6 +780,30 @@ func (f *netFuser) snap(m []float32, band float32) {
 	}
 }
 
+// snapper treats each emitted video matte: 0 or 1 at its 0.5 level
+// (binary), or snapped to 0 or 1 beyond band flow pixels of its contour.
+type snapper struct {
+	f      *netFuser // the snap's distance buffers; nil when binary
+	band   float32
+	binary bool
+}
+
+func newSnapper(w, h int, o NetOptions, band float32, binary bool) snapper {
+	s := snapper{band: band, binary: binary}
+	if !binary {
+		s.f = newNetFuser(w, h, o)
+	}
+	return s
+}
+
+func (s snapper) apply(v []float32) {
+	if s.binary {
+		binarize(v)
+		return
+	}
+	s.f.snap(v, s.band)
+}
+
 // binarize sets m to 1 where it is >= 0.5 and to 0 elsewhere
 // (SelectOptions.Binary).
 func binarize(m []float32) {

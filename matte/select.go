@@ -351,7 +351,7 @@ func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		return err
 	}
 	defer dev.Free(out)
-	band := newNetFuser(w, h, o.Net)
+	band := newSnapper(w, h, o.Net, o.Band, o.Binary)
 	snapped := func(i int, m kernels.Image) error {
 		if i == index {
 			return emit(i, m) // the keyframe matte as given
@@ -360,11 +360,7 @@ func Propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 		if err != nil {
 			return err
 		}
-		if o.Binary {
-			binarize(v)
-		} else {
-			band.snap(v, o.Band)
-		}
+		band.apply(v)
 		if err := dev.WritePixels(out, v); err != nil {
 			return err
 		}
