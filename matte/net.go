@@ -135,7 +135,7 @@ type netFuser struct {
 	o     NetOptions
 	w, h  int
 	trust float64 // from the keyframe's IoU; <0 before it is set
-	tPos  float64 // trust in the network's positives, from the keyframe
+	tPos  float64 // trust in the network's positives, from the keyframe (merged regions, rescue, gate)
 	// keyArea is the area of the keyframe matte; last is the object's
 	// centroid on the last frame the network ran on (lastOK false before),
 	// others the pixels of other objects' regions there.
@@ -530,11 +530,15 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 			tNeg = 1
 		}
 	}
-	// Each region of the object is trusted as far as the network's
-	// positives are (tPos, from the keyframe) and as far as it lies in
-	// (or, for a compact object, near) the carried shape on this frame: a
-	// region that also holds another object's body must not pull the
-	// matte into it (flamingo, a flock: J 0.56 without this, 0.82 with).
+	// Each region of the object is trusted as far as it lies in (or, for
+	// a compact object, near) the carried shape on this frame: a region
+	// that also holds another object's body must not pull the matte into
+	// it (flamingo, a flock: J 0.56 without this, 0.82 with). That share
+	// is the region's precision measured on this frame; the keyframe's
+	// (tPos) does not scale it: a subject the network saw only merged
+	// with its surroundings on the keyframe (tPos 0) and alone later had
+	// its later regions ignored, and the matte drifted off it
+	// (rollerblade: J 0.586 with tPos, 0.836 without; docs/mattes.md).
 	wr := make([]float32, len(sel))
 	big := 2*shapeArea > f.w*f.h
 	for l := 1; l < len(sel); l++ {
@@ -546,7 +550,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 			in = f.ovDil[l]
 		}
 		a := float64(f.area[l])
-		w := tPos * f.ramp(max(float64(in)/a, float64(shapeArea)/a))
+		w := f.ramp(max(float64(in)/a, float64(shapeArea)/a))
 		if f.all || int32(l) == f.rescued {
 			w = 1
 		}

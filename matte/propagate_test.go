@@ -415,6 +415,47 @@ func TestFuseMergedRegionHoldsShape(t *testing.T) {
 	}
 }
 
+// TestFuseObjectRegionTrustedPerFrame: the keyframe gave no trust in the
+// network's positives (tPos 0: it saw the subject only merged with its
+// surroundings), but on this frame a region lies wholly inside the
+// carried shape: its positives count by that share, so a pixel that
+// propagation eroded is restored. A region of which under half lies in
+// the shape (another object's) still cannot pull the matte into it.
+func TestFuseObjectRegionTrustedPerFrame(t *testing.T) {
+	const w, h = 64, 32
+	f := newNetFuser(w, h, DefaultNetOptions())
+	f.tPos, f.trust = 0, 1
+	net := make([]float32, w*h)
+	shape := make([]float32, w*h)
+	prop := make([]float32, w*h)
+	for y := 8; y < 24; y++ {
+		for x := 6; x < 26; x++ {
+			shape[y*w+x], prop[y*w+x] = 1, 0.9
+			if x >= 8 && x < 24 && y >= 10 && y < 22 {
+				net[y*w+x] = 0.95 // the subject's region, inside the shape
+			}
+		}
+		for x := 40; x < 60; x++ {
+			net[y*w+x] = 0.95 // another object, apart from the shape
+		}
+	}
+	hole := 15*w + 12
+	prop[hole] = 0.3 // eroded by propagation
+	other := 15*w + 50
+	dst := make([]float32, w*h)
+	f.fuse(dst, prop, shape, net, nil)
+	sel, _, _ := f.selection(net, shape)
+	if len(sel) != 3 || sel[f.lab[hole]] != regionObject || sel[f.lab[other]] != regionOther {
+		t.Fatalf("regions %v (subject %d, other %d), want the subject's and another", sel, f.lab[hole], f.lab[other])
+	}
+	if dst[hole] < 0.5 {
+		t.Errorf("eroded pixel in a region inside the shape: %.3f, want >= 0.5 whatever the keyframe's trust", dst[hole])
+	}
+	if dst[other] >= 0.5 {
+		t.Errorf("another object's region: %.3f, want < 0.5", dst[other])
+	}
+}
+
 // TestSelectBinary: with the network, every emitted matte but the
 // keyframe's is 0 or 1 (SelectOptions.Binary, the default) and keeps its
 // IoU; with Binary off it keeps a soft band around the contour.
