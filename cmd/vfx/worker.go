@@ -382,6 +382,9 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 	// A worker without its segmentation network would fail every auto and
 	// select job: it refuses to start instead.
 	net, card, closeNet, err := cfg.model.load(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped during start-up (SIGTERM, SIGINT): a clean exit
+	}
 	if err != nil {
 		log.Error("segmentation model unavailable", zap.Error(err))
 		return fmt.Errorf("worker: segmentation model: %w", err)
@@ -398,6 +401,13 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 	// The start-up self-test: a device that does not render like the CPU
 	// reference never pulls a job.
 	st0, err := render.SelfTest(ctx, dev)
+	if err != nil && ctx.Err() != nil {
+		// Stopped during start-up: the test was cut short, not failed (a
+		// pod's SIGTERM while it starts exits 0, as one while it waits for
+		// NATS or the store does).
+		log.Info("stopped during start-up", zap.String("step", "self-test"))
+		return nil
+	}
 	if err != nil {
 		log.Error("self-test failed", zap.String("device", dev.Name()), zap.Error(err))
 		return fmt.Errorf("self-test: %w", err)

@@ -9,7 +9,7 @@
 // into two outputs, every account was charged exactly once per completed
 // job, and every webhook was delivered.
 //
-// `go test ./deploy/drill` runs the short form (18 jobs); VFX_DRILL=full
+// `go test ./deploy/drill` runs the short form (18 jobs, and 3 long videos for fault 2); VFX_DRILL=full
 // (make drill) runs the full one (60 jobs, MinIO down 10 s).
 // VFX_DRILL_LOGS=<dir> keeps every process's output there.
 package drill
@@ -312,6 +312,19 @@ func TestDrill(t *testing.T) {
 		if n != victim {
 			others = append(others, n)
 		}
+	}
+	// Stage A's jobs may all have finished while the killed worker loaded
+	// its model again (25 s on 2 cores beside two 15-s renders: the fault
+	// then waited 3 minutes for a job that never came), so fault 2 gets
+	// long videos of its own: three, so that the restarted worker's two
+	// slots cannot hold them all and one lands on another worker.
+	for k := range 3 {
+		extra := stageA[0]
+		extra.body = maps.Clone(extra.body)
+		extra.body["idempotency_key"] = fmt.Sprintf("drill-fault2-%d", k)
+		extra.body["prompt"] = fmt.Sprintf("drill: fault 2's long video %d", k)
+		specs = append(specs, extra)
+		d.submit(extra, recv)
 	}
 	drainer, drainJob := d.waitMidJob(others...)
 	d.workers[drainer].Signal(t, syscall.SIGTERM)
