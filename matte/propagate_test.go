@@ -371,6 +371,15 @@ func TestSelectNoRescueInsideMergedRegion(t *testing.T) {
 	}
 }
 
+// fuseFixture is a fuser of w x h trusting the keyframe (trust 1) and the
+// network's positives by tPos, with empty network map, carried shape and
+// propagated matte.
+func fuseFixture(w, h int, tPos float64) (f *netFuser, net, shape, prop []float32) {
+	f = newNetFuser(w, h, DefaultNetOptions())
+	f.tPos, f.trust = tPos, 1
+	return f, make([]float32, w*h), make([]float32, w*h), make([]float32, w*h)
+}
+
 // TestFuseMergedRegionHoldsShape: a region of the network's map holds the
 // carried shape and much more (merged with something else). Inside the
 // shape, where propagation eroded the matte, the network's positives
@@ -378,11 +387,7 @@ func TestSelectNoRescueInsideMergedRegion(t *testing.T) {
 // does not grow into what the object is merged with.
 func TestFuseMergedRegionHoldsShape(t *testing.T) {
 	const w, h = 64, 32
-	f := newNetFuser(w, h, DefaultNetOptions())
-	f.tPos, f.trust = 1, 1
-	net := make([]float32, w*h)
-	shape := make([]float32, w*h)
-	prop := make([]float32, w*h)
+	f, net, shape, prop := fuseFixture(w, h, 1)
 	for y := 4; y < 28; y++ {
 		for x := 4; x < 60; x++ {
 			net[y*w+x] = 0.95 // one region: the object and what it touches
@@ -423,11 +428,7 @@ func TestFuseMergedRegionHoldsShape(t *testing.T) {
 // the shape (another object's) still cannot pull the matte into it.
 func TestFuseObjectRegionTrustedPerFrame(t *testing.T) {
 	const w, h = 64, 32
-	f := newNetFuser(w, h, DefaultNetOptions())
-	f.tPos, f.trust = 0, 1
-	net := make([]float32, w*h)
-	shape := make([]float32, w*h)
-	prop := make([]float32, w*h)
+	f, net, shape, prop := fuseFixture(w, h, 0)
 	for y := 8; y < 24; y++ {
 		for x := 6; x < 26; x++ {
 			shape[y*w+x], prop[y*w+x] = 1, 0.9
