@@ -79,7 +79,7 @@ func (o *timedOps) NormalsFromMatte(d, dist, detail kernels.Image, r, k float32)
 func (o *timedOps) ResizeAreaFrame(d kernels.Image, s *frame.HostFrame) error {
 	return o.tm(fmt.Sprintf("ResizeAreaFrame %v", s.Format), func() error { return o.Ops.ResizeAreaFrame(d, s) })
 }
-func (o *timedOps) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, g, bg, bgBlur, ab kernels.Image, look kernels.CompositeLook, wrap, maxV float32) error {
+func (o *timedOps) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, bgCodes *kernels.PlateCodes, g, bg, bgBlur, ab kernels.Image, look kernels.CompositeLook, wrap, maxV float32) error {
 	return o.tm("GainCompositeLookFrame", func() error {
 		return o.Ops.GainCompositeLookFrame(dst, src, alpha, bgCodes, g, bg, bgBlur, ab, look, wrap, maxV)
 	})

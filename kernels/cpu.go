@@ -158,13 +158,14 @@ func (d *CPU) GainCompositeLookDownload(dst *frame.HostFrame, src, alpha, gainLo
 // GainCompositeLookFrame is GainCompositeLookDownload with the source and
 // the matte given as host frames (see Ops.GainCompositeLookFrame): each
 // row band converts only the matte and the source pixels under a nonzero
-// matte. With bgCodes (the Download of bg into a frame of dst's format,
-// colour space and range), 2x2 blocks that are background only (zero
-// matte, no shadow) are copied from it instead of being converted again.
+// matte. With pc (PlateCodes: the Download of bg into a frame of dst's
+// format, colour space and range), 2x2 blocks that are background only
+// (zero matte, no shadow) are copied from it instead of being converted
+// again, also where the plate is moved by whole pixels.
 // The output is bit-identical to Upload of src and alpha followed by
 // GainCompositeLookDownload.
-func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
-	return d.ref.GainCompositeLookFrame(dst, src, alpha, bgCodes, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
+func (d *CPU) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *PlateCodes, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+	return d.ref.GainCompositeLookFrame(dst, src, alpha, pc, gainLow, bg, bgBlur, alphaBlurLow, look, wrap, maxValue)
 }
 
 // GaussianBlur applies a separable, normalised Gaussian of standard

@@ -37,8 +37,8 @@ func (d *CUDA) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 
 // GainCompositeLookFrame uploads src and alpha into pooled images and
 // runs GainCompositeLookDownload (see Ops.GainCompositeLookFrame);
-// bgCodes is not needed on the device.
-func (d *CUDA) GainCompositeLookFrame(dst, src, alpha, _ *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+// the plate's codes (pc) are not needed on the device.
+func (d *CUDA) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, _ *PlateCodes, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	const op = "GainCompositeLookFrame"
 	if err := src.Validate(); err != nil {
 		return fmt.Errorf("kernels: %s: %s: src: %w", d.name, op, err)

@@ -36,10 +36,13 @@ func BenchmarkGainCompositeLookFrameGrain(b *testing.B) { benchGCLF(b, true) }
 // copy): "sample" moves it inside the composite (CompositeLook.PlateX,
 // PlateY), "shift" the way it was done before, Shift of the plate and of
 // its blur into two more images then the composite over them (the same
-// output, bit for bit).
+// output, bit for bit); "whole" the camera lock's plate as it is moved
+// today, by whole pixels (-3, 2), its background codes copied from
+// PlateCodes at the moved position.
 func BenchmarkGainCompositeLookFramePlate(b *testing.B) {
-	for _, shift := range []bool{false, true} {
-		b.Run(map[bool]string{false: "sample", true: "shift"}[shift], func(b *testing.B) {
+	for _, mode := range []string{"sample", "shift", "whole"} {
+		shift := mode == "shift"
+		b.Run(mode, func(b *testing.B) {
 			e := newBench(b)
 			src := randFrame(frame.YUV420P, fw, fh)
 			alpha, _ := frame.New(frame.Gray8, fw, fh)
@@ -53,7 +56,20 @@ func BenchmarkGainCompositeLookFramePlate(b *testing.B) {
 			dst, _ := frame.New(frame.YUV420P, fw, fh)
 			dst.ColorSpace = frame.BT709
 			const dx, dy = -3.37, 1.61
+			var pc *PlateCodes
+			if mode == "whole" {
+				codes, _ := frame.New(frame.YUV420P, fw, fh)
+				codes.ColorSpace = frame.BT709
+				if err := e.d.Download(codes, bg); err != nil {
+					b.Fatal(err)
+				}
+				pc = &PlateCodes{Frame: codes}
+			}
 			e.run(frameBytes(src)+frameBytes(alpha), func() error {
+				if mode == "whole" {
+					look := CompositeLook{PlateX: -3, PlateY: 2}
+					return e.d.GainCompositeLookFrame(dst, src, alpha, pc, gain, bg, bgBlur, ab, look, 0.3, 1)
+				}
 				if !shift {
 					look := CompositeLook{PlateX: dx, PlateY: dy}
 					return e.d.GainCompositeLookFrame(dst, src, alpha, nil, gain, bg, bgBlur, ab, look, 0.3, 1)
@@ -94,7 +110,7 @@ func benchGCLF(b *testing.B, grain bool) {
 		b.Fatal(err)
 	}
 	e.run(frameBytes(src)+frameBytes(alpha), func() error {
-		return e.d.GainCompositeLookFrame(dst, src, alpha, codes, gain, bg, bgBlur, ab, look, 0.3, 1)
+		return e.d.GainCompositeLookFrame(dst, src, alpha, &PlateCodes{Frame: codes}, gain, bg, bgBlur, ab, look, 0.3, 1)
 	})
 }
 

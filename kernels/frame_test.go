@@ -119,9 +119,12 @@ func TestResizeAreaFrameMatchesChain(t *testing.T) {
 }
 
 // TestGainCompositeLookFrameMatchesChain checks GainCompositeLookFrame,
-// with and without bgCodes, bit for bit against Upload of the source and
-// matte followed by GainCompositeLookDownload (GainCompositeDownload
-// without a matte).
+// with and without the plate's codes, bit for bit against Upload of the
+// source and matte followed by GainCompositeLookDownload
+// (GainCompositeDownload without a matte), the plate still or moved: by
+// whole pixels of either parity and sign (codes copied from the moved
+// position, the rest converted), past the frame, or by a fraction (every
+// pixel converted).
 func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 	const wrap, maxV = 0.4, 1.2
 	for _, workers := range []int{1, 3} {
@@ -132,7 +135,7 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 			rng := newRNG(uint64(n) + 11)
 			in := newLookInputs(t, d, rng, w, h)
 			gain, fm, bm, sh, grain, bg, bgBlur, abLow := in.gain, in.fm, in.bm, in.sh, in.grain, in.bg, in.bgBlur, in.abLow
-			for _, tc := range []struct {
+			type lookCase struct {
 				name   string
 				srcFmt frame.PixelFormat
 				dstFmt frame.PixelFormat
@@ -140,7 +143,13 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 				noA    bool
 				look   CompositeLook
 				wrap   bool
-			}{
+			}
+			var plates []lookCase
+			for _, o := range [][2]float32{{-3, 2}, {5, -1}, {1, 1}, {0, 3}, {-2, 0}, {float32(w + 2), 0}, {0, float32(-h - 1)}, {1.5, -0.25}} {
+				plates = append(plates, lookCase{fmt.Sprintf("yuv/plate%+g%+g", o[0], o[1]), frame.YUV420P, frame.YUV420P, false, false,
+					CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, PlateX: o[0], PlateY: o[1]}, true})
+			}
+			for _, tc := range append(plates, []lookCase{
 				{"yuv/all", frame.YUV420P, frame.YUV420P, false, false, CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh}, true},
 				{"yuv/all-full", frame.YUV420P, frame.YUV420P, true, false, CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh}, true},
 				{"yuv/none-nowrap", frame.YUV420P, frame.YUV420P, false, false, CompositeLook{}, false},
@@ -150,7 +159,7 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 					CompositeLook{FgLow: fm, BgOldLow: bm, ShadowLow: sh, Grain: grain, GrainAmount: 0.05, GrainX: 20, GrainY: 3}, true},
 				{"rgb/grain", frame.RGB24, frame.RGB24, true, false, CompositeLook{Grain: grain, GrainAmount: 0.05, GrainX: 4, GrainY: 9}, true},
 				{"rgb/fill", frame.RGB24, frame.RGB24, false, true, CompositeLook{}, false},
-			} {
+			}...) {
 				t.Run(fmt.Sprintf("w%d/%dx%d/%s", workers, w, h, tc.name), func(t *testing.T) {
 					src := randCodes(t, tc.srcFmt, w, h, uint64(n)+1)
 					var alpha *frame.HostFrame
@@ -185,7 +194,7 @@ func TestGainCompositeLookFrameMatchesChain(t *testing.T) {
 					if err := d.Download(codes, bg); err != nil {
 						t.Fatal(err)
 					}
-					for _, bc := range []*frame.HostFrame{nil, codes} {
+					for _, bc := range []*PlateCodes{nil, {Frame: codes}} {
 						got := newDst()
 						if err := d.GainCompositeLookFrame(got, src, alpha, bc, gain, bg, bb, ab, tc.look, wrap, maxV); err != nil {
 							t.Fatal(err)

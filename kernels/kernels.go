@@ -45,6 +45,11 @@ type Image interface {
 // camera)).
 type SH9 = cpuref.SH9
 
+// PlateCodes is the new background converted once into the output's
+// format, for GainCompositeLookFrame to copy (see cpuref.PlateCodes): set
+// Frame to the Download of bg and keep one PlateCodes per bg.
+type PlateCodes = cpuref.PlateCodes
+
 // LabStats are per-channel statistics of an image in Reinhard's lαβ space
 // (computed from linear RGB via LMS and the natural logarithm).
 type LabStats = cpuref.LabStats
@@ -252,11 +257,13 @@ type Ops interface {
 	// GainCompositeLookFrame is GainCompositeLookDownload with the
 	// source (YUV420P or RGB24) and the matte (Gray8; nil = no matte,
 	// then as GainCompositeDownload) given as host frames, with the same
-	// result as uploading them first. bgCodes, when not nil, is the
+	// result as uploading them first. pc, when not nil, holds the
 	// Download of bg into a frame of dst's format, size, colour space and
-	// range: backends may copy its codes where the output is bg exactly
-	// (zero matte, no shadow); it is ignored when it does not fit dst.
-	GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
+	// range (PlateCodes): backends may copy its codes where the output is
+	// bg exactly (zero matte, no shadow), at the moved position when
+	// look.PlateX and PlateY are whole numbers; it is ignored when it does
+	// not fit dst.
+	GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *PlateCodes, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error
 }
 
 // CompositeLook are GainCompositeLook's optional low-resolution inputs:

@@ -325,7 +325,8 @@ func TestShift(t *testing.T) {
 		rng := newRNG(uint64(w*11 + h))
 		s := randVals(rng, 3*w*h, 0, 1)
 		src := img(t, d, w, h, 3, s)
-		for _, off := range [][2]float32{{0, 0}, {2.37, -1.61}, {-0.5, 0.75}, {float32(w) + 2.5, -float32(h) - 1}, {-7.125, 3}} {
+		for _, off := range [][2]float32{{0, 0}, {2.37, -1.61}, {-0.5, 0.75}, {float32(w) + 2.5, -float32(h) - 1}, {-7.125, 3},
+			{3, -2}, {-1, 0}, {-float32(w) - 1, 4}, {float32(w) - 1, 1}} {
 			fl := make([]float32, 2*w*h)
 			for i := 0; i < w*h; i++ {
 				fl[i], fl[w*h+i] = off[0], off[1]

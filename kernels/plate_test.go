@@ -16,7 +16,9 @@ import (
 // whole column, see rows.ShiftBlocks).
 func plateOffsets(w, h int) [][2]float32 {
 	return [][2]float32{{0.37, -0.61}, {-3.37, 1.61}, {-1e-5, 0}, {3e-5, -1e-5}, {-39.9999, 2.5},
-		{5, 0}, {0, -2.25}, {float32(w) + 2.5, -float32(h) - 1}, {-float32(w) - 3, float32(h) + 0.5}, {-0.5, 0.75}}
+		{5, 0}, {0, -2.25}, {float32(w) + 2.5, -float32(h) - 1}, {-float32(w) - 3, float32(h) + 0.5}, {-0.5, 0.75},
+		// Whole pixels (the camera lock's offsets): rows.Shift copies.
+		{-3, 2}, {7, -5}, {1, 0}, {-float32(w) - 3, 1}, {float32(w) - 1, -float32(h) + 1}}
 }
 
 // TestCompositePlateMatchesShift checks CompositeLook.PlateX, PlateY bit

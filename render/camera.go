@@ -12,12 +12,22 @@ import (
 // frame, the motion of the source's background (outside the dilated
 // matte) from the previous frame is fitted at half the working resolution
 // (package camfit: a translation by direct alignment): its accumulation
-// over the frames moves the plate (and its blur for the light wrap): the
-// composite samples them at the shifted position itself
-// (kernels.CompositeLook.PlateX, PlateY: what the Shift op would give,
-// bit for bit, without the two shifted full-resolution images).
-// A motion under camDeadband output pixels a frame counts as none, so a
-// locked-off shot keeps a still plate.
+// over the frames, rounded to whole output pixels, moves the plate (and
+// its blur for the light wrap): the composite reads them at the shifted
+// position itself (kernels.CompositeLook.PlateX, PlateY: what the Shift
+// op would give, bit for bit, without the two shifted full-resolution
+// images). A motion under camDeadband output pixels a frame counts as
+// none, so a locked-off shot keeps a still plate.
+//
+// Whole pixels, not the fitted fraction (since session 20): a plate
+// resampled at a fractional offset is blurred by the bilinear filter by
+// an amount that changes from frame to frame (none at a whole offset,
+// most at a half), so a sharp plate's texture pumps as it pans; moved by
+// whole pixels it keeps its sharpness and its exact codes, which the
+// composite copies (kernels.PlateCodes) instead of converting every
+// background pixel again, and x264 finds its blocks again in the last
+// frame. The cost is a position within half an output pixel of the
+// fitted one (a slow pan steps by one pixel every few frames).
 
 const (
 	// camDeadband (output pixels a frame): a smaller motion is none.
@@ -115,11 +125,11 @@ func (c *cameraStage) run(f *lowFrame) error {
 func (c *cameraStage) plateMoved() bool { return c != nil && c.moved }
 
 // setLook sets the composite's plate offset: the plate at x shows what
-// was at x - d (d the accumulated motion), as Shift(plate, -dx, -dy)
-// would; a still plate is read as it is.
+// was at x - d (d the accumulated motion rounded to whole pixels), as
+// Shift(plate, -dx, -dy) would; a still plate is read as it is.
 func (c *cameraStage) setLook(look *kernels.CompositeLook) {
 	if c.plateMoved() {
-		look.PlateX, look.PlateY = float32(-c.dx), float32(-c.dy)
+		look.PlateX, look.PlateY = float32(math.Round(-c.dx)), float32(math.Round(-c.dy))
 	}
 }
 

@@ -59,8 +59,8 @@ type compositeStage struct {
 	w, h int
 	fill bool
 
-	bg      kernels.Image    // full resolution; nil in fill mode
-	bgCodes *frame.HostFrame // bg downloaded for FrameFromHost (made on first use)
+	bg      kernels.Image       // full resolution; nil in fill mode
+	bgCodes *kernels.PlateCodes // bg downloaded for FrameFromHost (made on first use)
 	// alphaBlur is the wrap's band: the matte blurred at half the working
 	// resolution by wrapSigma; wrap is the wrap's strength.
 	alphaBlur kernels.Image
@@ -297,10 +297,13 @@ func (c *compositeStage) loadReference(ref *frame.HostFrame, bgLow, env kernels.
 
 // bgHost returns the background downloaded in dst's format, colour space
 // and range, made on first use and kept for the job (the composite copies
-// its codes where the frame is background only).
-func (c *compositeStage) bgHost(dst *frame.HostFrame) (*frame.HostFrame, error) {
-	if bc := c.bgCodes; bc != nil && bc.Format == dst.Format && bc.ColorSpace == dst.ColorSpace && bc.FullRange == dst.FullRange {
-		return bc, nil
+// its codes where the frame is background only, at the camera lock's
+// whole-pixel offset).
+func (c *compositeStage) bgHost(dst *frame.HostFrame) (*kernels.PlateCodes, error) {
+	if pc := c.bgCodes; pc != nil {
+		if bc := pc.Frame; bc.Format == dst.Format && bc.ColorSpace == dst.ColorSpace && bc.FullRange == dst.FullRange {
+			return pc, nil
+		}
 	}
 	if dst.Format != frame.YUV420P {
 		return nil, nil // one image: nothing to reuse
@@ -313,8 +316,8 @@ func (c *compositeStage) bgHost(dst *frame.HostFrame) (*frame.HostFrame, error) 
 	if err := c.dev.Download(hc, c.bg); err != nil {
 		return nil, fmt.Errorf("render: background codes: %w", err)
 	}
-	c.bgCodes = hc
-	return hc, nil
+	c.bgCodes = &kernels.PlateCodes{Frame: hc}
+	return c.bgCodes, nil
 }
 
 // decimateRGB24 averages k x k blocks of an RGB24 frame in linear light

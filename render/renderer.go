@@ -265,9 +265,6 @@ func (r *Renderer) FrameFromHost(ctx context.Context, dst, src, alpha *frame.Hos
 		if err != nil {
 			return err
 		}
-		if r.camera.plateMoved() {
-			codes = nil // the plate moved with the camera
-		}
 		return r.ops.GainCompositeLookFrame(dst, src, alpha, codes, r.low.gain, bg, bgBlur, aBlur, r.compositeLook(), wrap, 1)
 	})
 }

@@ -148,8 +148,9 @@ func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/20 + 8<<20 
 
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images
-// and 1.5 of its YUV codes, plus the pooled 8-bit frames (pooledPerPixel:
-// 13.5 or 17.5); 16 more of float source and matte for select (video) and
+// and 1.5 of its YUV codes (0.75 more: its odd-parity chroma for a plate
+// moved by an odd whole offset, kernels.PlateCodes), plus the pooled
+// 8-bit frames (pooledPerPixel: 13.5 or 17.5); 16 more of float source and matte for select (video) and
 // auto, whose matte is made on the device; plus lookup tables and
 // low-resolution images.
 const (
@@ -159,7 +160,7 @@ const (
 	heapPassesPerPixel   = 4*31 + 12
 	heapFGPassesPerPixel = 4*11 + 12
 	heapEXRPerPixel      = 4 * 28
-	heapPerPixel         = 25.5
+	heapPerPixel         = 26.25
 	heapDevicePerPixel   = 16
 	heapFixed            = 24 << 20
 	// heapPlacePerPixel is a placement's images (render.placeStage: the

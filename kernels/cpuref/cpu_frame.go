@@ -160,12 +160,12 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 // GainCompositeLookFrame is GainCompositeLookDownload with the source and
 // the matte given as host frames (see Ops.GainCompositeLookFrame): each
 // row band converts only the matte and the source pixels under a nonzero
-// matte. With bgCodes (the Download of bg into a frame of dst's format,
-// colour space and range), 2x2 blocks that are background only (zero
-// matte, no shadow) are copied from it instead of being converted again.
-// The output is bit-identical to Upload of src and alpha followed by
+// matte. With pc (PlateCodes: the Download of bg into a frame of dst's
+// format, colour space and range), 2x2 blocks that are background only
+// (zero matte, no shadow) are copied from it instead of being converted
+// again, also when the plate is moved by whole pixels. The output is bit-identical to Upload of src and alpha followed by
 // GainCompositeLookDownload.
-func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
+func (d *CPU) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *PlateCodes, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	const op = "GainCompositeLookFrame"
 	if err := colourDst(op, dst); err != nil {
 		return err
@@ -201,10 +201,42 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 		return err
 	}
 	yuv := dst.Format == frame.YUV420P
+	var bgCodes *frame.HostFrame
+	if pc != nil {
+		bgCodes = pc.Frame
+	}
 	if bgCodes != nil && (!yuv || alpha == nil || bgCodes.Format != dst.Format || bgCodes.Width != w || bgCodes.Height != h ||
 		bgCodes.ColorSpace != dst.ColorSpace || bgCodes.FullRange != dst.FullRange || bgCodes.Validate() != nil) {
 		bgCodes = nil // not usable: convert everything
 	}
+	// A plate moved by whole pixels (ox, oy) is copied from the codes at
+	// the moved position where that position is inside the frame (see
+	// PlateCodes); a fractional offset converts every pixel.
+	ox, oy := 0, 0
+	var cu, cv []byte // the moved plate's chroma planes (parity of ox, oy)
+	cs := 0
+	if bgCodes != nil && j.plate != nil {
+		var whole bool
+		ox, oy, whole = wholeOffset(look.PlateX, look.PlateY)
+		if whole && (ox|oy)&1 != 0 && !edgeZero(alpha) {
+			// A matte zero nowhere at a row's ends (a compressed matte's
+			// floor) leaves no background to copy: the odd chroma is not
+			// made for it.
+			whole = false
+		}
+		if whole {
+			cu, cv, cs = d.oddChroma(pc, j.b, ox&1, oy&1)
+		} else {
+			bgCodes = nil
+		}
+	} else if bgCodes != nil {
+		cu, cv, cs = bgCodes.Planes[1], bgCodes.Planes[2], bgCodes.Strides[1]
+	}
+	// The columns whose codes can be copied: [cx0, cx1), even bounds,
+	// x+ox inside the frame.
+	cx0, cx1 := max(0, -ox), min(w, w-ox)
+	cx0 += cx0 & 1
+	cx1 -= cx1 & 1
 	band := BandRows(w)
 	band += band & 1
 	strips := make([]*frameStrip, d.workers)
@@ -296,29 +328,52 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha, bgCodes *frame.HostFrame, 
 					}
 				}
 			}
-			if bgCodes == nil && alpha != nil {
+			// The moved plate's rows y+oy and y2+oy must both be inside
+			// the frame (and a pair) for its codes to be copied; the
+			// columns outside [cx0, cx1) are converted with the span.
+			copyRow := bgCodes != nil && y2 == y+1 && y+oy >= 0 && y2+oy < h && cx0 < cx1
+			if copyRow && cx0 > 0 { // [0, cx0) cannot be copied
+				if l < r {
+					l = 0
+				} else {
+					l, r = 0, cx0
+				}
+			}
+			if copyRow && cx1 < w { // nor [cx1, w)
+				if l < r {
+					r = w
+				} else {
+					l, r = cx1, w
+				}
+			}
+			if !copyRow && alpha != nil {
 				l, r = 0, w // every column is converted (as the download does)
 			}
 			ya, yb := dst.Planes[0][y*dst.Strides[0]:][:w], dst.Planes[0][y2*dst.Strides[0]:][:w]
 			uo, vo := dst.Planes[1][cy*dst.Strides[1]:][:cw], dst.Planes[2][cy*dst.Strides[2]:][:cw]
-			if bgCodes != nil {
-				// Background outside [l, r): copy its codes.
-				by, by2 := bgCodes.Planes[0][y*bgCodes.Strides[0]:][:w], bgCodes.Planes[0][y2*bgCodes.Strides[0]:][:w]
-				bu, bv := bgCodes.Planes[1][cy*bgCodes.Strides[1]:][:cw], bgCodes.Planes[2][cy*bgCodes.Strides[2]:][:cw]
-				if l >= r {
-					l, r = 0, 0 // copy it all
+			if copyRow {
+				// Background outside [l, r): copy its codes, from the
+				// moved position (x+ox, y+oy), inside [cx0, cx1).
+				sy := y + oy
+				by := bgCodes.Planes[0][sy*bgCodes.Strides[0]:]
+				by2 := bgCodes.Planes[0][(sy+1)*bgCodes.Strides[0]:]
+				bu, bv := cu[(sy>>1)*cs:], cv[(sy>>1)*cs:]
+				cp := func(a, b int) { // even a; b even or w
+					if a >= b {
+						return
+					}
+					copy(ya[a:b], by[a+ox:b+ox])
+					copy(yb[a:b], by2[a+ox:b+ox])
+					ca, cb := a/2+ox>>1, (b+1)/2+ox>>1
+					copy(uo[a/2:(b+1)/2], bu[ca:cb])
+					copy(vo[a/2:(b+1)/2], bv[ca:cb])
 				}
-				copy(ya[:l], by[:l])
-				copy(ya[r:], by[r:])
-				copy(yb[:l], by2[:l])
-				copy(yb[r:], by2[r:])
-				copy(uo[:l/2], bu[:l/2])
-				copy(uo[(r+1)/2:], bu[(r+1)/2:])
-				copy(vo[:l/2], bv[:l/2])
-				copy(vo[(r+1)/2:], bv[(r+1)/2:])
-				if l == r {
+				if l >= r {
+					cp(0, w) // copy it all
 					continue
 				}
+				cp(0, l)
+				cp(r, w)
 			}
 			qa, qb := rowOf(st.pix, 0), rowOf(st.pix, 1)
 			j.row(st.sc, y, y0, convert(y, 0), alphaRow(y), l, r, qa)

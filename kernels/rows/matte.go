@@ -69,6 +69,11 @@ type Shift struct {
 	X0, X1, Y0, Y1 []int
 	FX, FY         []float32
 	Blocks         []int32
+	// Whole is set when dx and dy are whole numbers: every weight is 0,
+	// so each value is r0[X0[x]] of row Y0[y] exactly (ShiftPix with
+	// tx = ty = 0) and Row copies them; DX is dx.
+	Whole bool
+	DX    int
 }
 
 // NewShift returns Shift's plan for a w x h image moved by (dx, dy).
@@ -77,6 +82,10 @@ func NewShift(w, h int, dx, dy float32) *Shift {
 	s.X0, s.X1, s.FX = ShiftTaps(w, dx)
 	s.Y0, s.Y1, s.FY = ShiftTaps(h, dy)
 	s.Blocks = ShiftBlocks(s.X0, s.X1, s.FX)
+	if dx == float32(math.Trunc(float64(dx))) && dy == float32(math.Trunc(float64(dy))) &&
+		math.Abs(float64(dx)) < 1<<24 && math.Abs(float64(dy)) < 1<<24 {
+		s.Whole, s.DX = true, int(dx)
+	}
 	return s
 }
 
@@ -86,6 +95,22 @@ func NewShift(w, h int, dx, dy float32) *Shift {
 func (s *Shift) Row(row, p []float32, y, xl, xr int) {
 	w := len(row)
 	r0, r1, ty := p[s.Y0[y]*w:][:w], p[s.Y1[y]*w:][:w], s.FY[y]
+	if s.Whole {
+		// The columns whose source x+DX is inside the row are one copy;
+		// the clamped ones repeat the edge's value.
+		a := min(max(xl, -s.DX), xr)
+		b := max(min(xr, w-s.DX), a)
+		for x := xl; x < a; x++ {
+			row[x] = r0[s.X0[x]]
+		}
+		if a < b {
+			copy(row[a:b], r0[a+s.DX:b+s.DX])
+		}
+		for x := b; x < xr; x++ {
+			row[x] = r0[s.X0[x]]
+		}
+		return
+	}
 	x := xl
 	if kb, ke := (xl+7)/8, xr/8; kb < ke {
 		for ; x < kb*8; x++ {
