@@ -163,7 +163,8 @@ func (d *CPU) frameRows(op string, f *frame.HostFrame, channels int) (func(q [3]
 // matte. With pc (PlateCodes: the Download of bg into a frame of dst's
 // format, colour space and range), 2x2 blocks that are background only
 // (zero matte, no shadow) are copied from it instead of being converted
-// again, also when the plate is moved by whole pixels. The output is bit-identical to Upload of src and alpha followed by
+// again, also when the plate is moved by whole pixels. The output is
+// bit-identical to Upload of src and alpha followed by
 // GainCompositeLookDownload.
 func (d *CPU) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *PlateCodes, gainLow, bg, bgBlur, alphaBlurLow Image, look CompositeLook, wrap, maxValue float32) error {
 	const op = "GainCompositeLookFrame"
