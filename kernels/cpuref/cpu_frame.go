@@ -214,24 +214,19 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *Plate
 	// the moved position where that position is inside the frame (see
 	// PlateCodes); a fractional offset converts every pixel.
 	ox, oy := 0, 0
-	var cu, cv []byte // the moved plate's chroma planes (parity of ox, oy)
-	cs := 0
 	if bgCodes != nil && j.plate != nil {
-		var whole bool
-		ox, oy, whole = wholeOffset(look.PlateX, look.PlateY)
-		if whole && (ox|oy)&1 != 0 && !edgeZero(alpha) {
-			// A matte zero nowhere at a row's ends (a compressed matte's
-			// floor) leaves no background to copy: the odd chroma is not
-			// made for it.
-			whole = false
-		}
-		if whole {
-			cu, cv, cs = d.oddChroma(pc, j.b, ox&1, oy&1)
-		} else {
+		ox, oy = j.plate.DX, j.plate.DY
+		// A matte zero nowhere at a row's ends (a compressed matte's
+		// floor) leaves no background to copy: the odd chroma is not made
+		// for it.
+		if !j.plate.Whole || (ox|oy)&1 != 0 && !edgeZero(alpha) {
 			bgCodes = nil
 		}
-	} else if bgCodes != nil {
-		cu, cv, cs = bgCodes.Planes[1], bgCodes.Planes[2], bgCodes.Strides[1]
+	}
+	var cu, cv []byte // the moved plate's chroma planes (parity of ox, oy)
+	cs := 0
+	if bgCodes != nil {
+		cu, cv, cs = d.oddChroma(pc, j.b, ox&1, oy&1)
 	}
 	// The columns whose codes can be copied: [cx0, cx1), even bounds,
 	// x+ox inside the frame.

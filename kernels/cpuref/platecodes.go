@@ -1,8 +1,6 @@
 package cpuref
 
 import (
-	"math"
-
 	"github.com/vfxrender/vfx/frame"
 	"github.com/vfxrender/vfx/kernels/rows"
 )
@@ -27,15 +25,6 @@ type PlateCodes struct {
 
 	odd    [3][2][]byte // [parity-1][U, V], (w+1)/2 x (h+1)/2 each
 	oddSrc *cpuImage    // the bg they were made from
-}
-
-// wholeOffset returns the plate offset as whole pixels, when both are.
-func wholeOffset(x, y float32) (int, int, bool) {
-	if x != float32(math.Trunc(float64(x))) || y != float32(math.Trunc(float64(y))) ||
-		math.Abs(float64(x)) > 1<<24 || math.Abs(float64(y)) > 1<<24 {
-		return 0, 0, false
-	}
-	return int(x), int(y), true
 }
 
 // oddChroma returns the chroma planes (U, V and their stride) of bg's 2x2

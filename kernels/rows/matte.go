@@ -71,9 +71,9 @@ type Shift struct {
 	Blocks         []int32
 	// Whole is set when dx and dy are whole numbers: every weight is 0,
 	// so each value is r0[X0[x]] of row Y0[y] exactly (ShiftPix with
-	// tx = ty = 0) and Row copies them; DX is dx.
-	Whole bool
-	DX    int
+	// tx = ty = 0) and Row copies them; DX, DY are dx, dy.
+	Whole  bool
+	DX, DY int
 }
 
 // NewShift returns Shift's plan for a w x h image moved by (dx, dy).
@@ -84,7 +84,7 @@ func NewShift(w, h int, dx, dy float32) *Shift {
 	s.Blocks = ShiftBlocks(s.X0, s.X1, s.FX)
 	if dx == float32(math.Trunc(float64(dx))) && dy == float32(math.Trunc(float64(dy))) &&
 		math.Abs(float64(dx)) < 1<<24 && math.Abs(float64(dy)) < 1<<24 {
-		s.Whole, s.DX = true, int(dx)
+		s.Whole, s.DX, s.DY = true, int(dx), int(dy)
 	}
 	return s
 }
