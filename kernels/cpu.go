@@ -188,6 +188,12 @@ func (d *CPU) GuidedFilter(dst, guide, src Image, r int, eps float32) error {
 	return d.ref.GuidedFilter(dst, guide, src, r, eps)
 }
 
+// GuidedFilterColour is He et al.'s guided filter with a 3-channel
+// guide (see Ops.GuidedFilterColour and cpuref's GuidedFilterColour).
+func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) error {
+	return d.ref.GuidedFilterColour(dst, guide, src, r, eps)
+}
+
 // HueBound bounds the hue rotation of a gain (see Ops.HueBound).
 func (d *CPU) HueBound(dst, gain, ref, mask Image, p HueParams) error {
 	return d.ref.HueBound(dst, gain, ref, mask, p)

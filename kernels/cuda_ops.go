@@ -424,6 +424,95 @@ func (d *CUDA) GuidedFilter(dst, guide, src Image, r int, eps float32) error {
 	}))
 }
 
+// GuidedFilterColour: the CPU's steps (box means, the float64 a/b step
+// of vfx_guided3_ab), bit-identical.
+func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) error {
+	const op = "GuidedFilterColour"
+	o, s, err := d.pair(op, dst, src)
+	if err != nil {
+		return err
+	}
+	g, err := d.img(op, "guide", guide)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return d.shapeErr(op, "src %s, dst %s", cdims(s), cdims(o))
+	}
+	if err := d.chans(op, "guide", g, 3); err != nil {
+		return err
+	}
+	if err := d.same(op, o, []string{"guide"}, g); err != nil {
+		return err
+	}
+	if g == o {
+		return d.shapeErr(op, "dst is the guide")
+	}
+	return d.wrap(op, d.do(func() error {
+		w, h := o.w, o.h
+		n := w * h
+		nb := int64(n) * 4
+		// mI (3), mII (6), mp, mIp (3), as on the CPU.
+		buf, err := d.alloc(13 * nb)
+		if err != nil {
+			return err
+		}
+		defer d.put(buf, 13*nb)
+		pl := func(k int) cu.DevicePtr { return buf + cu.DevicePtr(int64(k)*nb) }
+		rr := min(max(r, 0), max(w, h))
+		box := func(dst, src cu.DevicePtr) error {
+			if rr == 0 {
+				if dst == src {
+					return nil
+				}
+				return cu.MemcpyDtoDAsync(dst, src, nb, d.stream)
+			}
+			return d.boxPlane(dst, src, w, h, rr)
+		}
+		I := [3]cu.DevicePtr{g.plane(0), g.plane(1), g.plane(2)}
+		for c := range 3 {
+			if err := box(pl(c), I[c]); err != nil {
+				return err
+			}
+		}
+		for k, ab := range [6][2]int{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}} {
+			if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(3+k)).p(I[ab[0]]).p(I[ab[1]]).l(n)); err != nil {
+				return err
+			}
+			if err := box(pl(3+k), pl(3+k)); err != nil {
+				return err
+			}
+		}
+		mp := pl(9)
+		for ch := range o.c {
+			p := s.plane(ch)
+			for c := range 3 {
+				if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(10+c)).p(I[c]).p(p).l(n)); err != nil {
+					return err
+				}
+				if err := box(pl(10+c), pl(10+c)); err != nil {
+					return err
+				}
+			}
+			if err := box(mp, p); err != nil {
+				return err
+			}
+			if err := d.launchGS("vfx_guided3_ab", n, new(kargs).p(buf).l(n).d(float64(eps))); err != nil {
+				return err
+			}
+			for _, k := range []int{10, 11, 12, 9} {
+				if err := box(pl(k), pl(k)); err != nil {
+					return err
+				}
+			}
+			if err := d.launchGS("vfx_guided3_out", n, new(kargs).p(o.plane(ch)).p(buf).p(I[0]).p(I[1]).p(I[2]).l(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
 // Composite: bit-identical to the CPU.
 func (d *CUDA) Composite(dst, fg, bg, alpha Image) error {
 	const op = "Composite"

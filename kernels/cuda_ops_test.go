@@ -196,6 +196,9 @@ var opCases = append([]opCase{
 	imageOp("GuidedFilter", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GuidedFilter(dst, up(in.gray), up(in.rgb), 4, 1e-3)
 	}),
+	imageOp("GuidedFilterColour", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.GuidedFilterColour(dst, up(in.rgb), up(in.alpha), 4, 2e-4)
+	}),
 	imageOp("Composite", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.Composite(dst, up(in.rgb), up(in.rgb2), up(in.alpha))
 	}),

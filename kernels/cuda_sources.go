@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "cc92e022d287531a99b92e367c95e6a86377f97d417bebfe88b21eddb3bd6917"
+const cudaSourcesSHA256 = "74670644c3bb9ef9ae58d0bd7625d174d38a0b050182bc89fd61c51dd4fa1e27"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "651f6e0996d38a687a9f77fad3756607451262525ce3df3d40d720d1bdd67f08"
+const cudaFatbinSHA256 = "4c5beb2b0abf2497af02c7cd6565aa9ff3bc2c3ee2ecd3348da2ae8e53e812e1"

@@ -75,6 +75,8 @@ func runAllOps(t *testing.T, d *CPU) map[string][]float64 {
 	keep("BoxFilter", m, d.BoxFilter(m, rgb, 7))
 	m = o3()
 	keep("GuidedFilter", m, d.GuidedFilter(m, alpha, rgb, 5, 0.01))
+	m = o1()
+	keep("GuidedFilterColour", m, d.GuidedFilterColour(m, rgb, alpha, 5, 2e-4))
 	m = o3()
 	keep("Composite", m, d.Composite(m, rgb, rgb2, alpha))
 	m = o3()
@@ -157,32 +159,35 @@ func TestShapeErrors(t *testing.T) {
 	b1 := img(t, d, 8, 5, 1, nil)
 	low := img(t, d, 3, 2, 3, nil)
 	cases := map[string]error{
-		"Fill":              d.Fill(a3, []float32{1}),
-		"Copy":              d.Copy(a3, b3),
-		"Copy channels":     d.Copy(a3, a1),
-		"Luma":              d.Luma(a3, a3),
-		"ResizeBilinear":    d.ResizeBilinear(a3, a1),
-		"ResizeArea":        d.ResizeArea(img(t, d, 9, 6, 3, nil), a3),
-		"ResizeLanczos3":    d.ResizeLanczos3(a1, a3),
-		"CoverFit":          d.CoverFit(a1, a3),
-		"GaussianBlur":      d.GaussianBlur(a3, b3, 1),
-		"BoxFilter":         d.BoxFilter(a1, b1, 1),
-		"GuidedFilter":      d.GuidedFilter(a3, a3, a3, 1, 0.1),
-		"Composite":         d.Composite(a3, a3, b3, a1),
-		"Composite alpha":   d.Composite(a3, a3, a3, b1),
-		"LightWrap":         d.LightWrap(a3, a3, a3, a1, b1, 1),
-		"RatioRelight":      d.RatioRelight(a3, a3, img(t, d, 8, 6, 2, nil), a1, nil, 0.1, 2),
-		"MaskedStats":       func() error { _, err := d.MaskedStats(a3, b1); return err }(),
-		"SHProjectEnv":      func() error { _, err := d.SHProjectEnv(a1, 1); return err }(),
-		"SHNormalEquations": func() error { _, _, err := d.SHNormalEquations(a1, a1, nil); return err }(),
-		"SHEval":            d.SHEval(a3, b3, make([]SH9, 3)),
-		"LabStats":          func() error { _, err := d.LabStats(a1, nil); return err }(),
-		"LabTransfer":       d.LabTransfer(a3, a3, b1, LabStats{}, LabStats{}, 1),
-		"DistanceTransform": d.DistanceTransform(a1, b1, 0.5),
-		"NormalsFromMatte":  d.NormalsFromMatte(a1, a1, nil, 1, 0),
-		"GainComposite":     d.GainComposite(a3, a3, a1, low, b3, nil, nil, 0, 1),
-		"GainComposite bg":  d.GainComposite(a3, a3, a1, low, nil, nil, nil, 0, 1),
-		"WritePixels":       d.WritePixels(a1, make([]float32, 3)),
+		"Fill":                            d.Fill(a3, []float32{1}),
+		"Copy":                            d.Copy(a3, b3),
+		"Copy channels":                   d.Copy(a3, a1),
+		"Luma":                            d.Luma(a3, a3),
+		"ResizeBilinear":                  d.ResizeBilinear(a3, a1),
+		"ResizeArea":                      d.ResizeArea(img(t, d, 9, 6, 3, nil), a3),
+		"ResizeLanczos3":                  d.ResizeLanczos3(a1, a3),
+		"CoverFit":                        d.CoverFit(a1, a3),
+		"GaussianBlur":                    d.GaussianBlur(a3, b3, 1),
+		"BoxFilter":                       d.BoxFilter(a1, b1, 1),
+		"GuidedFilter":                    d.GuidedFilter(a3, a3, a3, 1, 0.1),
+		"GuidedFilterColour guide":        d.GuidedFilterColour(a1, a1, a1, 1, 0.1),
+		"GuidedFilterColour dst is guide": d.GuidedFilterColour(a3, a3, a3, 1, 0.1),
+		"GuidedFilterColour size":         d.GuidedFilterColour(b1, a3, b1, 1, 0.1),
+		"Composite":                       d.Composite(a3, a3, b3, a1),
+		"Composite alpha":                 d.Composite(a3, a3, a3, b1),
+		"LightWrap":                       d.LightWrap(a3, a3, a3, a1, b1, 1),
+		"RatioRelight":                    d.RatioRelight(a3, a3, img(t, d, 8, 6, 2, nil), a1, nil, 0.1, 2),
+		"MaskedStats":                     func() error { _, err := d.MaskedStats(a3, b1); return err }(),
+		"SHProjectEnv":                    func() error { _, err := d.SHProjectEnv(a1, 1); return err }(),
+		"SHNormalEquations":               func() error { _, _, err := d.SHNormalEquations(a1, a1, nil); return err }(),
+		"SHEval":                          d.SHEval(a3, b3, make([]SH9, 3)),
+		"LabStats":                        func() error { _, err := d.LabStats(a1, nil); return err }(),
+		"LabTransfer":                     d.LabTransfer(a3, a3, b1, LabStats{}, LabStats{}, 1),
+		"DistanceTransform":               d.DistanceTransform(a1, b1, 0.5),
+		"NormalsFromMatte":                d.NormalsFromMatte(a1, a1, nil, 1, 0),
+		"GainComposite":                   d.GainComposite(a3, a3, a1, low, b3, nil, nil, 0, 1),
+		"GainComposite bg":                d.GainComposite(a3, a3, a1, low, nil, nil, nil, 0, 1),
+		"WritePixels":                     d.WritePixels(a1, make([]float32, 3)),
 	}
 	for name, err := range cases {
 		if !errors.Is(err, ErrShape) {
@@ -212,6 +217,7 @@ func TestForeignAndFreedImages(t *testing.T) {
 	check("Composite", d.Composite(a, a, a, f))
 	check("GainComposite", d.GainComposite(a, a, nil, f, nil, nil, nil, 0, 1))
 	check("GaussianBlur", d.GaussianBlur(f, a, 1))
+	check("GuidedFilterColour", d.GuidedFilterColour(a1, f, a1, 1, 0.1))
 	check("LabTransfer", d.LabTransfer(a, a, f, LabStats{}, LabStats{}, 1))
 	_, err := d.Sum(f)
 	check("Sum", err)

@@ -189,3 +189,146 @@ func TestGuidedFilter(t *testing.T) {
 		closeAll(t, "guided in place", pixels(t, d, G), refGuided(to64(g), to64(g), w, h, 2, 0.01), 2e-4, 0)
 	})
 }
+
+// refGuidedColour is He et al.'s colour guided filter in float64 with a
+// general 3x3 solve (Gaussian elimination), independent of the kernel's
+// adjugate.
+func refGuidedColour(I [3][]float64, p []float64, w, h, r int, eps float64) []float64 {
+	n := w * h
+	var mI [3][]float64
+	var mII [3][3][]float64
+	var mIp [3][]float64
+	for c := range 3 {
+		mI[c] = refBox(I[c], w, h, r)
+		t := make([]float64, n)
+		for i := range n {
+			t[i] = I[c][i] * p[i]
+		}
+		mIp[c] = refBox(t, w, h, r)
+		for k := c; k < 3; k++ {
+			t := make([]float64, n)
+			for i := range n {
+				t[i] = I[c][i] * I[k][i]
+			}
+			mII[c][k] = refBox(t, w, h, r)
+			mII[k][c] = mII[c][k]
+		}
+	}
+	mp := refBox(p, w, h, r)
+	var a [3][]float64
+	for c := range a {
+		a[c] = make([]float64, n)
+	}
+	b := make([]float64, n)
+	for i := range n {
+		var m [3][4]float64
+		for c := range 3 {
+			for k := range 3 {
+				m[c][k] = mII[c][k][i] - mI[c][i]*mI[k][i]
+			}
+			m[c][c] += eps
+			m[c][3] = mIp[c][i] - mI[c][i]*mp[i]
+		}
+		for c := range 3 { // eliminate (Σ + eps·U is positive definite)
+			for k := c + 1; k < 3; k++ {
+				f := m[k][c] / m[c][c]
+				for j := c; j < 4; j++ {
+					m[k][j] -= f * m[c][j]
+				}
+			}
+		}
+		var x [3]float64
+		for c := 2; c >= 0; c-- {
+			v := m[c][3]
+			for k := c + 1; k < 3; k++ {
+				v -= m[c][k] * x[k]
+			}
+			x[c] = v / m[c][c]
+		}
+		b[i] = mp[i]
+		for c := range 3 {
+			a[c][i] = x[c]
+			b[i] -= x[c] * mI[c][i]
+		}
+	}
+	var ma [3][]float64
+	for c := range 3 {
+		ma[c] = refBox(a[c], w, h, r)
+	}
+	mb := refBox(b, w, h, r)
+	q := make([]float64, n)
+	for i := range n {
+		q[i] = ma[0][i]*I[0][i] + ma[1][i]*I[1][i] + ma[2][i]*I[2][i] + mb[i]
+	}
+	return q
+}
+
+func TestGuidedFilterColour(t *testing.T) {
+	d := NewCPU(2)
+	rng := newRNG(33)
+	for _, sz := range append(testSizes, [2]int{64, 48}) {
+		for _, r := range []int{0, 1, 4} {
+			for _, eps := range []float64{2e-4, 0.05} {
+				t.Run(fmt.Sprintf("%s/r%d/eps%g", sizeName(sz), r, eps), func(t *testing.T) {
+					w, h := sz[0], sz[1]
+					n := w * h
+					guide := randVals(rng, 3*n, 0, 1)
+					src := randVals(rng, 2*n, 0, 1)
+					out := img(t, d, w, h, 2, nil)
+					if err := d.GuidedFilterColour(out, img(t, d, w, h, 3, guide), img(t, d, w, h, 2, src), r, float32(eps)); err != nil {
+						t.Fatal(err)
+					}
+					g := to64(guide)
+					I := [3][]float64{g[:n], g[n : 2*n], g[2*n:]}
+					var want []float64
+					for c := range 2 {
+						want = append(want, refGuidedColour(I, to64(src[c*n:(c+1)*n]), w, h, r, eps)...)
+					}
+					closeAll(t, "guided colour", pixels(t, d, out), want, 5e-4, 0)
+				})
+			}
+		}
+	}
+	// An edge of hue at constant luma: the luma guide cannot see it, the
+	// colour guide keeps the matte's step on it.
+	t.Run("hue edge", func(t *testing.T) {
+		w, h := 32, 8
+		n := w * h
+		guide := make([]float32, 3*n)
+		src := make([]float32, n)
+		for y := range h {
+			for x := range w {
+				i := y*w + x
+				if x < w/2 {
+					guide[i], guide[n+i], guide[2*n+i] = 0.6, 0.3, 0.3
+					src[i] = 1
+				} else {
+					guide[i], guide[n+i], guide[2*n+i] = 0.3, 0.45, 0.3
+				}
+			}
+		}
+		out := img(t, d, w, h, 1, nil)
+		if err := d.GuidedFilterColour(out, img(t, d, w, h, 3, guide), img(t, d, w, h, 1, src), 4, 1e-4); err != nil {
+			t.Fatal(err)
+		}
+		q := pixels(t, d, out)
+		if v := q[4*w+w/2-1]; v < 0.95 {
+			t.Errorf("inside the edge %.3f, want >= 0.95", v)
+		}
+		if v := q[4*w+w/2]; v > 0.05 {
+			t.Errorf("outside the edge %.3f, want <= 0.05", v)
+		}
+	})
+	t.Run("dst aliases src", func(t *testing.T) {
+		w, h := 9, 7
+		n := w * h
+		guide := randVals(rng, 3*n, 0, 1)
+		p := randVals(rng, n, 0, 1)
+		P := img(t, d, w, h, 1, p)
+		if err := d.GuidedFilterColour(P, img(t, d, w, h, 3, guide), P, 2, 0.01); err != nil {
+			t.Fatal(err)
+		}
+		g := to64(guide)
+		closeAll(t, "guided colour in place", pixels(t, d, P), refGuidedColour([3][]float64{g[:n], g[n : 2*n], g[2*n:]}, to64(p), w, h, 2, 0.01), 5e-4, 0)
+	})
+}

@@ -132,6 +132,11 @@ type Ops interface {
 	// each channel of src is filtered with window radius r and
 	// regulariser eps.
 	GuidedFilter(dst, guide, src Image, r int, eps float32) error
+	// GuidedFilterColour is He et al.'s guided filter with a 3-channel
+	// (colour) guide: a = (Σ + eps·U)⁻¹ cov(I,p) over each window of
+	// radius r, so an edge of hue that luma does not show still steers
+	// the filter. dst may equal src, not guide.
+	GuidedFilterColour(dst, guide, src Image, r int, eps float32) error
 
 	// Composite writes dst = a*fg + (1-a)*bg per channel; alpha is
 	// 1 channel. A nil alpha means a = 1.

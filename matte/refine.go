@@ -5,15 +5,18 @@ import (
 )
 
 // Refiner brings a flow-size matte to the output size: bilinear
-// upsampling, then He et al.'s guided filter with the frame's luma as the
-// guide, which snaps the soft edge to the image's own edges. The filter
+// upsampling, then He et al.'s guided filter with the frame's colour as
+// the guide (kernels' GuidedFilterColour), which snaps the soft edge to
+// the image's own edges, those of hue that luma does not show included
+// (grey legs on pale ground, a red shirt on green foliage of the same
+// brightness). The filter
 // acts on the band around the contour only: an output pixel whose
 // flow-size neighbourhood is one constant 0 or 1 keeps that value (see
 // softBand), so that the subject's interior stays opaque and the
 // background clear however textured the frame is there.
 type Refiner struct {
 	dev       kernels.Device
-	guide, up kernels.Image
+	band1, up kernels.Image // output size, 1 channel
 	lowBand   kernels.Image // flow size, 1 where the filter may act
 	band      []float32
 	w, h      int
@@ -28,7 +31,7 @@ func NewRefiner(dev kernels.Device, w, h, lw, lh int) (*Refiner, error) {
 	// The window spans about two flow pixels.
 	r.radius = max(2, (2*w+lw-1)/lw)
 	var err error
-	if r.guide, err = dev.NewImage(w, h, 1); err != nil {
+	if r.band1, err = dev.NewImage(w, h, 1); err != nil {
 		return nil, err
 	}
 	if r.up, err = dev.NewImage(w, h, 1); err != nil {
@@ -60,20 +63,16 @@ func (r *Refiner) Refine(dst, src, low kernels.Image) error {
 	if err := r.dev.WritePixels(r.lowBand, r.band); err != nil {
 		return err
 	}
-	if err := ops.Luma(r.guide, src); err != nil {
-		return err
-	}
 	if err := ops.ResizeBilinear(r.up, low); err != nil {
 		return err
 	}
-	if err := ops.GuidedFilter(dst, r.guide, r.up, r.radius, r.eps); err != nil {
+	if err := ops.GuidedFilterColour(dst, src, r.up, r.radius, r.eps); err != nil {
 		return err
 	}
-	// The guide is free again: it holds the band at the output size.
-	if err := ops.ResizeBilinear(r.guide, r.lowBand); err != nil {
+	if err := ops.ResizeBilinear(r.band1, r.lowBand); err != nil {
 		return err
 	}
-	return ops.Composite(dst, dst, r.up, r.guide)
+	return ops.Composite(dst, dst, r.up, r.band1)
 }
 
 // softBand writes into dst (reused when long enough) 1 for each pixel of
@@ -112,7 +111,7 @@ func softBand(dst, m []float32, w, h int) []float32 {
 
 // Close frees the refiner's images.
 func (r *Refiner) Close() {
-	for _, im := range []kernels.Image{r.guide, r.up, r.lowBand} {
+	for _, im := range []kernels.Image{r.band1, r.up, r.lowBand} {
 		if im != nil {
 			r.dev.Free(im)
 		}

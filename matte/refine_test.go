@@ -107,6 +107,81 @@ func TestRefineKeepsInteriorOpaque(t *testing.T) {
 	}
 }
 
+// TestRefineFollowsHueEdge refines a matte whose flow-size edge is a
+// blurred ramp over a frame split by an edge of hue at equal luminance
+// (red against green): the colour guide snaps the matte to that edge,
+// which a luma guide cannot see (checked with the luma-guided filter on
+// the same inputs).
+func TestRefineFollowsHueEdge(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	const lw, lh, scale = 16, 8, 4
+	w, h := lw*scale, lh*scale
+	const edge = 30 // output column where the subject (red) ends
+	low := make([]float32, lw*lh)
+	for y := range lh {
+		for x := range lw {
+			// A soft ramp 1 -> 0 over three flow pixels around the edge.
+			low[y*lw+x] = float32(min(max((float64(edge)/scale+1.5-float64(x)-0.5)/3, 0), 1))
+		}
+	}
+	src := make([]float32, 3*w*h)
+	n := w * h
+	for y := range h {
+		for x := range w {
+			i := y*w + x
+			// Rec.709 luminance 0.364 on both sides.
+			if x < edge {
+				src[i], src[n+i], src[2*n+i] = 0.6, 0.3, 0.3
+			} else {
+				src[i], src[n+i], src[2*n+i] = 0.3, 0.389, 0.3
+			}
+		}
+	}
+	lowIm, _ := dev.NewImage(lw, lh, 1)
+	srcIm, _ := dev.NewImage(w, h, 3)
+	dst, _ := dev.NewImage(w, h, 1)
+	if err := dev.WritePixels(lowIm, low); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.WritePixels(srcIm, src); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRefiner(dev, w, h, lw, lh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Refine(dst, srcIm, lowIm); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := dev.ReadPixels(dst)
+	row := h / 2 * w
+	in, outside := out[row+edge-2], out[row+edge+1]
+	// The ramp falls by 0.25 over these 3 px; the edge's step is
+	// sharpened to at least half of the whole range.
+	if in-outside < 0.5 {
+		t.Errorf("alpha 2 px inside the hue edge %.3f, 1 px outside %.3f: a step of %.3f, want >= 0.5", in, outside, in-outside)
+	}
+	// The luma guide sees a flat frame: the ramp stays soft there.
+	luma, _ := dev.NewImage(w, h, 1)
+	up, _ := dev.NewImage(w, h, 1)
+	ops := dev.Ops()
+	if err := ops.Luma(luma, srcIm); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.ResizeBilinear(up, lowIm); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.GuidedFilter(up, luma, up, r.radius, r.eps); err != nil {
+		t.Fatal(err)
+	}
+	lg, _ := dev.ReadPixels(up)
+	if lg[row+edge-2]-lg[row+edge+1] >= 0.3 {
+		t.Errorf("the luma-guided filter also gave a step (%.3f, %.3f): the test does not tell the guides apart", lg[row+edge-2], lg[row+edge+1])
+	}
+	t.Logf("2 px inside / 1 px outside: colour guide %.3f / %.3f, luma guide %.3f / %.3f", in, outside, lg[row+edge-2], lg[row+edge+1])
+}
+
 // TestGapDecide: where the shape carried forwards and the one carried back
 // disagree, the keyframe's colours decide; where they agree, the blend
 // stands.

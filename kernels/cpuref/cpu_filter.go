@@ -240,3 +240,145 @@ func (d *CPU) GuidedFilter(dst, guide, src Image, r int, eps float32) error {
 	}
 	return nil
 }
+
+// GuidedFilterColour is He et al.'s guided filter with a 3-channel guide
+// I (see Ops.GuidedFilterColour): per channel p of src, with box means of
+// radius r, a = (Σ + eps·U)⁻¹ cov(I,p) (Σ the guide's 3x3 covariance in
+// the window), b = mean(p) - a·mean(I), and dst = mean(a)·I + mean(b).
+// The a/b step is computed in float64 (guidedColourAB), with the
+// diagonal of Σ floored at 0 and a = 0 where Σ + eps·U is not positive
+// definite. dst may equal src, not guide.
+func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) error {
+	const op = "GuidedFilterColour"
+	o, s, err := pair(op, dst, src)
+	if err != nil {
+		return err
+	}
+	g, err := cpuImg(op, "guide", guide)
+	if err != nil {
+		return err
+	}
+	if s.c != o.c {
+		return shapeErr(op, "src %s, dst %s", dims(s), dims(o))
+	}
+	if err := wantChannels(op, "guide", g, 3); err != nil {
+		return err
+	}
+	if err := sameSize(op, o, []string{"guide"}, g); err != nil {
+		return err
+	}
+	if g == o {
+		return shapeErr(op, "dst is the guide")
+	}
+	w, h := o.w, o.h
+	n := w * h
+	// mI (3), mII (6: rr rg rb gg gb bb), mp, mIp (3), tmp.
+	buf := d.scratch(14 * n)
+	defer d.release(buf)
+	plane := func(k int) []float32 { return buf[k*n:][:n] }
+	var mI [3][]float32
+	var mII [6][]float32
+	for c := range mI {
+		mI[c] = plane(c)
+	}
+	for k := range mII {
+		mII[k] = plane(3 + k)
+	}
+	mp := plane(9)
+	mIp := [3][]float32{plane(10), plane(11), plane(12)}
+	tmp := plane(13)
+	band := BandRows(w)
+	each := func(fn func(lo, hi int)) {
+		d.parallel(h, band, func(_, y0, y1 int) { fn(y0*w, y1*w) })
+	}
+	r = min(max(r, 0), max(w, h))
+	box := func(dst, src []float32) {
+		if r == 0 {
+			copy(dst, src)
+			return
+		}
+		d.boxPlane(dst, src, tmp, w, h, r)
+	}
+	I := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
+	for c := range 3 {
+		box(mI[c], I[c])
+	}
+	for k, ab := range guidedColourPairs {
+		x, y, m := I[ab[0]], I[ab[1]], mII[k]
+		each(func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				m[i] = x[i] * y[i]
+			}
+		})
+		box(m, m)
+	}
+	e := float64(eps)
+	for ch := range o.c {
+		p := s.plane(ch)
+		for c := range 3 {
+			m, x := mIp[c], I[c]
+			each(func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					m[i] = x[i] * p[i]
+				}
+			})
+			box(m, m)
+		}
+		box(mp, p)
+		// a -> mIp, b -> mp.
+		each(func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				guidedColourAB(i, &mI, &mII, mp, &mIp, e)
+			}
+		})
+		for c := range 3 {
+			box(mIp[c], mIp[c])
+		}
+		box(mp, mp)
+		q := o.plane(ch)
+		each(func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				q[i] = mIp[0][i]*I[0][i] + mIp[1][i]*I[1][i] + mIp[2][i]*I[2][i] + mp[i]
+			}
+		})
+	}
+	return nil
+}
+
+// guidedColourPairs are the guide's channel pairs of the covariance
+// planes, in order.
+var guidedColourPairs = [6][2]int{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}}
+
+// guidedColourAB is the colour guided filter's a/b step at pixel i, in
+// float64: from the means of I, of I·Iᵀ, of p and of I·p it writes a
+// into mIp and b into mp. Σ + eps·U is inverted by its adjugate; a is 0
+// where its determinant or leading minors are not positive. The CUDA
+// kernel vfx_guided3_ab does the same operations in the same order.
+func guidedColourAB(i int, mI *[3][]float32, mII *[6][]float32, mp []float32, mIp *[3][]float32, eps float64) {
+	m0, m1, m2 := float64(mI[0][i]), float64(mI[1][i]), float64(mI[2][i])
+	p := float64(mp[i])
+	s00 := max(float64(mII[0][i])-m0*m0, 0) + eps
+	s01 := float64(mII[1][i]) - m0*m1
+	s02 := float64(mII[2][i]) - m0*m2
+	s11 := max(float64(mII[3][i])-m1*m1, 0) + eps
+	s12 := float64(mII[4][i]) - m1*m2
+	s22 := max(float64(mII[5][i])-m2*m2, 0) + eps
+	c0 := float64(mIp[0][i]) - m0*p
+	c1 := float64(mIp[1][i]) - m1*p
+	c2 := float64(mIp[2][i]) - m2*p
+	i00 := s11*s22 - s12*s12
+	i01 := s02*s12 - s01*s22
+	i02 := s01*s12 - s02*s11
+	i11 := s00*s22 - s02*s02
+	i12 := s01*s02 - s00*s12
+	i22 := s00*s11 - s01*s01
+	det := s00*i00 + s01*i01 + s02*i02
+	var a0, a1, a2 float64
+	if s00 > 0 && i22 > 0 && det > 0 {
+		a0 = (i00*c0 + i01*c1 + i02*c2) / det
+		a1 = (i01*c0 + i11*c1 + i12*c2) / det
+		a2 = (i02*c0 + i12*c1 + i22*c2) / det
+	}
+	mIp[0][i], mIp[1][i], mIp[2][i] = float32(a0), float32(a1), float32(a2)
+	mp[i] = float32(p - a0*m0 - a1*m1 - a2*m2)
+}

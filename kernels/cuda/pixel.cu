@@ -178,6 +178,55 @@ extern "C" __global__ void vfx_guided_ab(float *t3, float *t2, const float *mI, 
     }
 }
 
+// Colour guided filter a/b step in float64 (cpuref's guidedColourAB, the
+// same operations in the same order). planes holds 13 planes of n: mI
+// (r, g, b), mII (rr rg rb gg gb bb), mp, mIp (r, g, b); writes a into
+// the mIp planes and b into mp.
+extern "C" __global__ void vfx_guided3_ab(float *planes, int64_t n, double eps) {
+    GRID_STRIDE(i, n) {
+        const float *mI0 = planes, *mI1 = planes + n, *mI2 = planes + 2 * n;
+        const float *mII = planes + 3 * n;
+        float *mp = planes + 9 * n, *mIp0 = planes + 10 * n, *mIp1 = planes + 11 * n, *mIp2 = planes + 12 * n;
+        double m0 = mI0[i], m1 = mI1[i], m2 = mI2[i];
+        double p = mp[i];
+        double s00 = fmax((double)mII[i] - m0 * m0, 0.0) + eps;
+        double s01 = (double)mII[n + i] - m0 * m1;
+        double s02 = (double)mII[2 * n + i] - m0 * m2;
+        double s11 = fmax((double)mII[3 * n + i] - m1 * m1, 0.0) + eps;
+        double s12 = (double)mII[4 * n + i] - m1 * m2;
+        double s22 = fmax((double)mII[5 * n + i] - m2 * m2, 0.0) + eps;
+        double c0 = (double)mIp0[i] - m0 * p;
+        double c1 = (double)mIp1[i] - m1 * p;
+        double c2 = (double)mIp2[i] - m2 * p;
+        double i00 = s11 * s22 - s12 * s12;
+        double i01 = s02 * s12 - s01 * s22;
+        double i02 = s01 * s12 - s02 * s11;
+        double i11 = s00 * s22 - s02 * s02;
+        double i12 = s01 * s02 - s00 * s12;
+        double i22 = s00 * s11 - s01 * s01;
+        double det = s00 * i00 + s01 * i01 + s02 * i02;
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0;
+        if (s00 > 0 && i22 > 0 && det > 0) {
+            a0 = (i00 * c0 + i01 * c1 + i02 * c2) / det;
+            a1 = (i01 * c0 + i11 * c1 + i12 * c2) / det;
+            a2 = (i02 * c0 + i12 * c1 + i22 * c2) / det;
+        }
+        mIp0[i] = (float)a0;
+        mIp1[i] = (float)a1;
+        mIp2[i] = (float)a2;
+        mp[i] = (float)(p - a0 * m0 - a1 * m1 - a2 * m2);
+    }
+}
+
+// Colour guided filter output: q = meanA·I + meanB, from the planes of
+// vfx_guided3_ab after their box means.
+extern "C" __global__ void vfx_guided3_out(float *q, const float *planes, const float *I0, const float *I1, const float *I2, int64_t n) {
+    GRID_STRIDE(i, n) {
+        const float *mb = planes + 9 * n, *a0 = planes + 10 * n, *a1 = planes + 11 * n, *a2 = planes + 12 * n;
+        q[i] = a0[i] * I0[i] + a1[i] * I1[i] + a2[i] * I2[i] + mb[i];
+    }
+}
+
 // q = meanA*I + meanB.
 extern "C" __global__ void vfx_guided_out(float *q, const float *ma, const float *I, const float *mb, int64_t n) {
     GRID_STRIDE(i, n) { q[i] = ma[i] * I[i] + mb[i]; }
