@@ -255,6 +255,15 @@ func BenchmarkGuidedFilterColour(b *testing.B) {
 	e.run(5*px(fw, fh, 1), func() error { return e.d.GuidedFilterColour(o, g, s, 8, 2e-4) })
 }
 
+// BenchmarkGuidedFilterColourFast is the matte refiner's use: the
+// coefficients at the low size (a matte of lw x lh), applied to a 1080p
+// colour guide.
+func BenchmarkGuidedFilterColourFast(b *testing.B) {
+	e := newBench(b)
+	g, s, o := e.img(fw, fh, 3, 0, 1), e.img(lw, lh, 1, 0, 1), e.img(fw, fh, 1, 0, 1)
+	e.run(4*px(fw, fh, 1), func() error { return e.d.GuidedFilterColour(o, g, s, 2, 2e-4) })
+}
+
 func BenchmarkGuidedFilterLow(b *testing.B) {
 	e := newBench(b)
 	g, s, o := e.img(lw, lh, 1, 0, 1), e.img(lw, lh, 3, 0, 1), e.img(lw, lh, 3, 0, 1)

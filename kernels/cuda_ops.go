@@ -425,10 +425,18 @@ func (d *CUDA) GuidedFilter(dst, guide, src Image, r int, eps float32) error {
 }
 
 // GuidedFilterColour: the CPU's steps (box means, the float64 a/b step
-// of vfx_guided3_ab), bit-identical.
+// of vfx_guided3_ab; for a src smaller than dst the guide's area
+// downsampling and the coefficients' bilinear upsampling by this
+// device's own ops), bit-identical. The resampling ops run between the
+// device calls of the filter's own steps (a device call cannot make
+// another).
 func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) error {
 	const op = "GuidedFilterColour"
-	o, s, err := d.pair(op, dst, src)
+	o, err := d.img(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	s, err := d.img(op, "src", src)
 	if err != nil {
 		return err
 	}
@@ -445,56 +453,90 @@ func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) err
 	if err := d.same(op, o, []string{"guide"}, g); err != nil {
 		return err
 	}
+	if s.w > o.w || s.h > o.h {
+		return d.shapeErr(op, "src %s larger than dst %s", cdims(s), cdims(o))
+	}
 	if g == o {
 		return d.shapeErr(op, "dst is the guide")
 	}
-	return d.wrap(op, d.do(func() error {
-		w, h := o.w, o.h
-		n := w * h
-		nb := int64(n) * 4
-		// mI (3), mII (6), mp, mIp (3), as on the CPU.
-		buf, err := d.alloc(13 * nb)
+	fast := s.w != o.w || s.h != o.h
+	I := g
+	var ab, up *cudaImage
+	if fast {
+		li, err := d.NewImage(s.w, s.h, 3)
 		if err != nil {
 			return err
 		}
-		defer d.put(buf, 13*nb)
-		pl := func(k int) cu.DevicePtr { return buf + cu.DevicePtr(int64(k)*nb) }
-		rr := min(max(r, 0), max(w, h))
-		box := func(dst, src cu.DevicePtr) error {
-			if rr == 0 {
-				if dst == src {
-					return nil
-				}
-				return cu.MemcpyDtoDAsync(dst, src, nb, d.stream)
-			}
-			return d.boxPlane(dst, src, w, h, rr)
+		defer d.Free(li)
+		if err := d.ResizeArea(li, g); err != nil {
+			return err
 		}
-		I := [3]cu.DevicePtr{g.plane(0), g.plane(1), g.plane(2)}
+		I = li.(*cudaImage)
+		abi, err := d.NewImage(s.w, s.h, 4)
+		if err != nil {
+			return err
+		}
+		defer d.Free(abi)
+		upi, err := d.NewImage(o.w, o.h, 4)
+		if err != nil {
+			return err
+		}
+		defer d.Free(upi)
+		ab, up = abi.(*cudaImage), upi.(*cudaImage)
+	}
+	w, h := s.w, s.h
+	n := w * h
+	nb := int64(n) * 4
+	// mI (3), mII (6), mp, mIp (3), as on the CPU.
+	var buf cu.DevicePtr
+	pl := func(k int) cu.DevicePtr { return buf + cu.DevicePtr(int64(k)*nb) }
+	rr := min(max(r, 0), max(w, h))
+	box := func(dst, src cu.DevicePtr) error {
+		if rr == 0 {
+			if dst == src {
+				return nil
+			}
+			return cu.MemcpyDtoDAsync(dst, src, nb, d.stream)
+		}
+		return d.boxPlane(dst, src, w, h, rr)
+	}
+	Ip := [3]cu.DevicePtr{I.plane(0), I.plane(1), I.plane(2)}
+	if err := d.wrap(op, d.do(func() error {
+		var err error
+		if buf, err = d.alloc(13 * nb); err != nil {
+			return err
+		}
 		for c := range 3 {
-			if err := box(pl(c), I[c]); err != nil {
+			if err := box(pl(c), Ip[c]); err != nil {
 				return err
 			}
 		}
-		for k, ab := range [6][2]int{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}} {
-			if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(3+k)).p(I[ab[0]]).p(I[ab[1]]).l(n)); err != nil {
+		for k, pr := range [6][2]int{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}} {
+			if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(3+k)).p(Ip[pr[0]]).p(Ip[pr[1]]).l(n)); err != nil {
 				return err
 			}
 			if err := box(pl(3+k), pl(3+k)); err != nil {
 				return err
 			}
 		}
-		mp := pl(9)
-		for ch := range o.c {
-			p := s.plane(ch)
+		return nil
+	})); err != nil {
+		return err
+	}
+	defer d.do(func() error { d.put(buf, 13*nb); return nil })
+	on := o.w * o.h
+	for ch := range o.c {
+		p := s.plane(ch)
+		if err := d.wrap(op, d.do(func() error {
 			for c := range 3 {
-				if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(10+c)).p(I[c]).p(p).l(n)); err != nil {
+				if err := d.launchGS("vfx_mul", n, new(kargs).p(pl(10+c)).p(Ip[c]).p(p).l(n)); err != nil {
 					return err
 				}
 				if err := box(pl(10+c), pl(10+c)); err != nil {
 					return err
 				}
 			}
-			if err := box(mp, p); err != nil {
+			if err := box(pl(9), p); err != nil {
 				return err
 			}
 			if err := d.launchGS("vfx_guided3_ab", n, new(kargs).p(buf).l(n).d(float64(eps))); err != nil {
@@ -505,12 +547,32 @@ func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) err
 					return err
 				}
 			}
-			if err := d.launchGS("vfx_guided3_out", n, new(kargs).p(o.plane(ch)).p(buf).p(I[0]).p(I[1]).p(I[2]).l(n)); err != nil {
-				return err
+			if !fast {
+				return d.launchGS("vfx_guided3_out", n, new(kargs).p(o.plane(ch)).p(buf).p(Ip[0]).p(Ip[1]).p(Ip[2]).l(n))
 			}
+			// a (r, g, b) and b into the 4-channel coefficients' image.
+			for c, k := range []int{10, 11, 12, 9} {
+				if err := cu.MemcpyDtoDAsync(ab.plane(c), pl(k), nb, d.stream); err != nil {
+					return err
+				}
+			}
+			return nil
+		})); err != nil {
+			return err
 		}
-		return nil
-	}))
+		if !fast {
+			continue
+		}
+		if err := d.ResizeBilinear(up, ab); err != nil {
+			return err
+		}
+		if err := d.wrap(op, d.do(func() error {
+			return d.launchGS("vfx_guided3_apply", on, new(kargs).p(o.plane(ch)).p(up.ptr).p(g.plane(0)).p(g.plane(1)).p(g.plane(2)).l(on))
+		})); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Composite: bit-identical to the CPU.

@@ -199,6 +199,9 @@ var opCases = append([]opCase{
 	imageOp("GuidedFilterColour", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.GuidedFilterColour(dst, up(in.rgb), up(in.alpha), 4, 2e-4)
 	}),
+	imageOp("GuidedFilterColour/fast", 0, 1, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
+		return o.GuidedFilterColour(dst, up(in.rgb), up(in.alphaLow), 2, 2e-4)
+	}),
 	imageOp("Composite", 0, 3, func(o Ops, _ Device, dst Image, in *opInputs, up func([]float32) Image) error {
 		return o.Composite(dst, up(in.rgb), up(in.rgb2), up(in.alpha))
 	}),

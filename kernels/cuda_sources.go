@@ -4,7 +4,7 @@ package kernels
 
 // cudaSourcesSHA256 is the sha256 of `sha256sum` over kernels/cuda/*.cu and *.cuh (sorted by name)
 // when kernels/cuda/vfx.fatbin was compiled; TestCUDAFatbinMatchesSources checks it.
-const cudaSourcesSHA256 = "74670644c3bb9ef9ae58d0bd7625d174d38a0b050182bc89fd61c51dd4fa1e27"
+const cudaSourcesSHA256 = "99c9bca295effcc67c6639c506ffbcb362b077b545ad481942fedc572009b2da"
 
 // cudaFatbinSHA256 is the sha256 of kernels/cuda/vfx.fatbin as generated.
-const cudaFatbinSHA256 = "4c5beb2b0abf2497af02c7cd6565aa9ff3bc2c3ee2ecd3348da2ae8e53e812e1"
+const cudaFatbinSHA256 = "6f1e6d9950abcb262e57d8a35e65818723fd7759c67ab23433fc4641e508e178"

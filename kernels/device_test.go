@@ -77,6 +77,8 @@ func runAllOps(t *testing.T, d *CPU) map[string][]float64 {
 	keep("GuidedFilter", m, d.GuidedFilter(m, alpha, rgb, 5, 0.01))
 	m = o1()
 	keep("GuidedFilterColour", m, d.GuidedFilterColour(m, rgb, alpha, 5, 2e-4))
+	m = o1()
+	keep("GuidedFilterColour/fast", m, d.GuidedFilterColour(m, rgb, lowA, 2, 2e-4))
 	m = o3()
 	keep("Composite", m, d.Composite(m, rgb, rgb2, alpha))
 	m = o3()

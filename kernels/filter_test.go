@@ -194,6 +194,17 @@ func TestGuidedFilter(t *testing.T) {
 // general 3x3 solve (Gaussian elimination), independent of the kernel's
 // adjugate.
 func refGuidedColour(I [3][]float64, p []float64, w, h, r int, eps float64) []float64 {
+	ma, mb := refGuidedColourAB(I, p, w, h, r, eps)
+	q := make([]float64, w*h)
+	for i := range q {
+		q[i] = ma[0][i]*I[0][i] + ma[1][i]*I[1][i] + ma[2][i]*I[2][i] + mb[i]
+	}
+	return q
+}
+
+// refGuidedColourAB returns the box means of the colour guided filter's
+// coefficients a (3 planes) and b.
+func refGuidedColourAB(I [3][]float64, p []float64, w, h, r int, eps float64) ([3][]float64, []float64) {
 	n := w * h
 	var mI [3][]float64
 	var mII [3][3][]float64
@@ -255,12 +266,7 @@ func refGuidedColour(I [3][]float64, p []float64, w, h, r int, eps float64) []fl
 	for c := range 3 {
 		ma[c] = refBox(a[c], w, h, r)
 	}
-	mb := refBox(b, w, h, r)
-	q := make([]float64, n)
-	for i := range n {
-		q[i] = ma[0][i]*I[0][i] + ma[1][i]*I[1][i] + ma[2][i]*I[2][i] + mb[i]
-	}
-	return q
+	return ma, refBox(b, w, h, r)
 }
 
 func TestGuidedFilterColour(t *testing.T) {
@@ -331,4 +337,49 @@ func TestGuidedFilterColour(t *testing.T) {
 		g := to64(guide)
 		closeAll(t, "guided colour in place", pixels(t, d, P), refGuidedColour([3][]float64{g[:n], g[n : 2*n], g[2*n:]}, to64(p), w, h, 2, 0.01), 5e-4, 0)
 	})
+}
+
+// TestGuidedFilterColourFast checks the fast path (src smaller than the
+// guide) against its definition: the coefficients of refGuidedColour's
+// steps at src's size on the area-downsampled guide, upsampled
+// bilinearly (by the device's own tested ResizeBilinear), applied to
+// the full-size guide.
+func TestGuidedFilterColourFast(t *testing.T) {
+	d := NewCPU(2)
+	rng := newRNG(34)
+	const w, h, lw, lh, r, eps = 64, 48, 16, 12, 2, 2e-4
+	n, ln := w*h, lw*lh
+	guide := randVals(rng, 3*n, 0, 1)
+	p := randVals(rng, ln, 0, 1)
+	G := img(t, d, w, h, 3, guide)
+	out := img(t, d, w, h, 1, nil)
+	if err := d.GuidedFilterColour(out, G, img(t, d, lw, lh, 1, p), r, eps); err != nil {
+		t.Fatal(err)
+	}
+	low := img(t, d, lw, lh, 3, nil)
+	if err := d.ResizeArea(low, G); err != nil {
+		t.Fatal(err)
+	}
+	lg := to64(pixels(t, d, low))
+	// The coefficients at the low size, from the float64 reference.
+	a, b := refGuidedColourAB([3][]float64{lg[:ln], lg[ln : 2*ln], lg[2*ln:]}, to64(p), lw, lh, r, eps)
+	coef := make([]float32, 4*ln)
+	for c := range 3 {
+		for i := range ln {
+			coef[c*ln+i] = float32(a[c][i])
+		}
+	}
+	for i := range ln {
+		coef[3*ln+i] = float32(b[i])
+	}
+	up := img(t, d, w, h, 4, nil)
+	if err := d.ResizeBilinear(up, img(t, d, lw, lh, 4, coef)); err != nil {
+		t.Fatal(err)
+	}
+	u := to64(pixels(t, d, up))
+	want := make([]float64, n)
+	for i := range n {
+		want[i] = u[i]*float64(guide[i]) + u[n+i]*float64(guide[n+i]) + u[2*n+i]*float64(guide[2*n+i]) + u[3*n+i]
+	}
+	closeAll(t, "guided colour fast", pixels(t, d, out), want, 5e-4, 0)
 }

@@ -4,13 +4,13 @@ import (
 	"github.com/vfxrender/vfx/kernels"
 )
 
-// Refiner brings a flow-size matte to the output size: bilinear
-// upsampling, then He et al.'s guided filter with the frame's colour as
-// the guide (kernels' GuidedFilterColour), which snaps the soft edge to
-// the image's own edges, those of hue that luma does not show included
-// (grey legs on pale ground, a red shirt on green foliage of the same
-// brightness). The filter
-// acts on the band around the contour only: an output pixel whose
+// Refiner brings a flow-size matte to the output size: He et al.'s
+// guided filter with the frame's colour as the guide, its coefficients
+// made at the flow size and upsampled (the fast guided filter, kernels'
+// GuidedFilterColour), which snaps the soft edge to the image's own
+// edges, those of hue that luma does not show included (grey legs on a
+// pale ground, a red shirt on green foliage of the same brightness). The
+// filter acts on the band around the contour only: an output pixel whose
 // flow-size neighbourhood is one constant 0 or 1 keeps that value (see
 // softBand), so that the subject's interior stays opaque and the
 // background clear however textured the frame is there.
@@ -28,8 +28,11 @@ type Refiner struct {
 // from lw x lh (the flow size).
 func NewRefiner(dev kernels.Device, w, h, lw, lh int) (*Refiner, error) {
 	r := &Refiner{dev: dev, w: w, h: h, eps: 2e-4}
-	// The window spans about two flow pixels.
-	r.radius = max(2, (2*w+lw-1)/lw)
+	// The window spans two flow pixels: the filter's coefficients are
+	// computed at the flow size (kernels' fast path, src smaller than the
+	// guide) and upsampled; the output-size guide gives the edge its
+	// detail.
+	r.radius = 2
 	var err error
 	if r.band1, err = dev.NewImage(w, h, 1); err != nil {
 		return nil, err
@@ -66,7 +69,7 @@ func (r *Refiner) Refine(dst, src, low kernels.Image) error {
 	if err := ops.ResizeBilinear(r.up, low); err != nil {
 		return err
 	}
-	if err := ops.GuidedFilterColour(dst, src, r.up, r.radius, r.eps); err != nil {
+	if err := ops.GuidedFilterColour(dst, src, low, r.radius, r.eps); err != nil {
 		return err
 	}
 	if err := ops.ResizeBilinear(r.band1, r.lowBand); err != nil {

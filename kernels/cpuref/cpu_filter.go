@@ -247,10 +247,18 @@ func (d *CPU) GuidedFilter(dst, guide, src Image, r int, eps float32) error {
 // the window), b = mean(p) - a·mean(I), and dst = mean(a)·I + mean(b).
 // The a/b step is computed in float64 (guidedColourAB), with the
 // diagonal of Σ floored at 0 and a = 0 where Σ + eps·U is not positive
-// definite. dst may equal src, not guide.
+// definite. A src smaller than guide and dst takes the fast guided
+// filter's path (He and Sun, 2015): mean(a) and mean(b) are computed at
+// src's size on the guide area-downsampled to it (r in src's pixels),
+// then bilinearly upsampled, and dst = mean(a)·I + mean(b) with the
+// full-size guide. dst may equal src (same size), not guide.
 func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) error {
 	const op = "GuidedFilterColour"
-	o, s, err := pair(op, dst, src)
+	o, err := cpuImg(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	s, err := cpuImg(op, "src", src)
 	if err != nil {
 		return err
 	}
@@ -267,11 +275,41 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 	if err := sameSize(op, o, []string{"guide"}, g); err != nil {
 		return err
 	}
+	if s.w > o.w || s.h > o.h {
+		return shapeErr(op, "src %s larger than dst %s", dims(s), dims(o))
+	}
 	if g == o {
 		return shapeErr(op, "dst is the guide")
 	}
-	w, h := o.w, o.h
+	I := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
+	w, h := s.w, s.h
 	n := w * h
+	fast := w != o.w || h != o.h
+	var low, ab, up *cpuImage
+	if fast {
+		li, err := d.NewImage(w, h, 3)
+		if err != nil {
+			return err
+		}
+		defer d.Free(li)
+		low = li.(*cpuImage)
+		if err := d.ResizeArea(low, g); err != nil {
+			return err
+		}
+		abi, err := d.NewImage(w, h, 4)
+		if err != nil {
+			return err
+		}
+		defer d.Free(abi)
+		ab = abi.(*cpuImage)
+		upi, err := d.NewImage(o.w, o.h, 4)
+		if err != nil {
+			return err
+		}
+		defer d.Free(upi)
+		up = upi.(*cpuImage)
+		I = [3][]float32{low.plane(0), low.plane(1), low.plane(2)}
+	}
 	// mI (3), mII (6: rr rg rb gg gb bb), mp, mIp (3), tmp.
 	buf := d.scratch(14 * n)
 	defer d.release(buf)
@@ -287,9 +325,8 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 	mp := plane(9)
 	mIp := [3][]float32{plane(10), plane(11), plane(12)}
 	tmp := plane(13)
-	band := BandRows(w)
-	each := func(fn func(lo, hi int)) {
-		d.parallel(h, band, func(_, y0, y1 int) { fn(y0*w, y1*w) })
+	each := func(h, w int, fn func(lo, hi int)) {
+		d.parallel(h, BandRows(w), func(_, y0, y1 int) { fn(y0*w, y1*w) })
 	}
 	r = min(max(r, 0), max(w, h))
 	box := func(dst, src []float32) {
@@ -299,13 +336,12 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 		}
 		d.boxPlane(dst, src, tmp, w, h, r)
 	}
-	I := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
 	for c := range 3 {
 		box(mI[c], I[c])
 	}
 	for k, ab := range guidedColourPairs {
 		x, y, m := I[ab[0]], I[ab[1]], mII[k]
-		each(func(lo, hi int) {
+		each(h, w, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				m[i] = x[i] * y[i]
 			}
@@ -317,7 +353,7 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 		p := s.plane(ch)
 		for c := range 3 {
 			m, x := mIp[c], I[c]
-			each(func(lo, hi int) {
+			each(h, w, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					m[i] = x[i] * p[i]
 				}
@@ -326,7 +362,7 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 		}
 		box(mp, p)
 		// a -> mIp, b -> mp.
-		each(func(lo, hi int) {
+		each(h, w, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				guidedColourAB(i, &mI, &mII, mp, &mIp, e)
 			}
@@ -335,10 +371,22 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 			box(mIp[c], mIp[c])
 		}
 		box(mp, mp)
+		a0, a1, a2, b := mIp[0], mIp[1], mIp[2], mp
+		if fast {
+			copy(ab.plane(0), a0)
+			copy(ab.plane(1), a1)
+			copy(ab.plane(2), a2)
+			copy(ab.plane(3), b)
+			if err := d.ResizeBilinear(up, ab); err != nil {
+				return err
+			}
+			a0, a1, a2, b = up.plane(0), up.plane(1), up.plane(2), up.plane(3)
+		}
 		q := o.plane(ch)
-		each(func(lo, hi int) {
+		G := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
+		each(o.h, o.w, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				q[i] = mIp[0][i]*I[0][i] + mIp[1][i]*I[1][i] + mIp[2][i]*I[2][i] + mp[i]
+				q[i] = a0[i]*G[0][i] + a1[i]*G[1][i] + a2[i]*G[2][i] + b[i]
 			}
 		})
 	}

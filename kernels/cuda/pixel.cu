@@ -227,6 +227,14 @@ extern "C" __global__ void vfx_guided3_out(float *q, const float *planes, const 
     }
 }
 
+// Fast colour guided filter output: q = a·I + b with the coefficients
+// upsampled to the guide's size, ab holding the planes a (r, g, b) and b.
+extern "C" __global__ void vfx_guided3_apply(float *q, const float *ab, const float *I0, const float *I1, const float *I2, int64_t n) {
+    GRID_STRIDE(i, n) {
+        q[i] = ab[i] * I0[i] + ab[n + i] * I1[i] + ab[2 * n + i] * I2[i] + ab[3 * n + i];
+    }
+}
+
 // q = meanA*I + meanB.
 extern "C" __global__ void vfx_guided_out(float *q, const float *ma, const float *I, const float *mb, int64_t n) {
     GRID_STRIDE(i, n) { q[i] = ma[i] * I[i] + mb[i]; }
