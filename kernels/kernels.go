@@ -135,7 +135,10 @@ type Ops interface {
 	// GuidedFilterColour is He et al.'s guided filter with a 3-channel
 	// (colour) guide: a = (Σ + eps·U)⁻¹ cov(I,p) over each window of
 	// radius r, so an edge of hue that luma does not show still steers
-	// the filter. dst may equal src, not guide.
+	// the filter. A src smaller than guide and dst is the fast guided
+	// filter: the coefficients at src's size (r in its pixels) on the
+	// guide area-downsampled to it, upsampled bilinearly and applied to
+	// the full-size guide. dst may equal src, not guide.
 	GuidedFilterColour(dst, guide, src Image, r int, eps float32) error
 
 	// Composite writes dst = a*fg + (1-a)*bg per channel; alpha is
