@@ -503,9 +503,14 @@ func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) err
 	Ip := [3]cu.DevicePtr{I.plane(0), I.plane(1), I.plane(2)}
 	if err := d.wrap(op, d.do(func() error {
 		var err error
-		if buf, err = d.alloc(13 * nb); err != nil {
-			return err
-		}
+		buf, err = d.alloc(13 * nb)
+		return err
+	})); err != nil {
+		return err
+	}
+	// Given back on every path, the failed steps' included.
+	defer d.do(func() error { d.put(buf, 13*nb); return nil })
+	if err := d.wrap(op, d.do(func() error {
 		for c := range 3 {
 			if err := box(pl(c), Ip[c]); err != nil {
 				return err
@@ -523,7 +528,6 @@ func (d *CUDA) GuidedFilterColour(dst, guide, src Image, r int, eps float32) err
 	})); err != nil {
 		return err
 	}
-	defer d.do(func() error { d.put(buf, 13*nb); return nil })
 	on := o.w * o.h
 	for ch := range o.c {
 		p := s.plane(ch)

@@ -281,7 +281,8 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 	if g == o {
 		return shapeErr(op, "dst is the guide")
 	}
-	I := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
+	G := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
+	I := G // the guide at src's size
 	w, h := s.w, s.h
 	n := w * h
 	fast := w != o.w || h != o.h
@@ -339,8 +340,8 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 	for c := range 3 {
 		box(mI[c], I[c])
 	}
-	for k, ab := range guidedColourPairs {
-		x, y, m := I[ab[0]], I[ab[1]], mII[k]
+	for k, pr := range guidedColourPairs {
+		x, y, m := I[pr[0]], I[pr[1]], mII[k]
 		each(h, w, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				m[i] = x[i] * y[i]
@@ -383,7 +384,6 @@ func (d *CPU) GuidedFilterColour(dst, guide, src Image, r int, eps float32) erro
 			a0, a1, a2, b = up.plane(0), up.plane(1), up.plane(2), up.plane(3)
 		}
 		q := o.plane(ch)
-		G := [3][]float32{g.plane(0), g.plane(1), g.plane(2)}
 		each(o.h, o.w, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				q[i] = a0[i]*G[0][i] + a1[i]*G[1][i] + a2[i]*G[2][i] + b[i]
