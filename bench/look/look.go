@@ -225,9 +225,11 @@ func readMask(path string, w, h int) ([]float32, error) {
 	return m, nil
 }
 
-// softMatte makes the pipeline's kind of soft matte from a binary mask:
-// half-resolution area average, bilinear back up, then the guided filter
-// with the frame's luma as the guide (as matte.Refiner does), clamped.
+// softMatte makes a soft matte from a binary mask: half-resolution area
+// average, bilinear back up, then the guided filter with the frame's luma
+// as the guide (matte.Refiner's steps before session 21, which guides by
+// colour; kept so that the look's figures compare across sessions),
+// clamped.
 func softMatte(dev kernels.Device, src kernels.Image, mask []float32, w, h int) ([]float32, error) {
 	ops := dev.Ops()
 	var imgs []kernels.Image
