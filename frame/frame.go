@@ -3,7 +3,11 @@
 // has no dependencies, and owns no behaviour beyond allocation and checks.
 package frame
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/vfxrender/vfx/internal/hugepage"
+)
 
 // PixelFormat is the memory layout of a HostFrame.
 type PixelFormat int
@@ -144,6 +148,7 @@ func (f *HostFrame) Alloc() error {
 			f.Planes[i] = f.Planes[i][:w*h]
 		} else {
 			f.Planes[i] = make([]byte, w*h)
+			hugepage.Advise(f.Planes[i])
 		}
 		f.Strides[i] = w
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vfxrender/vfx/internal/hugepage"
 	"github.com/vfxrender/vfx/kernels/rows"
 )
 
@@ -105,6 +106,7 @@ func (d *CPU) ReadPixels(src Image) ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, len(s.pix))
+	hugepage.Advise(out)
 	copy(out, s.pix)
 	return out, nil
 }
@@ -287,7 +289,9 @@ func (p *bufPool) get(n int) ([]float32, bool) {
 		return b, true
 	}
 	p.mu.Unlock()
-	return make([]float32, n), false
+	b := make([]float32, n)
+	hugepage.Advise(b)
+	return b, false
 }
 
 func (p *bufPool) put(b []float32) {

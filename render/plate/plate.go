@@ -26,6 +26,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/vfxrender/vfx/internal/hugepage"
 )
 
 const (
@@ -107,6 +109,7 @@ func MeasureBase(lum []float32, w, h int, wt []float32, black, edges bool) (Stat
 	// Square-root luminance: everywhere for the edge width (its blur
 	// reads outside), else only inside, where grainMAD reads it.
 	v := make([]float32, n)
+	hugepage.Advise(v)
 	for i := range v {
 		if edges || in[i] {
 			v[i] = float32(math.Sqrt(math.Max(float64(lum[i]), 0)))
@@ -290,6 +293,8 @@ func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
 	r := len(k) / 2
 	tmp := make([]float32, w*h)
 	out := make([]float32, w*h)
+	hugepage.Advise(tmp)
+	hugepage.Advise(out)
 	rowsPar(h, func(y0, y1 int) {
 		for y := y0; y < y1; y++ {
 			row, o := src[y*w:][:w], tmp[y*w:][:w]
