@@ -173,7 +173,23 @@ const (
 // described by its inputs, as `vfx render` and tests give it) or Prepare
 // (a request the daemon built from a job.Valid). Pipeline.Run takes only a
 // Job, so an unvalidated request cannot reach it.
-type Job struct{ req RenderRequest }
+type Job struct {
+	req RenderRequest
+	// checked is media.Check's result for these inputs when the caller
+	// already ran it (Checked).
+	checked *checkedMedia
+}
+
+type checkedMedia struct {
+	md  media.Media
+	lim codec.Limits
+}
+
+// Checked records md, media.Check's result for j's inputs under lim, so
+// that Run does not open and probe the same files a second time (`vfx
+// render` checks every input before it loads the model, to fail fast).
+// Run uses it only when its own limits are lim; else it checks again.
+func (j *Job) Checked(md media.Media, lim codec.Limits) { j.checked = &checkedMedia{md: md, lim: lim} }
 
 // Request returns the request (a copy).
 func (j Job) Request() RenderRequest { return j.req }
@@ -275,9 +291,16 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	video := req.GenerationType == "video"
 	lim := p.limits()
 
-	md, err := media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim)
-	if err != nil {
-		return Result{}, err
+	var (
+		md  media.Media
+		err error
+	)
+	if c := j.checked; c != nil && c.lim == lim {
+		md = c.md
+	} else {
+		if md, err = media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim); err != nil {
+			return Result{}, err
+		}
 	}
 	srcInfo, mInfo := md.Source, md.Alpha
 

@@ -17,6 +17,7 @@ import (
 	"github.com/vfxrender/vfx/internal/modeltest"
 	"github.com/vfxrender/vfx/job"
 	"github.com/vfxrender/vfx/kernels"
+	"github.com/vfxrender/vfx/media"
 )
 
 // fixture writes a small scene once per test binary run folder.
@@ -512,4 +513,58 @@ func runReq(p *Pipeline, ctx context.Context, req RenderRequest, outDir string) 
 		return Result{}, err
 	}
 	return p.Run(ctx, j, outDir)
+}
+
+// TestRunChecked: a job whose inputs the caller checked (Job.Checked, as
+// `vfx render` does) renders the same as one Run checks itself; under
+// other limits than the recorded check's, Run checks again and refuses
+// what those limits refuse.
+func TestRunChecked(t *testing.T) {
+	fx := fixture(t, 64, 48, 6)
+	ctx := context.Background()
+	req := RenderRequest{
+		JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom", Prompt: "studio, soft key light from the right", Seed: 4},
+		Source:     in(fx.Source),
+		Alpha:      in(fx.Matte),
+		Reference:  in(fx.Reference),
+		CRF:        -1,
+	}
+	j, err := Validate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, codec.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := newPipeline().Run(ctx, j, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := j
+	checked.Checked(md, codec.DefaultLimits())
+	res, err := newPipeline().Run(ctx, checked, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := decodeAll(t, plain.Render, frame.RGB24)
+	_, got := decodeAll(t, res.Render, frame.RGB24)
+	if len(got) != 6 || len(want) != 6 {
+		t.Fatalf("%d and %d render frames, want 6", len(got), len(want))
+	}
+	for i := range got {
+		if d := maxDiff(got[i].Planes[0], want[i].Planes[0]); d != 0 {
+			t.Fatalf("frame %d differs by %d from the unchecked job's", i, d)
+		}
+	}
+
+	// The check recorded under the default limits does not stand for a
+	// pipeline that allows 5 frames.
+	p := newPipeline()
+	p.Limits = codec.Limits{MaxPixels: 2_770_000, MaxFrames: 5, MaxAspect: 4}
+	_, err = p.Run(ctx, checked, t.TempDir())
+	var ie *job.InputError
+	if !errors.As(err, &ie) || ie.Code != "VIDEO_TOO_MANY_FRAMES" {
+		t.Fatalf("6 frames under a 5-frame limit with a check made under the default limits: %v, want VIDEO_TOO_MANY_FRAMES", err)
+	}
 }

@@ -272,6 +272,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	vj.Checked(md, codec.DefaultLimits()) // Run does not probe the inputs again
 	if *preview {
 		maxR := req.MaxResolution
 		if maxR == 0 {
