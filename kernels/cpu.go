@@ -265,6 +265,11 @@ func (d *CPU) RatioRelight(dst, src, eNew, eOld, alpha Image, eps, maxGain float
 // ReadPixels returns a copy of src, planar, channel-major.
 func (d *CPU) ReadPixels(src Image) ([]float32, error) { return d.ref.ReadPixels(src) }
 
+// ReadPixelsTo is ReadPixels into dst's memory when it is large enough.
+func (d *CPU) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
+	return d.ref.ReadPixelsTo(dst, src)
+}
+
 // ResizeArea downsamples src to dst's size by exact area averaging (see
 // Ops.ResizeArea). ErrShape if dst is larger than src in either axis or
 // the channel counts differ.

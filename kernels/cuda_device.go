@@ -765,6 +765,32 @@ func (d *CUDA) ReadPixels(src Image) ([]float32, error) {
 	return out, nil
 }
 
+// ReadPixelsTo is ReadPixels into dst's memory when its capacity holds
+// src (else a new slice); it waits.
+func (d *CUDA) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
+	m, err := d.img("ReadPixelsTo", "src", src)
+	if err != nil {
+		return nil, err
+	}
+	n := m.w * m.h * m.c
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	err = d.do(func() error {
+		b, err := d.fetch(m.ptr, int(m.bytes()))
+		if err != nil {
+			return err
+		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(b)), b)
+		return nil
+	})
+	if err != nil {
+		return nil, d.wrap("ReadPixelsTo", err)
+	}
+	return dst, nil
+}
+
 // WritePixels copies planar, channel-major host data into dst; len(data)
 // must be width*height*channels. It does not wait for the copy.
 func (d *CUDA) WritePixels(dst Image, data []float32) error {

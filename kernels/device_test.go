@@ -225,6 +225,8 @@ func TestForeignAndFreedImages(t *testing.T) {
 	check("Sum", err)
 	_, err = d.ReadPixels(f)
 	check("ReadPixels", err)
+	_, err = d.ReadPixelsTo(make([]float32, 48), f)
+	check("ReadPixelsTo", err)
 	gray, _ := frame.New(frame.Gray8, 4, 4)
 	check("Download", d.Download(gray, f))
 	d.Free(f) // no-op, no panic
@@ -233,6 +235,49 @@ func TestForeignAndFreedImages(t *testing.T) {
 	d.Free(a1) // idempotent
 	check("after Free", d.Luma(a1, a))
 	d.Free(nil)
+}
+
+// TestReadPixelsTo: ReadPixelsTo gives ReadPixels' values, in dst's
+// memory when its capacity is enough (just enough included) and in a new
+// slice when it is one value short.
+func TestReadPixelsTo(t *testing.T) {
+	d := NewCPU(2)
+	vals := make([]float32, 5*3*2)
+	for i := range vals {
+		vals[i] = float32(i) / 7
+	}
+	a := img(t, d, 5, 3, 2, vals)
+	want, err := d.ReadPixels(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		dst   []float32
+		reuse bool
+	}{
+		{"nil", nil, false},
+		{"one short", make([]float32, 3, len(vals)-1), false},
+		{"just enough", make([]float32, 0, len(vals)), true},
+		{"larger, longer", make([]float32, 64), true},
+	} {
+		got, err := d.ReadPixelsTo(c.dst, a)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d", c.name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: value %d = %v, want %v", c.name, i, got[i], want[i])
+			}
+		}
+		same := cap(c.dst) > 0 && &got[:1][0] == &c.dst[:1][0]
+		if same != c.reuse {
+			t.Errorf("%s: reused dst's memory %v, want %v", c.name, same, c.reuse)
+		}
+	}
 }
 
 func TestPoolReuseIsZeroed(t *testing.T) {

@@ -88,6 +88,10 @@ type Device interface {
 	Download(dst *frame.HostFrame, src Image) error
 	// ReadPixels copies src to the host, planar, channel-major.
 	ReadPixels(src Image) ([]float32, error)
+	// ReadPixelsTo is ReadPixels into dst's memory when its capacity
+	// holds src (else into a new slice): it returns dst[:n] holding
+	// src's n values. Per-frame read-backs keep one buffer for the job.
+	ReadPixelsTo(dst []float32, src Image) ([]float32, error)
 	// WritePixels copies planar, channel-major host data into dst.
 	WritePixels(dst Image, data []float32) error
 	// Ops returns the operations of this device.

@@ -51,6 +51,12 @@ type cameraStage struct {
 	lumQ kernels.Image
 	prev []camfit.Level
 	have bool
+	// The frames' read-backs, pyramids (two: the previous frame's and
+	// this one's, alternating) and the fit's residuals, kept for the job.
+	lum, alpha []float32
+	pyr        [2]camfit.Builder
+	cur        int
+	res        []float64
 	// dx, dy is the background's motion accumulated since the first frame
 	// (output pixels, x right, y down); step the last frame's.
 	dx, dy float64
@@ -93,19 +99,19 @@ func (c *cameraStage) run(f *lowFrame) error {
 	if err := step("camera", c.ops.ResizeArea(c.lumQ, f.luma)); err != nil {
 		return err
 	}
-	lum, err := c.dev.ReadPixels(c.lumQ)
-	if err != nil {
+	var err error
+	if c.lum, err = c.dev.ReadPixelsTo(c.lum, c.lumQ); err != nil {
 		return step("camera", err)
 	}
-	a, err := c.dev.ReadPixels(f.alphaQ)
-	if err != nil {
+	if c.alpha, err = c.dev.ReadPixelsTo(c.alpha, f.alphaQ); err != nil {
 		return step("camera", err)
 	}
 	qw, qh := f.alphaQ.Width(), f.alphaQ.Height()
-	cur := camfit.Pyramid(lum, a, qw, qh, camDilate)
+	c.cur ^= 1 // the other Builder holds c.prev
+	cur := c.pyr[c.cur].Build(c.lum, c.alpha, qw, qh, camDilate)
 	c.stepX, c.stepY = 0, 0
 	if c.have {
-		if mx, my, ok := camfit.Fit(c.prev, cur, 2); ok {
+		if mx, my, ok := camfit.FitScratch(c.prev, cur, 2, &c.res); ok {
 			// Half-working-resolution pixels to output pixels.
 			mx *= float64(c.w) / float64(qw)
 			my *= float64(c.h) / float64(qh)

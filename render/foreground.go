@@ -62,6 +62,7 @@ type lookImages struct {
 	fm, bm                    kernels.Image // low res, 3 channels
 	shadowQ, shadowQB, shadow kernels.Image
 	shadowHost                []float32
+	alphaHost                 []float32 // shadows' read-back, kept for the job
 	keyDir                    [3]float32
 	haveKey                   bool
 	castDark                  float32
@@ -174,10 +175,11 @@ func (c *compositeStage) foregroundEstimates(f *lowFrame) error {
 // shadow) from alphaQ, and sets look.haveShadow.
 func (c *compositeStage) shadows(f *lowFrame) error {
 	q := &c.look
-	a, err := c.dev.ReadPixels(f.alphaQ)
-	if err != nil {
+	var err error
+	if q.alphaHost, err = c.dev.ReadPixelsTo(q.alphaHost, f.alphaQ); err != nil {
 		return step("shadow", err)
 	}
+	a := q.alphaHost
 	w, h := f.alphaQ.Width(), f.alphaQ.Height()
 	if q.shadowHost == nil {
 		q.shadowHost = make([]float32, w*h)

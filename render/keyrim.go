@@ -47,6 +47,8 @@ type keyStage struct {
 	ops    kernels.Ops
 	plan   *lightPlan
 	images []*kernels.Image
+	// nqHost, aqHost: keyOnSubject's read-backs, kept for the job.
+	nqHost, aqHost []float32
 
 	eNew, eOld kernels.Image
 	// nQ: nDetail at an eighth of the working resolution (with a key off
@@ -197,14 +199,14 @@ func (k *keyStage) keyOnSubject(f *lowFrame, n *normalStage) error {
 	if err := step("key on subject", k.ops.ResizeArea(k.nQ, n.nDetail)); err != nil {
 		return err
 	}
-	nq, err := k.dev.ReadPixels(k.nQ)
-	if err != nil {
+	var err error
+	if k.nqHost, err = k.dev.ReadPixelsTo(k.nqHost, k.nQ); err != nil {
 		return step("key on subject", err)
 	}
-	aq, err := k.dev.ReadPixels(f.alphaE)
-	if err != nil {
+	if k.aqHost, err = k.dev.ReadPixelsTo(k.aqHost, f.alphaE); err != nil {
 		return step("key on subject", err)
 	}
+	nq, aq := k.nqHost, k.aqHost
 	qw, qh := k.nQ.Width(), k.nQ.Height()
 	if !n.haveShape || len(nq) != 3*qw*qh || len(aq) != qw*qh {
 		return nil

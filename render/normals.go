@@ -41,6 +41,7 @@ const (
 type normalStage struct {
 	dev                 kernels.Device
 	ops                 kernels.Ops
+	aHost               []float32 // shapeDome's read-back, kept for the job
 	lw, lh              int
 	fill                bool
 	haveRim             bool
@@ -207,10 +208,11 @@ func (n *normalStage) inflate(f *lowFrame) error {
 // half faces left and its upper half faces up. The moments are taken on
 // the matte at an eighth of the low resolution and smoothed in time.
 func (n *normalStage) shapeDome(f *lowFrame) error {
-	a, err := n.dev.ReadPixels(f.alphaE)
-	if err != nil {
+	var err error
+	if n.aHost, err = n.dev.ReadPixelsTo(n.aHost, f.alphaE); err != nil {
 		return step("shape", err)
 	}
+	a := n.aHost
 	ew, eh := f.alphaE.Width(), f.alphaE.Height()
 	sx, sy := float64(n.lw)/float64(ew), float64(n.lh)/float64(eh)
 	var m0, mx, my, mxx, mxy, myy float64

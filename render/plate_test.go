@@ -188,7 +188,8 @@ func TestPlateMeasureTrimsPool(t *testing.T) {
 	}
 }
 
-// readFailDev is a CPU device whose ReadPixels of one image fails.
+// readFailDev is a CPU device whose ReadPixels and ReadPixelsTo of one
+// image fail.
 type readFailDev struct {
 	*kernels.CPU
 	fail kernels.Image
@@ -201,6 +202,13 @@ func (d *readFailDev) ReadPixels(m kernels.Image) ([]float32, error) {
 		return nil, errReadBack
 	}
 	return d.CPU.ReadPixels(m)
+}
+
+func (d *readFailDev) ReadPixelsTo(dst []float32, m kernels.Image) ([]float32, error) {
+	if d.fail != nil && m == d.fail {
+		return nil, errReadBack
+	}
+	return d.CPU.ReadPixelsTo(dst, m)
 }
 
 // TestPlateReadBackErrorFails: a device that fails to read back the

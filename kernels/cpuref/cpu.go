@@ -33,6 +33,10 @@ type CPU struct {
 	// job's frames allocate nothing at full resolution.
 	tabs   sync.Map
 	strips sync.Pool
+	// shift is the last plate move's plan (shiftFor), read-only once made.
+	shiftMu sync.Mutex
+	shift   *rows.Shift
+	shiftK  shiftKey
 }
 
 // NewCPU returns a CPU device that uses up to workers goroutines per op
@@ -109,6 +113,22 @@ func (d *CPU) ReadPixels(src Image) ([]float32, error) {
 	hugepage.Advise(out)
 	copy(out, s.pix)
 	return out, nil
+}
+
+// ReadPixelsTo is ReadPixels into dst's memory when its capacity holds
+// src (else a new slice): it returns dst[:n] holding src's n values.
+func (d *CPU) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
+	s, err := cpuImg("ReadPixelsTo", "src", src)
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < len(s.pix) {
+		dst = make([]float32, len(s.pix))
+		hugepage.Advise(dst)
+	}
+	dst = dst[:len(s.pix)]
+	copy(dst, s.pix)
+	return dst, nil
 }
 
 // WritePixels copies planar, channel-major data into dst; len(data) must

@@ -198,7 +198,7 @@ func (d *CPU) GainCompositeLookFrame(dst, src, alpha *frame.HostFrame, pc *Plate
 	if err != nil {
 		return err
 	}
-	if err := j.setLook(op, look); err != nil {
+	if err := j.setLook(d, op, look); err != nil {
 		return err
 	}
 	yuv := dst.Format == frame.YUV420P
@@ -420,6 +420,27 @@ func (d *CPU) areaTable(out, in int) *rows.Taps {
 	t := rows.AreaTaps(out, in)
 	v, _ := d.tabs.LoadOrStore(k, &t)
 	return v.(*rows.Taps)
+}
+
+// shiftKey is a plate move's plan's key (shiftFor).
+type shiftKey struct {
+	w, h   int
+	dx, dy float32
+}
+
+// shiftFor is rows.NewShift(w, h, dx, dy), kept for the next call while
+// the key does not change: a camera-locked plate stays at one offset for
+// frames on end (whole pixels), so a job makes a plan per step, not per
+// frame.
+func (d *CPU) shiftFor(w, h int, dx, dy float32) *rows.Shift {
+	k := shiftKey{w, h, dx, dy}
+	d.shiftMu.Lock()
+	defer d.shiftMu.Unlock()
+	if d.shift != nil && d.shiftK == k {
+		return d.shift
+	}
+	d.shift, d.shiftK = rows.NewShift(w, h, dx, dy), k
+	return d.shift
 }
 
 // bilinTab is BilinTable(out, in), made once per device.

@@ -288,7 +288,7 @@ func (d *CPU) ResizeBilinear(dst, src Image) error {
 		d.copyPix(o.pix, s.pix)
 		return nil
 	}
-	xt, yt := rows.BilinTable(o.w, s.w), rows.BilinTable(o.h, s.h)
+	xt, yt := d.bilinTab(o.w, s.w), d.bilinTab(o.h, s.h)
 	sw, dw := s.w, o.w
 	caches := make([]*rows.Hrows, d.workers)
 	d.parallel(o.h, BandRows(dw), func(wk, y0, y1 int) {
@@ -343,7 +343,7 @@ func (d *CPU) gainComposite(op string, dst, src, alpha, gainLow, bg, bgBlur, alp
 	if err != nil {
 		return err
 	}
-	if err := j.setLook(op, look); err != nil {
+	if err := j.setLook(d, op, look); err != nil {
 		return err
 	}
 	w := o.w
@@ -402,7 +402,7 @@ func (d *CPU) gainCompositeDownload(op string, dst *frame.HostFrame, src, alpha,
 	if err != nil {
 		return err
 	}
-	if err := j.setLook(op, look); err != nil {
+	if err := j.setLook(d, op, look); err != nil {
 		return err
 	}
 	type strip struct {
@@ -519,7 +519,7 @@ func (sc *compositeScratch) plateRows(w int) (pb, pbb *[3][]float32) {
 // setLook checks and records GainCompositeLook's optional inputs: each
 // nil or of gainLow's size; FgLow and BgOldLow 3 channels and both or
 // neither, ShadowLow 1 channel. Without alpha they are ignored.
-func (j *compositeJob) setLook(op string, look CompositeLook) error {
+func (j *compositeJob) setLook(d *CPU, op string, look CompositeLook) error {
 	fm, err := optImg(op, "FgLow", look.FgLow)
 	if err != nil {
 		return err
@@ -574,7 +574,7 @@ func (j *compositeJob) setLook(op string, look CompositeLook) error {
 			return shapeErr(op, "plate offset %v, %v is not finite", look.PlateX, look.PlateY)
 		}
 		if j.hasAlpha {
-			j.plate = rows.NewShift(j.w, j.h, look.PlateX, look.PlateY)
+			j.plate = d.shiftFor(j.w, j.h, look.PlateX, look.PlateY)
 		}
 	}
 	wl, err := optImg(op, "WrapLow", look.WrapLow)

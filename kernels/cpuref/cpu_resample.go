@@ -47,8 +47,7 @@ func (d *CPU) ResizeArea(dst, src Image) error {
 		d.copyPix(o.pix, s.pix)
 		return nil
 	}
-	tx, ty := rows.AreaTaps(o.w, s.w), rows.AreaTaps(o.h, s.h)
-	d.separable(o, s, &tx, &ty)
+	d.separable(o, s, d.areaTable(o.w, s.w), d.areaTable(o.h, s.h))
 	return nil
 }
 

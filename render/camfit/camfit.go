@@ -38,11 +38,55 @@ type Level struct {
 
 // Pyramid is the pyramid of the luminance lum (w x h) with the
 // background weights from the matte a: 1 where the matte is under
-// matteFar within dilate pixels, else 0. Level 0 is lum's size.
+// matteFar within dilate pixels, else 0. Level 0 is lum's size (and lum
+// itself: Builder.Build copies it instead).
 func Pyramid(lum, a []float32, w, h, dilate int) []Level {
-	use := make([]float32, w*h)
+	var b Builder
+	return b.build(lum, a, w, h, dilate, false)
+}
+
+// Builder makes pyramids in buffers it keeps from one Build to the next,
+// so that a camera lock allocates nothing per frame once its sizes are
+// set. A Build's levels are valid until the next Build on the same
+// Builder (keep two and alternate to hold the previous frame's).
+type Builder struct {
+	tmp    []float32
+	levels []Level
+}
+
+// Build is Pyramid with level 0's luminance copied from lum (which the
+// caller may then reuse) and every buffer the Builder's.
+func (b *Builder) Build(lum, a []float32, w, h, dilate int) []Level {
+	return b.build(lum, a, w, h, dilate, true)
+}
+
+// grow returns v with length n, reusing its memory when it is large
+// enough.
+func grow(v []float32, n int) []float32 {
+	if cap(v) < n {
+		return make([]float32, n)
+	}
+	return v[:n]
+}
+
+func (b *Builder) build(lum, a []float32, w, h, dilate int, copyLum bool) []Level {
+	if len(b.levels) == 0 {
+		b.levels = make([]Level, 1, levels+1)
+	}
+	l0 := &b.levels[0]
+	l0.w, l0.h = w, h
+	l0.use = grow(l0.use, w*h)
+	if copyLum {
+		l0.lum = grow(l0.lum, w*h)
+		copy(l0.lum, lum[:w*h])
+	} else {
+		l0.lum = lum
+	}
+	use := l0.use
+	clear(use)
 	// Dilate the subject: a running maximum over rows, then columns.
-	tmp := make([]float32, w*h)
+	b.tmp = grow(b.tmp, w*h)
+	tmp := b.tmp
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			m := float32(0)
@@ -63,22 +107,27 @@ func Pyramid(lum, a []float32, w, h, dilate int) []Level {
 			}
 		}
 	}
-	pyr := []Level{{w: w, h: h, lum: lum, use: use}}
-	for len(pyr) <= levels {
-		l := pyr[len(pyr)-1]
+	n := 1
+	for n <= levels {
+		l := b.levels[n-1]
 		if l.w < 32 || l.h < 32 {
 			break
 		}
-		pyr = append(pyr, halve(l))
+		if n == len(b.levels) {
+			b.levels = append(b.levels, Level{})
+		}
+		halveInto(&b.levels[n], l)
+		n++
 	}
-	return pyr
+	return b.levels[:n:n]
 }
 
-// halve averages 2x2 blocks; a block is background only if all four
-// pixels are.
-func halve(l Level) Level {
+// halveInto makes o the half of l: it averages 2x2 blocks; a block is
+// background only if all four pixels are. o's buffers are reused.
+func halveInto(o *Level, l Level) {
 	w, h := l.w/2, l.h/2
-	o := Level{w: w, h: h, lum: make([]float32, w*h), use: make([]float32, w*h)}
+	o.w, o.h = w, h
+	o.lum, o.use = grow(o.lum, w*h), grow(o.use, w*h)
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			i0, i1 := 2*y*l.w+2*x, (2*y+1)*l.w+2*x
@@ -86,7 +135,6 @@ func halve(l Level) Level {
 			o.use[y*w+x] = min(l.use[i0], l.use[i0+1], l.use[i1], l.use[i1+1])
 		}
 	}
-	return o
 }
 
 // Shift is render's camera-lock measure on two frames' luminance
@@ -116,6 +164,13 @@ func Shift(prevLum, prevAlpha, curLum, curAlpha []float32, w, h, dilate int) (dx
 // dy). On level 0 it samples every stride-th pixel in x and y. ok is
 // false when too little background is seen or the fit fails.
 func Fit(prev, cur []Level, stride int) (dx, dy float64, ok bool) {
+	var res []float64
+	return FitScratch(prev, cur, stride, &res)
+}
+
+// FitScratch is Fit with the residuals' buffer *res kept by the caller
+// from one call to the next (grown as needed).
+func FitScratch(prev, cur []Level, stride int, res *[]float64) (dx, dy float64, ok bool) {
 	if len(prev) != len(cur) || len(cur) == 0 {
 		return 0, 0, false
 	}
@@ -130,7 +185,7 @@ func Fit(prev, cur []Level, stride int) (dx, dy float64, ok bool) {
 			s = stride
 		}
 		// A coarse level with too little background is skipped.
-		if !align(prev[li], cur[li], &px, &py, s) && li == 0 {
+		if !align(prev[li], cur[li], &px, &py, s, res) && li == 0 {
 			return 0, 0, false
 		}
 	}
@@ -144,12 +199,16 @@ func Fit(prev, cur []Level, stride int) (dx, dy float64, ok bool) {
 // compositional Gauss-Newton on prev(x + p) = cur(x) over the pixels that
 // are background in both (every s-th in x and y), with Tukey's biweight on
 // the residuals after the first iteration.
-func align(prev, cur Level, px, py *float64, s int) bool {
+func align(prev, cur Level, px, py *float64, s int, buf *[]float64) bool {
 	w, h := cur.w, cur.h
 	if prev.w != w || prev.h != h {
 		return false
 	}
-	res := make([]float64, 0, w*h/(s*s))
+	if n := w * h / (s * s); cap(*buf) < n {
+		*buf = make([]float64, 0, n)
+	}
+	res := (*buf)[:0]
+	defer func() { *buf = res[:0] }()
 	scale := 0.0
 	for it := 0; it < iters; it++ {
 		var hxx, hxy, hyy, bx, by float64

@@ -48,3 +48,47 @@ func TestShift(t *testing.T) {
 		t.Error("mismatched sizes: ok")
 	}
 }
+
+// TestBuilder: pyramids a Builder makes, alternating two as a camera lock
+// does, fit the same motions as Pyramid's, frame after frame; they hold
+// their own copy of the luminance (the caller's buffer is overwritten
+// between frames here); and once sized, a frame's Build and FitScratch
+// allocate nothing.
+func TestBuilder(t *testing.T) {
+	const w, h = 160, 120
+	a := make([]float32, w*h)
+	for y := 40; y < 80; y++ {
+		for x := 60; x < 100; x++ {
+			a[y*w+x] = 1
+		}
+	}
+	var bs [2]Builder
+	var res []float64
+	lum := make([]float32, w*h) // the caller's one read-back buffer
+	var prev []Level
+	for i := range 5 {
+		copy(lum, scene(w, h, 1.5*float64(i), -0.5*float64(i)))
+		cur := bs[i%2].Build(lum, a, w, h, 2)
+		if prev != nil {
+			got, gotY, ok := FitScratch(prev, cur, 2, &res)
+			want, wantY, wok := Fit(Pyramid(scene(w, h, 1.5*float64(i-1), -0.5*float64(i-1)), a, w, h, 2),
+				Pyramid(scene(w, h, 1.5*float64(i), -0.5*float64(i)), a, w, h, 2), 2)
+			if ok != wok || got != want || gotY != wantY {
+				t.Fatalf("frame %d: Builder fit (%v, %v, %v), Pyramid fit (%v, %v, %v)", i, got, gotY, ok, want, wantY, wok)
+			}
+			if math.Abs(got-1.5) > 0.05 || math.Abs(gotY+0.5) > 0.05 {
+				t.Errorf("frame %d: motion (%.3f, %.3f), want (1.5, -0.5)", i, got, gotY)
+			}
+		}
+		prev = cur
+	}
+	k := 0
+	allocs := testing.AllocsPerRun(4, func() {
+		k++
+		cur := bs[k%2].Build(lum, a, w, h, 2)
+		FitScratch(bs[(k+1)%2].levels, cur, 2, &res)
+	})
+	if allocs != 0 {
+		t.Errorf("a sized Builder's frame allocates %v times, want 0", allocs)
+	}
+}
