@@ -745,30 +745,16 @@ func (d *CUDA) downloadWith(dst *frame.HostFrame, kernel func(raw, u, v cu.Devic
 }
 
 // ReadPixels copies src to the host, planar, channel-major (waits).
-func (d *CUDA) ReadPixels(src Image) ([]float32, error) {
-	m, err := d.img("ReadPixels", "src", src)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, m.w*m.h*m.c)
-	err = d.do(func() error {
-		b, err := d.fetch(m.ptr, int(m.bytes()))
-		if err != nil {
-			return err
-		}
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
-		return nil
-	})
-	if err != nil {
-		return nil, d.wrap("ReadPixels", err)
-	}
-	return out, nil
-}
+func (d *CUDA) ReadPixels(src Image) ([]float32, error) { return d.readPixels("ReadPixels", nil, src) }
 
 // ReadPixelsTo is ReadPixels into dst's memory when its capacity holds
 // src (else a new slice); it waits.
 func (d *CUDA) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
-	m, err := d.img("ReadPixelsTo", "src", src)
+	return d.readPixels("ReadPixelsTo", dst, src)
+}
+
+func (d *CUDA) readPixels(op string, dst []float32, src Image) ([]float32, error) {
+	m, err := d.img(op, "src", src)
 	if err != nil {
 		return nil, err
 	}
@@ -786,7 +772,7 @@ func (d *CUDA) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, d.wrap("ReadPixelsTo", err)
+		return nil, d.wrap(op, err)
 	}
 	return dst, nil
 }

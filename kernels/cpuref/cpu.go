@@ -104,21 +104,16 @@ func (d *CPU) Free(img Image) {
 func (d *CPU) TrimPool() { d.pool.drain() }
 
 // ReadPixels returns a copy of src, planar, channel-major.
-func (d *CPU) ReadPixels(src Image) ([]float32, error) {
-	s, err := cpuImg("ReadPixels", "src", src)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, len(s.pix))
-	hugepage.Advise(out)
-	copy(out, s.pix)
-	return out, nil
-}
+func (d *CPU) ReadPixels(src Image) ([]float32, error) { return d.readPixels("ReadPixels", nil, src) }
 
 // ReadPixelsTo is ReadPixels into dst's memory when its capacity holds
 // src (else a new slice): it returns dst[:n] holding src's n values.
 func (d *CPU) ReadPixelsTo(dst []float32, src Image) ([]float32, error) {
-	s, err := cpuImg("ReadPixelsTo", "src", src)
+	return d.readPixels("ReadPixelsTo", dst, src)
+}
+
+func (d *CPU) readPixels(op string, dst []float32, src Image) ([]float32, error) {
+	s, err := cpuImg(op, "src", src)
 	if err != nil {
 		return nil, err
 	}
