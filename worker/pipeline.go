@@ -297,10 +297,8 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	)
 	if c := j.checked; c != nil && c.lim == lim {
 		md = c.md
-	} else {
-		if md, err = media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim); err != nil {
-			return Result{}, err
-		}
+	} else if md, err = media.Check(ctx, media.Inputs{JobRequest: req.JobRequest, Source: req.Source, Alpha: req.Alpha, Reference: req.Reference}, lim); err != nil {
+		return Result{}, err
 	}
 	srcInfo, mInfo := md.Source, md.Alpha
 
