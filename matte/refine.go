@@ -24,10 +24,14 @@ type Refiner struct {
 	eps       float32
 }
 
+// refineEps is the guided filter's regulariser (on linear RGB; the luma
+// filter's it replaced, nothing fitted).
+const refineEps = 2e-4
+
 // NewRefiner returns a refiner for w x h output frames whose mattes come
 // from lw x lh (the flow size).
 func NewRefiner(dev kernels.Device, w, h, lw, lh int) (*Refiner, error) {
-	r := &Refiner{dev: dev, w: w, h: h, eps: 2e-4}
+	r := &Refiner{dev: dev, w: w, h: h, eps: refineEps}
 	// The window spans two flow pixels: the filter's coefficients are
 	// computed at the flow size (kernels' fast path, src smaller than the
 	// guide) and upsampled; the output-size guide gives the edge its

@@ -65,24 +65,7 @@ func TestRefineKeepsInteriorOpaque(t *testing.T) {
 			}
 		}
 	}
-	lowIm, _ := dev.NewImage(lw, lh, 1)
-	srcIm, _ := dev.NewImage(w, h, 3)
-	dst, _ := dev.NewImage(w, h, 1)
-	if err := dev.WritePixels(lowIm, low); err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.WritePixels(srcIm, src); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRefiner(dev, w, h, lw, lh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Refine(dst, srcIm, lowIm); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := dev.ReadPixels(dst)
+	out, _, _ := refineOnce(t, dev, w, h, lw, lh, low, src)
 	var soft int
 	for y := range h {
 		for x := range w {
@@ -137,24 +120,7 @@ func TestRefineFollowsHueEdge(t *testing.T) {
 			}
 		}
 	}
-	lowIm, _ := dev.NewImage(lw, lh, 1)
-	srcIm, _ := dev.NewImage(w, h, 3)
-	dst, _ := dev.NewImage(w, h, 1)
-	if err := dev.WritePixels(lowIm, low); err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.WritePixels(srcIm, src); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRefiner(dev, w, h, lw, lh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Refine(dst, srcIm, lowIm); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := dev.ReadPixels(dst)
+	out, srcIm, lowIm := refineOnce(t, dev, w, h, lw, lh, low, src)
 	row := h / 2 * w
 	in, outside := out[row+edge-2], out[row+edge+1]
 	// The ramp falls by 0.25 over these 3 px; the edge's step is
@@ -174,7 +140,7 @@ func TestRefineFollowsHueEdge(t *testing.T) {
 	if err := ops.ResizeBilinear(up, lowIm); err != nil {
 		t.Fatal(err)
 	}
-	if err := ops.GuidedFilter(up, luma, up, max(2, 2*w/lw), r.eps); err != nil {
+	if err := ops.GuidedFilter(up, luma, up, max(2, 2*w/lw), refineEps); err != nil {
 		t.Fatal(err)
 	}
 	lg, _ := dev.ReadPixels(up)
@@ -219,4 +185,33 @@ func TestGapDecide(t *testing.T) {
 	if m[3] != 0 {
 		t.Errorf("pixel neither holds: %v, want 0", m[3])
 	}
+}
+
+// refineOnce uploads the flow-size matte low (lw x lh) and the linear RGB
+// frame src (w x h), refines them with a new Refiner and returns the
+// refined matte with the uploaded images.
+func refineOnce(t *testing.T, dev kernels.Device, w, h, lw, lh int, low, src []float32) (out []float32, srcIm, lowIm kernels.Image) {
+	t.Helper()
+	lowIm, _ = dev.NewImage(lw, lh, 1)
+	srcIm, _ = dev.NewImage(w, h, 3)
+	dst, _ := dev.NewImage(w, h, 1)
+	if err := dev.WritePixels(lowIm, low); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.WritePixels(srcIm, src); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRefiner(dev, w, h, lw, lh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Refine(dst, srcIm, lowIm); err != nil {
+		t.Fatal(err)
+	}
+	out, err = dev.ReadPixels(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, srcIm, lowIm
 }
