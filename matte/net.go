@@ -169,6 +169,9 @@ type netFuser struct {
 	nsum  []float64 // MemRegions: each region's sum of the network's map
 	csum  []int     // MemRegions: each region's pixels inside the carried matte
 	rphi  []float32 // MemRegions: the regions' features (region k at k-1)
+	// sweepArea is the largest fused matte (pixels >= 0.5) on the network
+	// frames of this sweep so far (see fuse); 0 at a sweep's start.
+	sweepArea int
 }
 
 // memModel reports whether the options' fusion model has memory weights.
@@ -539,6 +542,14 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	// with its surroundings on the keyframe (tPos 0) and alone later had
 	// its later regions ignored, and the matte drifted off it
 	// (rollerblade: J 0.586 with tPos, 0.836 without; docs/mattes.md).
+	//
+	// Nor is a region much larger than the carried shape another object's
+	// when the object itself was as large on an earlier network frame of
+	// this sweep: the carried shape had eroded (the network missed a part
+	// on one frame and the shape lost it), and the region is the object
+	// grown back (motocross-bumps: the rider's bike, lost on frame 44,
+	// came back only as a region twice the eroded shape; J 0.767 against
+	// 0.814 when the sweep's largest matte sets the region's trust).
 	wr := make([]float32, len(sel))
 	big := 2*shapeArea > f.w*f.h
 	for l := 1; l < len(sel); l++ {
@@ -550,7 +561,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 			in = f.ovDil[l]
 		}
 		a := float64(f.area[l])
-		w := f.ramp(max(float64(in)/a, float64(shapeArea)/a))
+		w := f.ramp(max(float64(in), float64(max(shapeArea, f.sweepArea))) / a)
 		if f.all || int32(l) == f.rescued {
 			w = 1
 		}
@@ -567,6 +578,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
 		f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
 		f.remember(dst, sel)
+		f.noteArea(dst)
 		return
 	}
 	f.features(prop, net, sel, wr, reach, shapeArea, tPos, tNeg)
@@ -591,6 +603,18 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	}
 	f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
 	f.remember(dst, sel)
+	f.noteArea(dst)
+}
+
+// noteArea keeps the largest fused matte of the sweep (sweepArea).
+func (f *netFuser) noteArea(m []float32) {
+	a := 0
+	for _, v := range m {
+		if v >= 0.5 {
+			a++
+		}
+	}
+	f.sweepArea = max(f.sweepArea, a)
 }
 
 // handRule is the hand-set per-pixel sum of the fusion (see fuse).

@@ -457,6 +457,45 @@ func TestFuseObjectRegionTrustedPerFrame(t *testing.T) {
 	}
 }
 
+// TestFuseErodedShapeGrowsBack: a region of the object twice the carried
+// shape's size is trusted only as far as it lies near the shape, so its
+// part beyond the shape stays out; when the fused matte was that large on
+// an earlier network frame of the sweep (the shape eroded since), the
+// region is trusted whole and the part comes back. fuse records the
+// sweep's largest fused matte.
+func TestFuseErodedShapeGrowsBack(t *testing.T) {
+	const w, h = 64, 32
+	f, net, shape, prop := fuseFixture(w, h, 1)
+	for y := 8; y < 24; y++ {
+		for x := 8; x < 48; x++ {
+			net[y*w+x] = 0.95 // the object's region: 40x16
+			if x < 28 {
+				shape[y*w+x], prop[y*w+x] = 1, 0.9 // the eroded shape: 20x16
+			}
+		}
+	}
+	part := 15*w + 40 // in the region, beyond the shape's reach
+	dst := make([]float32, w*h)
+	f.fuse(dst, prop, shape, net, nil)
+	if sel, _, _ := f.selection(net, shape); len(sel) != 2 || sel[1] != regionObject {
+		t.Fatalf("the region is %v, want the object's", sel)
+	}
+	if dst[part] >= 0.5 {
+		t.Errorf("with no larger matte on the sweep the part beyond the shape is %.3f, want < 0.5", dst[part])
+	}
+	if f.sweepArea != 20*16 {
+		t.Errorf("sweep's largest matte %d pixels, want the fused %d", f.sweepArea, 20*16)
+	}
+	f.sweepArea = 40*16 - 1 // just under the region: all but fully trusted
+	f.fuse(dst, prop, shape, net, nil)
+	if dst[part] < 0.5 {
+		t.Errorf("with the object as large earlier on the sweep the part is %.3f, want >= 0.5", dst[part])
+	}
+	if f.sweepArea != 40*16 {
+		t.Errorf("sweep's largest matte %d pixels, want the region's %d now fused", f.sweepArea, 40*16)
+	}
+}
+
 // TestSelectBinary: with the network, every emitted matte but the
 // keyframe's is 0 or 1 (SelectOptions.Binary, the default) and keeps its
 // IoU; with Binary off it keeps a soft band around the contour.

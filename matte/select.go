@@ -548,8 +548,11 @@ func propagate(ctx context.Context, dev kernels.Device, src Frames, net Objectne
 	gap := &gapFill{p: p, all: all}
 	defer gap.free()
 	for _, dir := range []int{1, -1} {
-		if nf != nil && nf.mem != nil {
-			nf.mem.forget()
+		if nf != nil {
+			nf.sweepArea = 0 // each sweep starts from the keyframe's shape
+			if nf.mem != nil {
+				nf.mem.forget()
+			}
 		}
 		prevM := key
 		prevP := keyP
