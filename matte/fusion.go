@@ -35,7 +35,7 @@ const (
 	fPropObj    // object region: lp·wr (how far the carried matte and a trusted region agree)
 	fRegIn      // any region: (share of the region inside the shape)·ln
 	fRegNear    // any region: (share of the region within reach of the shape)·ln
-	fRegSize    // any region: log(region area / shape area), clamped to ±3
+	fRegSize    // any region: log(region area / the larger of the shape's area and the sweep's largest fused matte), clamped to ±3
 	NumFusionFeatures
 )
 

@@ -574,6 +574,15 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 			model = m.Auto
 		}
 	}
+	if !f.all && tNeg == 0 {
+		// The network does not see the carried object on this frame (its
+		// regions near the shape cover under 0.3 of it, and no rescue):
+		// none of its evidence is trusted, and the fitted fusion, whose
+		// every training frame showed a subject the network sees, would
+		// weigh its negatives anyway (a keyframe on something the network
+		// does not see was erased). The hand rule keeps the carried matte.
+		model = nil
+	}
 	if len(model) == 0 && f.o.Trace == nil {
 		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
 		f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
@@ -666,12 +675,22 @@ func (f *netFuser) features(prop, net []float32, sel []regionKind, wr []float32,
 			phi[fDist] = min(d/max(reach, 1), 4)
 		}
 		l := f.lab[i]
-		if l != 0 {
+		// A merged region gives no evidence beyond the carried shape (the
+		// hand rule's; see handRule): none of its region features there
+		// either, so a fit cannot grow the matte into what the object is
+		// merged with (a swing's frame).
+		switch {
+		case l != 0 && l == f.rescued:
+			// The rescue found the object away from the carried shape
+			// (it had lost it): its region counts as if the shape were
+			// there, as the hand rule trusts it whole.
+			phi[fDist], phi[fRegIn], phi[fRegNear] = 0, ln, ln
+		case l != 0 && !(sel[l] == regionMerged && f.dist[i] > 0):
 			a := float32(f.area[l])
 			phi[fRegIn], phi[fRegNear] = float32(f.ovIn[l])/a*ln, float32(f.ovDil[l])/a*ln
 			phi[fRegSize] = 3
-			if shapeArea > 0 {
-				phi[fRegSize] = min(max(float32(math.Log(float64(a)/float64(shapeArea))), -3), 3)
+			if ref := max(shapeArea, f.sweepArea); ref > 0 {
+				phi[fRegSize] = min(max(float32(math.Log(float64(a)/float64(ref))), -3), 3)
 			}
 		}
 		switch {

@@ -371,11 +371,11 @@ func TestSelectNoRescueInsideMergedRegion(t *testing.T) {
 	}
 }
 
-// fuseFixture is a fuser of w x h trusting the keyframe (trust 1) and the
-// network's positives by tPos, with empty network map, carried shape and
-// propagated matte.
+// fuseFixture is a fuser of w x h with the hand rules, trusting the
+// keyframe (trust 1) and the network's positives by tPos, with empty
+// network map, carried shape and propagated matte.
 func fuseFixture(w, h int, tPos float64) (f *netFuser, net, shape, prop []float32) {
-	f = newNetFuser(w, h, DefaultNetOptions())
+	f = newNetFuser(w, h, HandNetOptions())
 	f.tPos, f.trust = tPos, 1
 	return f, make([]float32, w*h), make([]float32, w*h), make([]float32, w*h)
 }
@@ -493,6 +493,50 @@ func TestFuseErodedShapeGrowsBack(t *testing.T) {
 	}
 	if f.sweepArea != 40*16 {
 		t.Errorf("sweep's largest matte %d pixels, want the region's %d now fused", f.sweepArea, 40*16)
+	}
+}
+
+// TestFuseFeaturesRescuedAndMerged: the features a fitted fusion sees
+// keep two hand rules. A region the rescue gave the object (away from the
+// carried shape) counts as if the shape were there: no distance, wholly
+// inside and near. A merged region beyond the shape has no region
+// features, as it gives the hand rule no evidence there. The region size
+// is taken against the sweep's largest matte when that is larger.
+func TestFuseFeaturesRescuedAndMerged(t *testing.T) {
+	const w, h = 64, 32
+	f, net, shape, prop := fuseFixture(w, h, 1)
+	for y := 10; y < 22; y++ {
+		for x := 4; x < 14; x++ {
+			shape[y*w+x], prop[y*w+x] = 1, 0.9
+		}
+		for x := 2; x < 40; x++ {
+			net[y*w+x] = 0.9 // merged: holds the shape and much else
+		}
+		for x := 44; x < 56; x++ {
+			net[y*w+x] = 0.9 // far from the shape
+		}
+	}
+	sel, reach, area := f.selection(net, shape)
+	merged, far := f.lab[15*w+30], f.lab[15*w+50]
+	if sel[merged] != regionMerged || sel[far] != regionOther {
+		t.Fatalf("regions %v, want merged and other", sel)
+	}
+	sel[far], f.rescued = regionObject, far // as rescue leaves them
+	f.sweepArea = 4 * area
+	wr := make([]float32, len(sel))
+	wr[far] = 1
+	f.features(prop, net, sel, wr, reach, area, 1, 1)
+	ln := clampLogit(0.9)
+	phi := func(i int) []float32 { return f.phi[i*NumFusionFeatures : (i+1)*NumFusionFeatures] }
+	if p := phi(15*w + 50); p[fDist] != 0 || p[fRegIn] != ln || p[fRegNear] != ln {
+		t.Errorf("rescued region: dist %.2f, region in %.2f, near %.2f; want 0, %.2f, %.2f", p[fDist], p[fRegIn], p[fRegNear], ln, ln)
+	}
+	if p := phi(15*w + 30); p[fRegIn] != 0 || p[fRegNear] != 0 || p[fRegSize] != 0 || p[fMergedOutI] != 1 {
+		t.Errorf("merged region beyond the shape: region in %.2f, near %.2f, size %.2f, merged_out %.0f; want 0, 0, 0, 1", p[fRegIn], p[fRegNear], p[fRegSize], p[fMergedOutI])
+	}
+	want := float32(math.Log(float64(f.area[merged]) / float64(4*area)))
+	if p := phi(15*w + 8); p[fRegSize] != want {
+		t.Errorf("merged region inside the shape: size %.3f, want log(area / sweep's largest matte) %.3f", p[fRegSize], want)
 	}
 }
 
