@@ -31,11 +31,11 @@ const (
 	fNone       // no region, within reach: ln
 	fFar        // no region, beyond reach: 1
 	fFarProp    // no region, beyond reach: lp
-	fDist       // outside the shape: min(distance / reach, 4); 0 inside
+	fDist       // outside the shape: min(distance / reach, 4); 0 inside and in the region the rescue gave the object
 	fPropObj    // object region: lp·wr (how far the carried matte and a trusted region agree)
-	fRegIn      // any region: (share of the region inside the shape)·ln
-	fRegNear    // any region: (share of the region within reach of the shape)·ln
-	fRegSize    // any region: log(region area / the larger of the shape's area and the sweep's largest fused matte), clamped to ±3
+	fRegIn      // any region but a merged one beyond the shape: (share of the region inside the shape)·ln; ln in the rescued region
+	fRegNear    // the same: (share of the region within reach of the shape)·ln; ln in the rescued region
+	fRegSize    // the same: log(region area / the larger of the shape's area and the sweep's largest fused matte), clamped to ±3; 0 in the rescued region
 	NumFusionFeatures
 )
 
