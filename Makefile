@@ -175,7 +175,8 @@ cuda-check: deps
 	$(GOV) test -tags cuda -c -o /dev/null ./kernels
 	$(GOV) test -tags cuda -c -o /dev/null ./render
 
-## gpu-bundle: the cuda test and benchmark binaries (kernels, render: no FFmpeg) and run.sh in
+## gpu-bundle: the cuda test and benchmark binaries (kernels, render: no FFmpeg), run.sh and the CUDA
+## sources with the fatbin (TestCUDAFatbinMatchesSources reads ./cuda) in
 ## ./gpu-bundle (git-ignored). On a GPU machine: `bash gpu-bundle/run.sh` runs every test, then every
 ## benchmark, and prints a summary.
 gpu-bundle:
@@ -184,6 +185,7 @@ gpu-bundle:
 	$(GOV) test -tags cuda -c -o gpu-bundle/kernels.test ./kernels
 	$(GOV) test -tags cuda -c -o gpu-bundle/render.test ./render
 	cp scripts/gpu-bundle-run.sh gpu-bundle/run.sh && chmod +x gpu-bundle/run.sh
+	mkdir -p gpu-bundle/cuda && cp kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/vfx.fatbin gpu-bundle/cuda/
 	@if ldd gpu-bundle/*.test | grep -q 'libav'; then echo "gpu-bundle: a test binary links FFmpeg"; exit 1; fi
 	@echo "gpu-bundle: $$(du -sh gpu-bundle | cut -f1) in gpu-bundle/ (no FFmpeg: ldd shows no libav*)"
 
