@@ -205,7 +205,7 @@ func (p *prepared) netOptions(dev kernels.Device, cfg RealMatteConfig, mode Matt
 			}
 		}
 	}
-	if !fit.Wants("select") && !fit.Wants("auto") && !fit.Wants("gap") {
+	if !fit.Wants("select") && !fit.Wants("trees") && !fit.Wants("auto") && !fit.Wants("gap") {
 		o.Trace = trace
 		return o
 	}

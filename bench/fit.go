@@ -169,24 +169,7 @@ func (s *FitSet) held(w, g []float64) []bool {
 
 // LogLoss is the set"s mean cross-entropy (per clip, then over clips)
 // under weights w.
-func LogLoss(s *FitSet, w []float64) float64 {
-	d := s.D
-	per := map[int32]float64{}
-	for i := 0; i < s.Len(); i++ {
-		z := 0.0
-		for k, v := range s.X[i*d : (i+1)*d] {
-			z += w[k] * float64(v)
-		}
-		p := min(max(1/(1+math.Exp(-z)), 1e-7), 1-1e-7)
-		y := float64(s.Y[i])
-		per[s.clip[i]] -= y*math.Log(p) + (1-y)*math.Log(1-p)
-	}
-	sum := 0.0
-	for c, v := range per {
-		sum += v / float64(s.counts[c])
-	}
-	return sum / float64(len(per))
-}
+func LogLoss(s *FitSet, w []float64) float64 { return LogLossTrees(s, w, nil) }
 
 // solveSPD solves h·x = g for a symmetric positive definite h (d x d) by
 // Cholesky decomposition.
@@ -243,14 +226,21 @@ type FitData struct {
 	DropGate []int
 	// GateSigns constrain the gates' weights (see FitSet.Signs).
 	GateSigns []int8
-	Select    FitSet
-	Auto      FitSet
-	Gap       FitSet
-	Gate      FitSet
-	GateAuto  FitSet
-	Mem       FitSet
-	Region    FitSet
-	clips     map[string]int32
+	// Trees, with the "select" step, boosts this many trees on the fitted
+	// select weights' residuals (FitTrees, DefaultTreeOptions otherwise;
+	// 0: none). With the "trees" step and not "select", the trees are
+	// boosted on Base, the select weights of the model the run used,
+	// which are kept.
+	Trees    int
+	Base     []float64
+	Select   FitSet
+	Auto     FitSet
+	Gap      FitSet
+	Gate     FitSet
+	GateAuto FitSet
+	Mem      FitSet
+	Region   FitSet
+	clips    map[string]int32
 }
 
 // Wants reports whether step is to be fitted.
@@ -292,7 +282,7 @@ func (fd *FitData) Subset(clips []string) *FitData {
 			keep[id] = true
 		}
 	}
-	out := &FitData{Stride: fd.Stride, Steps: fd.Steps, clips: fd.clips}
+	out := &FitData{Stride: fd.Stride, Steps: fd.Steps, DropGate: fd.DropGate, GateSigns: fd.GateSigns, Trees: fd.Trees, Base: fd.Base, clips: fd.clips}
 	out.Select.D, out.Auto.D, out.Gap.D = fd.Select.D, fd.Auto.D, fd.Gap.D
 	out.Gate.D, out.GateAuto.D, out.Mem.D, out.Region.D = fd.Gate.D, fd.GateAuto.D, fd.Mem.D, fd.Region.D
 	for _, p := range [][2]*FitSet{{&fd.Select, &out.Select}, {&fd.Auto, &out.Auto}, {&fd.Gap, &out.Gap}, {&fd.Gate, &out.Gate}, {&fd.GateAuto, &out.GateAuto}, {&fd.Mem, &out.Mem}, {&fd.Region, &out.Region}} {
@@ -318,6 +308,20 @@ func FitFusion(data *FitData, lambda float64) (*matte.FusionModel, error) {
 	var err error
 	if data.Select.Len() > 0 && data.Wants("select") {
 		if m.Select, err = FitLogistic(&data.Select, lambda); err != nil {
+			return nil, err
+		}
+		if data.Trees > 0 {
+			if m.SelectTrees, err = FitTrees(&data.Select, m.Select, TreeOptions{Rounds: data.Trees}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if data.Select.Len() > 0 && !data.Wants("select") && data.Wants("trees") && data.Trees > 0 {
+		if len(data.Base) != data.Select.D {
+			return nil, fmt.Errorf("bench: fit: trees on the run's select weights: the model has %d select weights for %d features", len(data.Base), data.Select.D)
+		}
+		m.Select = append([]float64(nil), data.Base...)
+		if m.SelectTrees, err = FitTrees(&data.Select, m.Select, TreeOptions{Rounds: data.Trees}); err != nil {
 			return nil, err
 		}
 	}

@@ -73,6 +73,13 @@ func TestFitLogisticWeighted(t *testing.T) {
 	if fd.Subset([]string{"b"}).Gate.Len() != 0 {
 		t.Error("subset of another clip holds samples")
 	}
+	// A fold's subset keeps the fit's settings (the sign constraints
+	// were dropped from the fold files before session 25).
+	fd.GateSigns, fd.DropGate, fd.Trees, fd.Base = []int8{0, 1}, []int{2}, 7, []float64{0.5}
+	sub = fd.Subset([]string{"a"})
+	if len(sub.GateSigns) != 2 || sub.GateSigns[1] != 1 || len(sub.DropGate) != 1 || sub.Trees != 7 || len(sub.Base) != 1 {
+		t.Errorf("subset settings: signs %v, drop %v, trees %d, base %v", sub.GateSigns, sub.DropGate, sub.Trees, sub.Base)
+	}
 }
 
 // TestFitLogisticSigns: data whose second weight is -1.25 fitted with

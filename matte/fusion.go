@@ -78,8 +78,11 @@ type FusionModel struct {
 	Features []string  `json:"features"`
 	Select   []float64 `json:"select,omitempty"`
 	Auto     []float64 `json:"auto,omitempty"`
-	GapNames []string  `json:"gap_features"`
-	Gap      []float64 `json:"gap,omitempty"`
+	// SelectTrees, when set, are added to Select's margin (Trees); they
+	// are fitted on its residuals, so they go with those weights.
+	SelectTrees Trees     `json:"select_trees,omitempty"`
+	GapNames    []string  `json:"gap_features"`
+	Gap         []float64 `json:"gap,omitempty"`
 	// GateNames, Gate and GateAuto: the frame gate (gate.go) of select
 	// and of auto; empty keeps the fused matte on every frame.
 	GateNames []string  `json:"gate_features,omitempty"`
@@ -146,6 +149,12 @@ func (m *FusionModel) check() error {
 		if len(w) != 0 && len(w) != NumFusionFeatures {
 			return fmt.Errorf("matte: fusion model: %d weights for %d features", len(w), NumFusionFeatures)
 		}
+	}
+	if len(m.SelectTrees) > 0 && len(m.Select) == 0 {
+		return fmt.Errorf("matte: fusion model: select trees without select weights")
+	}
+	if err := m.SelectTrees.check(NumFusionFeatures); err != nil {
+		return err
 	}
 	if len(m.Gap) != 0 && len(m.Gap) != NumGapFeatures {
 		return fmt.Errorf("matte: fusion model: %d gap weights for %d features", len(m.Gap), NumGapFeatures)

@@ -34,6 +34,19 @@ func TestParseFusionModelRefuses(t *testing.T) {
 		"renamed feature": func(m *FusionModel) { m.Features = append([]string{"x"}, m.Features[1:]...) },
 		"short weights":   func(m *FusionModel) { m.Select = m.Select[:3] },
 		"gap weights":     func(m *FusionModel) { m.Gap = []float64{1} },
+		"trees without select weights": func(m *FusionModel) {
+			m.Select, m.SelectTrees = nil, Trees{{Depth: 1, Feat: []int32{1}, Thr: []float32{0}, Leaf: []float32{0, 1}}}
+		},
+		"tree feature out of range": func(m *FusionModel) {
+			m.SelectTrees = Trees{{Depth: 1, Feat: []int32{NumFusionFeatures}, Thr: []float32{0}, Leaf: []float32{0, 1}}}
+		},
+		"tree leaves short": func(m *FusionModel) {
+			m.SelectTrees = Trees{{Depth: 2, Feat: []int32{1, 1, 1}, Thr: []float32{0, 0, 0}, Leaf: []float32{0, 1, 2}}}
+		},
+		"tree too deep": func(m *FusionModel) { m.SelectTrees = Trees{{Depth: MaxTreeDepth + 1}} },
+		"tree feature below -1": func(m *FusionModel) {
+			m.SelectTrees = Trees{{Depth: 1, Feat: []int32{-2}, Thr: []float32{0}, Leaf: []float32{0, 1}}}
+		},
 	} {
 		m := *good
 		m.Select = append([]float64(nil), good.Select...)
@@ -45,6 +58,43 @@ func TestParseFusionModelRefuses(t *testing.T) {
 	}
 	if _, err := ParseFusionModel([]byte(`{"features": [], "select": [NaN]}`)); err == nil {
 		t.Error("NaN: accepted")
+	}
+}
+
+// TestTreesMargin follows a depth-2 tree's paths (right where the
+// feature is above the threshold; a node that does not split, feature
+// -1, sends everything left) and sums two trees; a model with trees
+// parses.
+func TestTreesMargin(t *testing.T) {
+	tr := Trees{
+		{Depth: 2, Feat: []int32{1, 2, -1}, Thr: []float32{0.5, -1, 0}, Leaf: []float32{1, 2, 3, 4}},
+		{Depth: 1, Feat: []int32{2}, Thr: []float32{0}, Leaf: []float32{10, 20}},
+	}
+	for _, c := range []struct {
+		x    []float32
+		want float64
+	}{
+		{[]float32{0, 0.5, -2}, 1 + 10}, // left (0.5 is not above), left, x2 <= 0
+		{[]float32{0, 0.2, 3}, 2 + 20},  // left, right (3 > -1), x2 > 0
+		{[]float32{0, 0.9, 3}, 3 + 20},  // right, then always left
+	} {
+		if got := tr.Margin(c.x); got != c.want {
+			t.Errorf("Margin(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	m := NewFusionModel()
+	m.Select = make([]float64, NumFusionFeatures)
+	m.SelectTrees = tr
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseFusionModel(b)
+	if err != nil {
+		t.Fatalf("a model with trees: %v", err)
+	}
+	if len(got.SelectTrees) != 2 || got.SelectTrees.Margin([]float32{0, 0.9, 3}) != 23 {
+		t.Errorf("trees after JSON: %+v", got.SelectTrees)
 	}
 }
 
@@ -104,5 +154,29 @@ func TestFuseModelMatchesHandRule(t *testing.T) {
 	}
 	if checked < w*h/4 {
 		t.Fatalf("only %d pixels within reach", checked)
+	}
+}
+
+// TestSnapperBinaryLevel: Binary makes a matte 1 at or above its level
+// (NetOptions.BinaryLevel, 0.5 when 0) and 0 below it.
+func TestSnapperBinaryLevel(t *testing.T) {
+	for _, c := range []struct {
+		level float32
+		want  []float32
+	}{
+		{0, []float32{0, 0, 1, 1, 1}},
+		{0.4, []float32{0, 1, 1, 1, 1}},
+		{0.6, []float32{0, 0, 0, 1, 1}},
+	} {
+		o := DefaultNetOptions()
+		o.BinaryLevel = c.level
+		m := []float32{0.39, 0.4, 0.5, 0.6, 1}
+		newSnapper(5, 1, o, 2, true).apply(m)
+		for i := range m {
+			if m[i] != c.want[i] {
+				t.Errorf("level %v: %v, want %v", c.level, m, c.want)
+				break
+			}
+		}
 	}
 }

@@ -49,6 +49,10 @@ func (s Schedule) Runs(i, n, key int) bool {
 
 // NetOptions tune how the network's map is fused with propagation.
 type NetOptions struct {
+	// BinaryLevel is the level at which SelectOptions.Binary and
+	// AutoOptions.Binary make an emitted matte 0 or 1 (1 at or above
+	// it); 0 means 0.5.
+	BinaryLevel float32
 	// Gain scales the network's log-odds against the propagated matte's
 	// (whose log-odds are clamped to ±PropClamp).
 	Gain, PropClamp float32
@@ -568,10 +572,11 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		wr[l] = float32(w)
 	}
 	var model []float64
+	var trees Trees
 	if m := f.o.Model; m != nil {
-		model = m.Select
+		model, trees = m.Select, m.SelectTrees
 		if f.all {
-			model = m.Auto
+			model, trees = m.Auto, nil
 		}
 	}
 	if !f.all && tNeg == 0 {
@@ -595,7 +600,12 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
 	} else {
 		for i := range dst {
-			dst[i] = sigmoid(dot(model, f.phi[i*NumFusionFeatures:(i+1)*NumFusionFeatures]))
+			x := f.phi[i*NumFusionFeatures : (i+1)*NumFusionFeatures]
+			if trees == nil {
+				dst[i] = sigmoid(dot(model, x))
+				continue
+			}
+			dst[i] = sigmoid(dot(model, x) + float32(trees.Margin(x)))
 		}
 	}
 	if f.o.Trace != nil {
@@ -833,10 +843,14 @@ type snapper struct {
 	f      *netFuser // the snap's distance buffers; nil when binary
 	band   float32
 	binary bool
+	level  float32 // Binary's level (NetOptions.BinaryLevel)
 }
 
 func newSnapper(w, h int, o NetOptions, band float32, binary bool) snapper {
-	s := snapper{band: band, binary: binary}
+	s := snapper{band: band, binary: binary, level: o.BinaryLevel}
+	if s.level <= 0 {
+		s.level = 0.5
+	}
 	if !binary {
 		s.f = newNetFuser(w, h, o)
 	}
@@ -845,17 +859,17 @@ func newSnapper(w, h int, o NetOptions, band float32, binary bool) snapper {
 
 func (s snapper) apply(v []float32) {
 	if s.binary {
-		binarize(v)
+		binarize(v, s.level)
 		return
 	}
 	s.f.snap(v, s.band)
 }
 
-// binarize sets m to 1 where it is >= 0.5 and to 0 elsewhere
+// binarize sets m to 1 where it is >= level and to 0 elsewhere
 // (SelectOptions.Binary).
-func binarize(m []float32) {
+func binarize(m []float32, level float32) {
 	for i, v := range m {
-		if v >= 0.5 {
+		if v >= level {
 			m[i] = 1
 		} else {
 			m[i] = 0

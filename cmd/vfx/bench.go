@@ -22,6 +22,9 @@ import (
 	"github.com/vfxrender/vfx/worker"
 )
 
+// maxFitTrees bounds --fit-trees (each tree is a pass over every sample).
+const maxFitTrees = 1000
+
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"want a subcommand: fixture, ffmpeg, matte, look or passes"}
@@ -125,11 +128,13 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cropArea := fs.Float64("crop-area", 0, "run the network again on a square crop around the subject where the carried shape is under this share of the frame, e.g. 0.02 (0 = off, the default)")
 	cropMargin := fs.Float64("crop-margin", 0, "the crop box's margin on each side, as a share of the shape's longer side (0 = the default)")
 	band := fs.Float64("select-band", 0, "with --soft-band: select's soft band around the contour in flow pixels, beyond which the matte is 0 or 1 (0 = the default, negative = no snap, which also turns --soft-band on)")
+	binaryLevel := fs.Float64("binary-level", 0, "the level at which the emitted video mattes are made 0 or 1, in (0, 1) (0 = the default, 0.5); not with --soft-band")
 	softBand := fs.Bool("soft-band", false, "keep a soft band around the emitted video mattes' contour (matte.SelectOptions.Binary and AutoOptions.Binary off), as before session 18; by default each emitted matte is 0 or 1 at its 0.5 level and the refiner makes the edge")
 	fitLambda := fs.Float64("fit-lambda", 1e-3, "with --fit: the L2 penalty per clip on the fitted weights")
+	fitTrees := fs.Int("fit-trees", 0, fmt.Sprintf("with --fit and the select step: also boost this many regression trees (depth %d) on the fitted select weights' residuals, 0..%d (0: none)", bench.DefaultTreeOptions.Depth, maxFitTrees))
 	fitDrop := fs.String("fit-drop", "", "with --fit: gate features to leave out of the gates' fits, comma-separated (their weights are 0), e.g. colour_fused_only,colour_net_only")
 	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
-	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames), region (which regions of the network's map keep the network's values against the memory model's, select); the steps not fitted keep the --fusion model's weights")
+	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames), region (which regions of the network's map keep the network's values against the memory model's, select), trees (with --fit-trees and without select: boost trees on the --fusion model's select weights, kept); the steps not fitted keep the --fusion model's weights")
 	memRegions := fs.Bool("memory-regions", true, "select's memory model keeps or vetoes the network's regions whole (matte.NetOptions.MemRegions); false: pixel by pixel")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
@@ -153,6 +158,12 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *fold != "" && bench.FoldClips(*fold) == nil {
 		return usageError{fmt.Sprintf("bench matte: --fold %q: want A or B", *fold)}
+	}
+	if !(*binaryLevel >= 0 && *binaryLevel < 1) || (*binaryLevel > 0 && *softBand) {
+		return usageError{fmt.Sprintf("bench matte: --binary-level %v: want 0 (the default) or a level in (0, 1), without --soft-band", *binaryLevel)}
+	}
+	if *fitTrees < 0 || *fitTrees > maxFitTrees {
+		return usageError{fmt.Sprintf("bench matte: --fit-trees %d: want 0..%d", *fitTrees, maxFitTrees)}
 	}
 	var netOpts *matte.NetOptions
 	switch *fusion {
@@ -254,25 +265,29 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
-	if *memRecent || !*memRegions {
+	if *memRecent || !*memRegions || *binaryLevel != 0 {
 		o := matte.DefaultNetOptions()
 		if netOpts != nil {
 			o = *netOpts
 		}
 		o.MemRecent = *memRecent
 		o.MemRegions = *memRegions
+		o.BinaryLevel = float32(*binaryLevel)
 		netOpts = &o
 	}
 	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
-		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}}
+		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}, Trees: *fitTrees}
 		for _, st := range strings.Split(*fitSteps, ",") {
 			switch st = strings.TrimSpace(st); st {
-			case "gate", "select", "auto", "gap", "mem", "region":
+			case "gate", "select", "trees", "auto", "gap", "mem", "region":
 				cfg.Fit.Steps[st] = true
 			default:
-				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, auto, gap, mem or region)", st)}
+				return usageError{fmt.Sprintf("bench matte: --fit-steps: unknown step %q (want gate, select, trees, auto, gap, mem or region)", st)}
 			}
+		}
+		if st := cfg.Fit.Steps; (*fitTrees > 0 && !st["select"] && !st["trees"]) || (st["trees"] && *fitTrees == 0) {
+			return usageError{fmt.Sprintf("bench matte: --fit-trees %d with --fit-steps %s: trees need the select or the trees step, and the trees step needs --fit-trees", *fitTrees, *fitSteps)}
 		}
 		for _, name := range strings.Split(*fitDrop, ",") {
 			if name = strings.TrimSpace(name); name == "" {
@@ -407,14 +422,24 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				}
 				data = cfg.Fit.Subset(bench.FoldClips(part.fold))
 			}
+			// The model the run used: the steps not fitted keep its weights.
+			base := matte.DefaultNetOptions().Model
+			if netOpts != nil {
+				base = netOpts.Model
+			}
+			if base != nil {
+				data.Base = base.Select
+			}
 			m, err := bench.FitFusion(data, *fitLambda)
 			if err != nil {
 				return err
 			}
-			// The steps not fitted keep the weights of the model the run used.
-			base := matte.DefaultNetOptions().Model
-			if netOpts != nil {
-				base = netOpts.Model
+			if len(m.SelectTrees) > 0 {
+				fmt.Fprintf(stdout, "select%s: log loss on its samples %.5f with the weights, %.5f with %d trees\n", part.suffix,
+					bench.LogLossTrees(&data.Select, m.Select, nil), bench.LogLossTrees(&data.Select, m.Select, m.SelectTrees), len(m.SelectTrees))
+			}
+			if base != nil && !data.Wants("select") && !data.Wants("trees") {
+				m.SelectTrees = base.SelectTrees
 			}
 			if base != nil {
 				for _, st := range []struct {
