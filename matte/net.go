@@ -600,11 +600,8 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		f.handRule(dst, prop, net, sel, wr, reach, tPos, tNeg)
 	} else {
 		for i := range dst {
+			// No trees: a margin of 0, the linear model's sum unchanged.
 			x := f.phi[i*NumFusionFeatures : (i+1)*NumFusionFeatures]
-			if trees == nil {
-				dst[i] = sigmoid(dot(model, x))
-				continue
-			}
 			dst[i] = sigmoid(dot(model, x) + float32(trees.Margin(x)))
 		}
 	}
