@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 
@@ -94,13 +95,31 @@ func heapWithinPlan(t *testing.T, fx bench.FixturePaths) ([]Plan, Result) {
 	// say) is not the job's: only the growth over it is compared.
 	base := liveHeap()
 	var plans []Plan
+	var events []string
+	var first uint64  // live heap after the first frame, the setup's images still held
 	var mu sync.Mutex // OnPlan runs on the render's goroutine too
 	p.OnPlan = func(pl Plan) {
 		mu.Lock()
 		defer mu.Unlock()
 		plan, plans = pl, append(plans, pl)
+		events = append(events, "plan")
+	}
+	p.OnRenderSetup = func(pl Plan) {
+		mu.Lock()
+		defer mu.Unlock()
+		if pl != plan {
+			t.Errorf("OnRenderSetup's plan %+v, want OnPlan's %+v", pl, plan)
+		}
+		events = append(events, "setup")
 	}
 	p.Progress = func(done, total int) {
+		if done == 1 {
+			l := liveHeap()
+			first = l - min(base, l)
+			mu.Lock()
+			events = append(events, "frame 1")
+			mu.Unlock()
+		}
 		if done == 3 || done == 6 {
 			l := liveHeap()
 			live = append(live, l-min(base, l))
@@ -122,6 +141,15 @@ func heapWithinPlan(t *testing.T, fx bench.FixturePaths) ([]Plan, Result) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// The GC limit a process sets from the hooks: the plan's from OnPlan,
+	// the setup's from OnRenderSetup until the first frame is encoded.
+	if got := strings.Join(events, ", "); got != "plan, setup, frame 1" {
+		t.Errorf("hooks in the order %q, want plan, setup, frame 1", got)
+	}
+	t.Logf("live heap after the first frame %.1f MB, setup limit %.1f MB", float64(first)/1e6, float64(plan.SetupMemoryLimit())/1e6)
+	if int64(first) > plan.SetupMemoryLimit() {
+		t.Errorf("live heap after the first frame %d B over the setup's memory limit %d B", first, plan.SetupMemoryLimit())
+	}
 	for i, l := range live {
 		t.Logf("live heap of the job %.1f MB (%.1f MB before it), plan %.1f MB, limit %.1f MB", float64(l)/1e6, float64(base)/1e6, float64(plan.HeapBytes)/1e6, float64(plan.MemoryLimit())/1e6)
 		if int64(l) > plan.MemoryLimit() {

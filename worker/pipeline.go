@@ -113,6 +113,16 @@ type Pipeline struct {
 	// any frame is decoded, with the job's shape and memory estimate (a
 	// process that runs one job at a time can set its GC limit from it).
 	OnPlan func(Plan)
+	// OnRenderSetup, when set, is called once, after the matte pass and
+	// before the renderer is set up, with the same plan. From there until
+	// the first few render frames are encoded the heap is above the plan's
+	// steady estimate: the renderer's setup measurements, the first frame's
+	// one-off images and the device pool that keeps them for a collection
+	// or two (the heap each collection marked reached 165-189 MB against a
+	// plan of 106 MB in `vfx bench ffmpeg`'s 1080p job). A process that sets
+	// its GC limit from the plan raises it to Plan.SetupMemoryLimit here
+	// and sets Plan.MemoryLimit again after the first frame (Progress(1, n)).
+	OnRenderSetup func(Plan)
 	// Net is the segmentation network that auto and select (video) need;
 	// without it those jobs fail with MODEL_UNAVAILABLE.
 	Net Segmenter
@@ -145,6 +155,16 @@ type Plan struct {
 // about 13 MB more at 1080p for a few more collections' CPU. A job whose
 // live heap passed it would collect without pause (TestRunHeapWithinPlan).
 func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/20 + 8<<20 }
+
+// SetupMemoryLimit is the Go memory limit while the renderer is set up
+// and the first frame is made (Pipeline.OnRenderSetup): twice
+// MemoryLimit. Under MemoryLimit itself that phase's heap (up to 1.8x
+// HeapBytes marked by a collection) left the GC almost nothing to free:
+// some 45 back-to-back collections in the job's second second, and
+// about 150 MiB returned to the system (eager scavenging) that the job
+// then faulted back in (`GODEBUG=gctrace=1,scavtrace=1`). With it, 12
+// collections in the whole 240-frame job.
+func (p Plan) SetupMemoryLimit() int64 { return 2 * p.MemoryLimit() }
 
 // heapPerPixel, heapDevicePerPixel and heapFixed are the terms of
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images
@@ -326,7 +346,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	copyAlpha := mode == job.AlphaCustom && video && passThrough(mInfo, outW, outH, "yuv420p", "yuvj420p")
 
 	var plan Plan
-	if p.OnPlan != nil {
+	if p.OnPlan != nil || p.OnRenderSetup != nil {
 		depth := stageDepth(copySource, copyAlpha, req.Foreground || req.OutputFormat == OutputEXR)
 		heap := int64((heapPerPixel+pooledPerPixel(depth))*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
@@ -348,7 +368,9 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 			heap += int64(heapPlacePerPixel * outW * outH)
 		}
 		plan = Plan{Video: video, Width: outW, Height: outH, Frames: md.Frames(), HeapBytes: heap}
-		p.OnPlan(plan)
+		if p.OnPlan != nil {
+			p.OnPlan(plan)
+		}
 	}
 	if outDir == "" {
 		outDir = "."
@@ -379,6 +401,9 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		res.Matte = ms.Method
 	}
 
+	if p.OnRenderSetup != nil {
+		p.OnRenderSetup(plan)
+	}
 	rend, err := render.New(ctx, p.Device, render.Params{
 		Prompt:    req.Prompt,
 		Reference: ref,

@@ -299,11 +299,6 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer closeNet()
 		p.Net, p.NetSchedule = net, mo.schedule()
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// One job per process: keep the Go heap near the job's live set
-		// instead of letting it grow to twice that before collecting.
-		p.OnPlan = func(pl worker.Plan) { debug.SetMemoryLimit(pl.MemoryLimit()) }
-	}
 	var bar *progressBar
 	if !*quiet && isTerminal(stderr) {
 		bar = &progressBar{w: stderr, start: time.Now()}
@@ -328,6 +323,25 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		p.Progress, p.MatteProgress = logStep("render", p.Progress), logStep("matte", p.MatteProgress)
 		logDone = func() { logStep("done", nil)(1, 1) }
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// One job per process: keep the Go heap near the job's live set
+		// instead of letting it grow to twice that before collecting;
+		// twice that while the renderer is set up and the first frame
+		// made, whose live heap is above the steady estimate
+		// (worker.Plan.SetupMemoryLimit).
+		var steady int64
+		p.OnPlan = func(pl worker.Plan) { steady = pl.MemoryLimit(); debug.SetMemoryLimit(steady) }
+		p.OnRenderSetup = func(pl worker.Plan) { debug.SetMemoryLimit(pl.SetupMemoryLimit()) }
+		next := p.Progress
+		p.Progress = func(done, total int) {
+			if done == 1 {
+				debug.SetMemoryLimit(steady)
+			}
+			if next != nil {
+				next(done, total)
+			}
+		}
 	}
 	res, err := p.Run(ctx, vj, *out)
 	if logDone != nil {
