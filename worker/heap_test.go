@@ -115,8 +115,8 @@ func heapWithinPlan(t *testing.T, fx bench.FixturePaths) ([]Plan, Result) {
 	p.Progress = func(done, total int) {
 		if done == 1 {
 			l := liveHeap()
-			first = l - min(base, l)
 			mu.Lock()
+			first = l - min(base, l)
 			events = append(events, "frame 1")
 			mu.Unlock()
 		}

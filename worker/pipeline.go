@@ -160,7 +160,7 @@ func (p Plan) MemoryLimit() int64 { return p.HeapBytes + p.HeapBytes/20 + 8<<20 
 // and the first frame is made (Pipeline.OnRenderSetup): twice
 // MemoryLimit. Under MemoryLimit itself that phase's heap (up to 1.8x
 // HeapBytes marked by a collection) left the GC almost nothing to free:
-// some 45 back-to-back collections in the job's second second, and
+// some 45 back-to-back collections in the 0.4 s before the first frame, and
 // about 150 MiB returned to the system (eager scavenging) that the job
 // then faulted back in (`GODEBUG=gctrace=1,scavtrace=1`). With it, 12
 // collections in the whole 240-frame job.
