@@ -9,7 +9,7 @@ import (
 // feature vector: complete and of depth Depth, its internal nodes
 // breadth-first (node k's children are 2k+1 and 2k+2), a sample going to
 // the right child where its feature Feat[k] is above Thr[k] (a node that
-// does not split has Thr +Inf: every sample goes left). Leaf holds the
+// does not split has Feat[k] -1: every sample goes left). Leaf holds the
 // 2^Depth leaves' values, added to the margin (log-odds).
 type Tree struct {
 	Depth int       `json:"depth"`
