@@ -70,6 +70,18 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 	if err != nil {
 		return m, AsInputError("alpha_mode", err)
 	}
+	// The matte's and the reference's probes (a reference image is
+	// decoded whole) run beside the source's; the rules below still take
+	// them in order, so the first problem reported is the same.
+	var alphaP, refP *probe
+	if mode.NeedsMatte() && in.Alpha != nil {
+		alphaP = startProbe(ctx, *in.Alpha, lim)
+		defer alphaP.wait()
+	}
+	if in.Reference != nil {
+		refP = startProbe(ctx, *in.Reference, ReferenceLimits(lim))
+		defer refP.wait()
+	}
 	if in.Source != nil {
 		format, err := SniffArchive(*in.Source)
 		if err != nil {
@@ -92,7 +104,7 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		m.HaveSource = true
 	}
 	if mode.NeedsMatte() && in.Alpha != nil {
-		if m.Alpha, err = codec.Probe(ctx, *in.Alpha, lim); err != nil {
+		if m.Alpha, err = alphaP.wait(); err != nil {
 			return m, AsInputError("alpha", err)
 		}
 		m.HaveAlpha = true
@@ -131,7 +143,7 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		}
 	}
 	if in.Reference != nil {
-		if m.Reference, err = codec.Probe(ctx, *in.Reference, ReferenceLimits(lim)); err != nil {
+		if m.Reference, err = refP.wait(); err != nil {
 			return m, AsInputError("reference", err)
 		}
 		if m.Reference.Kind != codec.KindImage {
@@ -140,6 +152,29 @@ func Check(ctx context.Context, in Inputs, lim codec.Limits) (Media, error) {
 		m.HaveReference = true
 	}
 	return m, nil
+}
+
+// probe is a codec.Probe running in its own goroutine.
+type probe struct {
+	done chan struct{}
+	info codec.Info
+	err  error
+}
+
+func startProbe(ctx context.Context, in codec.Input, lim codec.Limits) *probe {
+	p := &probe{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.info, p.err = codec.Probe(ctx, in, lim)
+	}()
+	return p
+}
+
+// wait returns the probe's result once it has finished; it may be called
+// more than once.
+func (p *probe) wait() (codec.Info, error) {
+	<-p.done
+	return p.info, p.err
 }
 
 // CheckKeyframeContent decodes a select keyframe (info is its probe) at

@@ -73,6 +73,11 @@ func TestCheck(t *testing.T) {
 		{"keyframe format", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: &notImage}, job.CodeInvalidFileFormat, "alpha"},
 		{"keyframe aspect", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "select"}, Source: src, Alpha: odd}, job.CodeAlphaTypeMismatch, "aspect ratio"},
 		{"reference", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "fill"}, Reference: &notImage}, job.CodeInvalidFileFormat, "reference"},
+		// The matte's and the reference's probes run beside the source's;
+		// the first problem in the rules' order is the one reported.
+		{"source before the others", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom"}, Source: &notImage, Alpha: &notImage, Reference: &notImage}, job.CodeInvalidFileFormat, "source"},
+		{"matte before the reference", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom"}, Source: src, Alpha: &notImage, Reference: &notImage}, job.CodeInvalidFileFormat, "alpha"},
+		{"reference after a good matte", Inputs{JobRequest: job.JobRequest{GenerationType: "image", AlphaMode: "custom"}, Source: src, Alpha: src, Reference: &notImage}, job.CodeInvalidFileFormat, "reference"},
 	}
 	for _, c := range cases {
 		_, err := Check(context.Background(), c.in, codec.DefaultLimits())

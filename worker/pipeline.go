@@ -114,7 +114,8 @@ type Pipeline struct {
 	// process that runs one job at a time can set its GC limit from it).
 	OnPlan func(Plan)
 	// OnRenderSetup, when set, is called once, after the matte pass and
-	// before the renderer is set up, with the same plan. From there until
+	// before the codecs open and the renderer is set up, with the same
+	// plan. From there until
 	// the first few render frames are encoded the heap is above the plan's
 	// steady estimate: the renderer's setup measurements, the first frame's
 	// one-off images and the device pool that keeps them for a collection
@@ -331,12 +332,24 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	}
 	outW, outH := render.OutputSize(srcInfo.DisplayWidth, srcInfo.DisplayHeight, maxRes, video)
 
-	var ref *frame.HostFrame
-	if req.Reference != nil {
-		ref, err = decodeReference(ctx, *req.Reference, md.Reference, media.ReferenceLimits(lim), outW, outH)
-		if err != nil {
-			return Result{}, err
+	// The reference decodes beside what follows until the renderer's
+	// setup needs it (before the matte pass of select and auto, so that
+	// a bad reference does not wait for it).
+	refC := make(chan struct{})
+	var (
+		ref    *frame.HostFrame
+		refErr error
+	)
+	go func() {
+		defer close(refC)
+		if req.Reference != nil {
+			ref, refErr = decodeReference(ctx, *req.Reference, md.Reference, media.ReferenceLimits(lim), outW, outH)
 		}
+	}()
+	defer func() { <-refC }()
+	reference := func() (*frame.HostFrame, error) {
+		<-refC
+		return ref, refErr
 	}
 
 	// A video already in the normalised form is passed through untouched.
@@ -391,6 +404,11 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	names := [3]string{"render." + ext, "source." + ext, "alpha." + ext}
 	res := Result{Width: outW, Height: outH, SourceCopied: copySource, AlphaCopied: copyAlpha}
 
+	if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
+		if _, err := reference(); err != nil {
+			return Result{}, err
+		}
+	}
 	// Select (video) and auto: the first pass, at the flow size.
 	ms, err := p.prepareMattes(ctx, &req, mode, video, outW, outH, md.Frames())
 	if err != nil {
@@ -404,19 +422,6 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	if p.OnRenderSetup != nil {
 		p.OnRenderSetup(plan)
 	}
-	rend, err := render.New(ctx, p.Device, render.Params{
-		Prompt:    req.Prompt,
-		Reference: ref,
-		Seed:      req.Seed,
-		Width:     outW,
-		Height:    outH,
-		Fill:      mode == job.AlphaFill,
-		Placement: placement(req.Placement),
-	})
-	if err != nil {
-		return Result{}, fmt.Errorf("worker: render setup: %w", err)
-	}
-	defer rend.Close()
 
 	fgName := ""
 	if req.Foreground {
@@ -433,11 +438,34 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	if start1 <= 0 {
 		start1 = DefaultStartFrame
 	}
-	n, err := p.frames(ctx, &stream{req: &req, mode: mode, ms: ms, info: srcInfo, w: outW, h: outH, rend: rend,
+	s := &stream{req: &req, mode: mode, ms: ms, info: srcInfo, w: outW, h: outH,
 		renderPath: filepath.Join(tmp, names[0]), sourcePath: filepath.Join(tmp, names[1]),
 		alphaPath: filepath.Join(tmp, names[2]), fgPath: filepath.Join(tmp, fgName),
 		exrDir: exrDir, startFrame: start1,
-		copySource: copySource, copyAlpha: copyAlpha})
+		copySource: copySource, copyAlpha: copyAlpha}
+	defer func() { s.rend.Close() }() // nil-safe
+	// The renderer's setup (the plate's measurements) runs while the
+	// codecs open and the first frames decode (see frames).
+	n, err := p.frames(ctx, s, func() error {
+		ref, err := reference()
+		if err != nil {
+			return err
+		}
+		rend, err := render.New(ctx, p.Device, render.Params{
+			Prompt:    req.Prompt,
+			Reference: ref,
+			Seed:      req.Seed,
+			Width:     outW,
+			Height:    outH,
+			Fill:      mode == job.AlphaFill,
+			Placement: placement(req.Placement),
+		})
+		if err != nil {
+			return fmt.Errorf("worker: render setup: %w", err)
+		}
+		s.rend = rend
+		return nil
+	})
 	if err != nil {
 		return Result{}, err
 	}

@@ -95,25 +95,25 @@ func newLanes(depth int) *lanes {
 // frames runs the streaming part: decode → compute → the encoders, each
 // stage in its own goroutine joined by small bounded channels, with frame
 // buffers recycled through pools so that memory does not grow with length.
-// It returns the number of render frames encoded.
-func (p *Pipeline) frames(ctx context.Context, s *stream) (int, error) {
+// setup makes s.rend: it runs once the codecs are open, while the first
+// frames decode and the stream copies run (the renderer's setup leaves
+// part of the cores idle, and neither needs it). It returns the number of
+// render frames encoded.
+func (p *Pipeline) frames(ctx context.Context, s *stream, setup func() error) (int, error) {
 	cs, err := p.openCodecs(ctx, s)
 	if err != nil {
 		return 0, err
 	}
 	defer cs.close()
-	comp, err := p.newCompute(s)
-	if err != nil {
-		return 0, err
-	}
-	defer comp.close()
 
 	ln := newLanes(stageDepth(s.copySource, s.copyAlpha, s.req.Foreground || s.exrDir != ""))
 	total := s.info.Frames
 	if !s.video() {
 		total = 1
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(cctx)
 	for _, c := range []struct {
 		on      bool
 		in, out string
@@ -134,6 +134,21 @@ func (p *Pipeline) frames(ctx context.Context, s *stream) (int, error) {
 		})
 	}
 	g.Go(func() error { return decodeStage(gctx, s, cs, ln) })
+	// stop ends the stages started so far after an error of this
+	// goroutine's (the encoders are not started yet).
+	stop := func(err error) (int, error) {
+		cancel()
+		_ = g.Wait()
+		return 0, err
+	}
+	if err := setup(); err != nil {
+		return stop(err)
+	}
+	comp, err := p.newCompute(s)
+	if err != nil {
+		return stop(err)
+	}
+	defer comp.close()
 	g.Go(func() error { return comp.stage(gctx, s, cs, ln) })
 	var done int
 	g.Go(func() error {

@@ -1,6 +1,16 @@
 package worker
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/vfxrender/vfx/codec"
+	"github.com/vfxrender/vfx/job"
+)
 
 // TestStageDepthPlan: only a job whose render is its one encode (source
 // and matte stream-copied, no foreground, no EXR) runs with two frames of
@@ -31,5 +41,42 @@ func TestStageDepthPlan(t *testing.T) {
 	}
 	if pooledPerPixel(3)-pooledPerPixel(2) != 4 {
 		t.Errorf("depth 3 over depth 2: %.1f B a pixel, want 4", pooledPerPixel(3)-pooledPerPixel(2))
+	}
+}
+
+// TestFramesSetupError: the renderer's setup runs while the codecs are
+// open, the first frames decode and the stream copies run (frames); when
+// it fails, frames returns its error and stops every stage it started
+// (none is left running: the goroutine count comes back down).
+func TestFramesSetupError(t *testing.T) {
+	fx := fixture(t, 96, 64, 12)
+	info, err := codec.Probe(context.Background(), codec.FileInput(fx.Source), codec.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	req := &RenderRequest{JobRequest: job.JobRequest{GenerationType: "video", AlphaMode: "custom"}, Source: in(fx.Source), Alpha: in(fx.Matte), CRF: -1, Preset: "ultrafast"}
+	s := &stream{req: req, mode: job.AlphaCustom, info: info, w: 96, h: 64,
+		renderPath: filepath.Join(dir, "render.mp4"), sourcePath: filepath.Join(dir, "source.mp4"), alphaPath: filepath.Join(dir, "alpha.mp4"),
+		copySource: true, copyAlpha: true}
+	want := errors.New("setup failed")
+	started := false
+	n, err := newPipeline().frames(context.Background(), s, func() error {
+		started = true
+		time.Sleep(20 * time.Millisecond) // the decode stage fills its lane meanwhile
+		return want
+	})
+	if !errors.Is(err, want) || n != 0 || !started {
+		t.Fatalf("frames = %d, %v (setup ran: %v); want 0, %v", n, err, started, want)
+	}
+	if s.rend != nil {
+		t.Fatal("a failed setup left a renderer")
+	}
+	for i := 0; i < 200 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Fatalf("%d goroutines after frames returned, %d before", g, before)
 	}
 }

@@ -179,6 +179,25 @@ func NonzeroSpan(al []float32) (l, r int) {
 
 func bits(v float32) uint32 { return math.Float32bits(v) }
 
+// SumTaps writes o[x] = k[0]*src[0][x] + k[1]*src[1][x] + ..., summed
+// from 0 in tap order, as a scalar loop `var s float32; for j := range k
+// { s += k[j] * src[j][x] }` does (bit for bit: the vector loop adds in
+// the same order, with no fused multiply-add). Every src[j] must hold at
+// least len(o) values; len(src) must be len(k).
+func SumTaps(o []float32, src [][]float32, k []float32) {
+	src = src[:len(k)]
+	for j := range src {
+		src[j] = src[j][:len(o)]
+	}
+	for x := sumTapsSIMD(o, src, k); x < len(o); x++ {
+		var s float32
+		for j, kv := range k {
+			s += kv * src[j][x]
+		}
+		o[x] = s
+	}
+}
+
 // ScaleRow writes o = k*c (the masked wrap's factor wrap*a).
 func ScaleRow(o, c []float32, k float32) {
 	c = c[:len(o)]

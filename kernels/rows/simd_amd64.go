@@ -105,6 +105,30 @@ func scaleRowSIMD(o, c []float32, k float32) int {
 	return n
 }
 
+// sumTapsSIMD is SumTaps' vector loop: per lane, from 0, + k[j]*src[j][x]
+// in tap order.
+func sumTapsSIMD(o []float32, src [][]float32, k []float32) int {
+	if !simdOn || len(k) == 0 || len(k) > 64 {
+		return 0
+	}
+	n := len(o) &^ (lanes - 1)
+	var ps [64]unsafe.Pointer
+	var ks [64]archsimd.Float32x8
+	for j := range k {
+		ps[j], ks[j] = base(src[j][:len(o)]), bcast(k[j])
+	}
+	po := base(o)
+	for i := uintptr(0); i < uintptr(n)*4; i += lanes * 4 {
+		var acc archsimd.Float32x8
+		for j := range k {
+			acc = acc.Add(ks[j].Mul(at(ps[j], i)))
+		}
+		put(acc, po, i)
+	}
+	archsimd.ClearAVXUpperBits() // no AVX-SSE transition penalty in the scalar code after
+	return n
+}
+
 // pairRowSIMD: o[x] = o[x] + ki*(a[x]+b[x]).
 func pairRowSIMD(o, a, b []float32, ki float32) int {
 	if !simdOn {

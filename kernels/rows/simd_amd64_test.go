@@ -5,6 +5,7 @@ package rows
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -76,6 +77,14 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			check("ratioRow alpha", func(q []float32) { RatioRow(q, s, en, eo, al, 0.05, 4) })
 			check("vlerp", func(q []float32) { Vlerp(q, s, en, 0.3, 0.7) })
 			check("scaleRow", func(q []float32) { ScaleRow(q, al, 0.37) })
+			for _, nk := range []int{1, 2, 13, 64} {
+				k := edgy(seed+40, nk, -0.3, 1)
+				src := make([][]float32, nk)
+				for j := range src {
+					src[j] = edgy(seed+41+uint64(j), n+3, -0.5, 2)[j%4:]
+				}
+				check(fmt.Sprint("sumTaps ", nk), func(q []float32) { SumTaps(q, slices.Clone(src), k) })
+			}
 			check("shadeRow", func(q []float32) { ShadeRow(q, b, al) })
 			check("wrapFactor", func(q []float32) { WrapFactor(q, al, b, 0.4) })
 			check("wrapFactor nil", func(q []float32) { WrapFactor(q, nil, b, 0.4) })

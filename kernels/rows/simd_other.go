@@ -8,6 +8,7 @@ package rows
 func ratioRowSIMD(q, s, en, eo, al []float32, eps, maxG float32) int         { return 0 }
 func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) int { return 0 }
 func scaleRowSIMD(o, c []float32, k float32) int                             { return 0 }
+func sumTapsSIMD(o []float32, src [][]float32, k []float32) int              { return 0 }
 func gray8RowSIMD(o []float32, s []byte) int                                 { return 0 }
 func pairRowSIMD(o, a, b []float32, ki float32) int                          { return 0 }
 func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int               { return 0 }

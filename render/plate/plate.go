@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/vfxrender/vfx/internal/hugepage"
+	"github.com/vfxrender/vfx/kernels/rows"
 )
 
 const (
@@ -296,6 +297,7 @@ func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
 	hugepage.Advise(tmp)
 	hugepage.Advise(out)
 	rowsPar(h, func(y0, y1 int) {
+		taps := make([][]float32, len(k))
 		for y := y0; y < y1; y++ {
 			row, o := src[y*w:][:w], tmp[y*w:][:w]
 			// Columns [r, w-r) read row[x-r : x+r+1] without a clamp.
@@ -303,13 +305,11 @@ func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
 			for x := range lo {
 				o[x] = clampTaps(row, k, x, r)
 			}
-			for x := lo; x < hi; x++ {
-				win := row[x-r:][:len(k)]
-				var s float32
-				for j, kv := range k {
-					s += kv * win[j]
+			if hi > lo {
+				for j := range k {
+					taps[j] = row[lo-r+j:]
 				}
-				o[x] = s
+				rows.SumTaps(o[lo:hi], taps, k)
 			}
 			for x := hi; x < w; x++ {
 				o[x] = clampTaps(row, k, x, r)
@@ -317,14 +317,12 @@ func gaussBlur(src []float32, w, h int, sigma float64) []float32 {
 		}
 	})
 	rowsPar(h, func(y0, y1 int) {
+		taps := make([][]float32, len(k))
 		for y := y0; y < y1; y++ {
-			o := out[y*w:][:w]
-			for j, kv := range k {
-				t := tmp[min(max(y+j-r, 0), h-1)*w:][:w]
-				for x, v := range t {
-					o[x] += kv * v
-				}
+			for j := range k {
+				taps[j] = tmp[min(max(y+j-r, 0), h-1)*w:][:w]
 			}
+			rows.SumTaps(out[y*w:][:w], taps, k)
 		}
 	})
 	return out
