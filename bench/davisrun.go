@@ -117,6 +117,10 @@ type RealMatteConfig struct {
 	// Soft keeps the emitted video mattes' soft band (select's and
 	// auto's Binary off): the mattes as they were before session 18.
 	Soft bool
+	// RefineRadius and RefineEps, when positive, replace the refiner's
+	// guided filter radius and regulariser (matte.Refiner.SetFilter).
+	RefineRadius int
+	RefineEps    float32
 	// Fit, when set, collects the fusion's and gap fill's features with
 	// the true mattes (select, select-mid and auto) for FitFusion.
 	Fit *FitData
@@ -313,6 +317,7 @@ func RunRealMattes(ctx context.Context, dev kernels.Device, cl Clip, cfg RealMat
 	if err != nil {
 		return nil, err
 	}
+	p.refRadius, p.refEps = cfg.RefineRadius, cfg.RefineEps
 	defer p.close(dev)
 	c := p.c
 	var out []ClipResult
@@ -550,6 +555,7 @@ func (p *prepared) refineOne(dev kernels.Device, low []float32, i int, elapsed *
 		if p.ref, err = matte.NewRefiner(dev, c.W, c.H, p.fw, p.fh); err != nil {
 			return nil, err
 		}
+		p.ref.SetFilter(p.refRadius, p.refEps)
 		if p.lowA, err = dev.NewImage(p.fw, p.fh, 1); err != nil {
 			return nil, err
 		}

@@ -66,20 +66,22 @@ func (c caseClip) Load(i int, rgb, alpha []float32) error {
 
 // prepared is a clip read once: its flow-size frames and exact mattes.
 type prepared struct {
-	c        clipInfo
-	low      *hostFrames
-	truth    [][]float32
-	truthLow [][]float32       // at the flow size, made on first use (lowTruth)
-	picked   map[int][]float32 // select's net-select picks, for the net-select mode
-	selOnNet MatteScores       // select's scores on the picked frames
-	fw, fh   int
-	full     kernels.Image // 3 ch scratch at the case size
-	fullA    kernels.Image // 1 ch scratch at the case size
-	lowImg   kernels.Image
-	rgb, lin []float32
-	ref      *matte.Refiner // refineOne's, made on first use
-	lowA     kernels.Image
-	changes  []float64 // each frame's change (matte.ClipChanges), made on first use
+	refRadius int     // RealMatteConfig.RefineRadius
+	refEps    float32 // RealMatteConfig.RefineEps
+	c         clipInfo
+	low       *hostFrames
+	truth     [][]float32
+	truthLow  [][]float32       // at the flow size, made on first use (lowTruth)
+	picked    map[int][]float32 // select's net-select picks, for the net-select mode
+	selOnNet  MatteScores       // select's scores on the picked frames
+	fw, fh    int
+	full      kernels.Image // 3 ch scratch at the case size
+	fullA     kernels.Image // 1 ch scratch at the case size
+	lowImg    kernels.Image
+	rgb, lin  []float32
+	ref       *matte.Refiner // refineOne's, made on first use
+	lowA      kernels.Image
+	changes   []float64 // each frame's change (matte.ClipChanges), made on first use
 }
 
 // runs is the frames the network runs on in a mode with keyframe key

@@ -52,6 +52,18 @@ func NewRefiner(dev kernels.Device, w, h, lw, lh int) (*Refiner, error) {
 	return r, nil
 }
 
+// SetFilter replaces the guided filter's window radius (in flow pixels,
+// at least 1) and regulariser (positive); 0 keeps each default (2 and
+// refineEps). For trials (`vfx bench matte --refine-radius/--refine-eps`).
+func (r *Refiner) SetFilter(radius int, eps float32) {
+	if radius > 0 {
+		r.radius = radius
+	}
+	if eps > 0 {
+		r.eps = eps
+	}
+}
+
 // Refine writes into dst (1 channel, output size) the refined matte of
 // low (1 channel, flow size) for the frame src (3 channels linear RGB,
 // output size). The guided filter may overshoot [0,1] slightly; callers

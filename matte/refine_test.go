@@ -215,3 +215,57 @@ func refineOnce(t *testing.T, dev kernels.Device, w, h, lw, lh int, low, src []f
 	}
 	return out, srcIm, lowIm
 }
+
+// TestRefinerSetFilter: SetFilter(0, 0) keeps the defaults (the same
+// matte bit for bit); a large regulariser keeps the ramp soft where the
+// default sharpens it at the hue edge of TestRefineFollowsHueEdge.
+func TestRefinerSetFilter(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	const lw, lh, scale, edge = 16, 8, 4, 30
+	w, h := lw*scale, lh*scale
+	low := make([]float32, lw*lh)
+	for y := range lh {
+		for x := range lw {
+			low[y*lw+x] = float32(min(max((float64(edge)/scale+1.5-float64(x)-0.5)/3, 0), 1))
+		}
+	}
+	src := make([]float32, 3*w*h)
+	n := w * h
+	for i := range n {
+		if i%w < edge {
+			src[i], src[n+i], src[2*n+i] = 0.6, 0.3, 0.3
+		} else {
+			src[i], src[n+i], src[2*n+i] = 0.3, 0.389, 0.3
+		}
+	}
+	base, srcIm, lowIm := refineOnce(t, dev, w, h, lw, lh, low, src)
+	run := func(radius int, eps float32) []float32 {
+		r, err := NewRefiner(dev, w, h, lw, lh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.SetFilter(radius, eps)
+		dst, _ := dev.NewImage(w, h, 1)
+		defer dev.Free(dst)
+		if err := r.Refine(dst, srcIm, lowIm); err != nil {
+			t.Fatal(err)
+		}
+		out, err := dev.ReadPixels(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	same := run(0, 0)
+	for i := range base {
+		if math.Float32bits(same[i]) != math.Float32bits(base[i]) {
+			t.Fatalf("SetFilter(0, 0) changed pixel %d: %v, want %v", i, same[i], base[i])
+		}
+	}
+	soft := run(0, 10)
+	row := h / 2 * w
+	if step := soft[row+edge-2] - soft[row+edge+1]; step >= 0.5 {
+		t.Errorf("eps 10: a step of %.3f at the hue edge, want the ramp left soft (< 0.5)", step)
+	}
+}

@@ -136,6 +136,8 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fitSigns := fs.String("fit-signs", "", "with --fit: gate features whose weight is held at or above 0 (NAME+) or at or below 0 (NAME-), comma-separated, e.g. net_outside-,trust_pos+")
 	fitSteps := fs.String("fit-steps", "gate", "with --fit: the models to fit, comma-separated: gate (select's and auto's frame gates), select, auto, gap (the per-pixel fusion and gap fill), mem (the memory model on select's network frames), region (which regions of the network's map keep the network's values against the memory model's, select), trees (with --fit-trees and without select: boost trees on the --fusion model's select weights, kept); the steps not fitted keep the --fusion model's weights")
 	memRegions := fs.Bool("memory-regions", true, "select's memory model keeps or vetoes the network's regions whole (matte.NetOptions.MemRegions); false: pixel by pixel")
+	refineRadius := fs.Int("refine-radius", 0, "the refiner's guided filter window radius in flow pixels (0 = the default, 2)")
+	refineEps := fs.Float64("refine-eps", 0, "the refiner's guided filter regulariser (0 = the default, 2e-4)")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
@@ -161,6 +163,9 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if !(*binaryLevel >= 0 && *binaryLevel < 1) || (*binaryLevel > 0 && *softBand) {
 		return usageError{fmt.Sprintf("bench matte: --binary-level %v: want 0 (the default) or a level in (0, 1), without --soft-band", *binaryLevel)}
+	}
+	if *refineRadius < 0 || !(*refineEps >= 0) {
+		return usageError{fmt.Sprintf("bench matte: --refine-radius %d, --refine-eps %v: want 0 (the default) or positive", *refineRadius, *refineEps)}
 	}
 	if *fitTrees < 0 || *fitTrees > maxFitTrees {
 		return usageError{fmt.Sprintf("bench matte: --fit-trees %d: want 0..%d", *fitTrees, maxFitTrees)}
@@ -275,7 +280,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.BinaryLevel = float32(*binaryLevel)
 		netOpts = &o
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, CropArea: *cropArea, CropMargin: *cropMargin}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, RefineRadius: *refineRadius, RefineEps: float32(*refineEps), CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}, Trees: *fitTrees}
 		for _, st := range strings.Split(*fitSteps, ",") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestBenchMatteFlagEdges: --fit-trees and --binary-level at their
+// TestBenchMatteFlagEdges: --fit-trees, --binary-level and the refiner's at their
 // limits. A value just inside gets past the flags to the dataset (here a
 // folder that does not exist); one just outside is a usage error.
 func TestBenchMatteFlagEdges(t *testing.T) {
@@ -25,6 +25,11 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		{[]string{"--binary-level", "1"}, false},
 		{[]string{"--binary-level", "-0.1"}, false},
 		{[]string{"--binary-level", "0.4", "--soft-band"}, false},
+		{[]string{"--refine-radius", "0", "--refine-eps", "0"}, true},
+		{[]string{"--refine-radius", "3", "--refine-eps", "1e-3"}, true},
+		{[]string{"--refine-radius", "-1"}, false},
+		{[]string{"--refine-eps", "-1e-9"}, false},
+		{[]string{"--refine-eps", "NaN"}, false},
 	} {
 		err := benchMatte(context.Background(), append([]string{"--dataset", missing}, c.args...), io.Discard, io.Discard)
 		var ue usageError
