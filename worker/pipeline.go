@@ -115,14 +115,14 @@ type Pipeline struct {
 	OnPlan func(Plan)
 	// OnRenderSetup, when set, is called once, after the matte pass and
 	// before the codecs open and the renderer is set up, with the same
-	// plan. From there until
-	// the first few render frames are encoded the heap is above the plan's
-	// steady estimate: the renderer's setup measurements, the first frame's
-	// one-off images and the device pool that keeps them for a collection
-	// or two (the heap each collection marked reached 165-189 MB against a
-	// plan of 106 MB in `vfx bench ffmpeg`'s 1080p job). A process that sets
-	// its GC limit from the plan raises it to Plan.SetupMemoryLimit here
-	// and sets Plan.MemoryLimit again after the first frame (Progress(1, n)).
+	// plan. From there until the first few render frames are encoded the
+	// heap is above the plan's steady estimate: the renderer's setup
+	// measurements, the first frame's one-off images and the device pool
+	// that keeps them for a collection or two (the heap each collection
+	// marked reached 165-189 MB against a plan of 106 MB in `vfx bench
+	// ffmpeg`'s 1080p job). A process that sets its GC limit from the plan
+	// raises it to Plan.SetupMemoryLimit here and sets Plan.MemoryLimit
+	// again after the first frame (Progress(1, n)).
 	OnRenderSetup func(Plan)
 	// Net is the segmentation network that auto and select (video) need;
 	// without it those jobs fail with MODEL_UNAVAILABLE.
@@ -340,10 +340,11 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 		ref    *frame.HostFrame
 		refErr error
 	)
+	refIn := req.Reference
 	go func() {
 		defer close(refC)
-		if req.Reference != nil {
-			ref, refErr = decodeReference(ctx, *req.Reference, md.Reference, media.ReferenceLimits(lim), outW, outH)
+		if refIn != nil {
+			ref, refErr = decodeReference(ctx, *refIn, md.Reference, media.ReferenceLimits(lim), outW, outH)
 		}
 	}()
 	defer func() { <-refC }()
