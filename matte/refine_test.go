@@ -95,32 +95,49 @@ func TestRefineKeepsInteriorOpaque(t *testing.T) {
 // (red against green): the colour guide snaps the matte to that edge,
 // which a luma guide cannot see (checked with the luma-guided filter on
 // the same inputs).
+// The hue edge's case: a lw x lh flow-size matte ramping from 1 to 0
+// around output column hueEdge, and a w x h frame red left of that column
+// and green right of it, of the same Rec.709 luminance (0.364).
+const (
+	hueLW, hueLH, hueScale = 16, 8, 4
+	hueEdge                = 30 // output column where the subject (red) ends
+)
+
+const hueW, hueH = hueLW * hueScale, hueLH * hueScale
+
+// refineHueEdge refines the hue edge's case with a new refiner (see
+// refineOnce).
+func refineHueEdge(t *testing.T, dev kernels.Device) (out []float32, srcIm, lowIm kernels.Image) {
+	t.Helper()
+	low, src := hueEdgeCase()
+	return refineOnce(t, dev, hueW, hueH, hueLW, hueLH, low, src)
+}
+
+func hueEdgeCase() (low, src []float32) {
+	w, h := hueW, hueH
+	low = make([]float32, hueLW*hueLH)
+	for y := range hueLH {
+		for x := range hueLW {
+			// A soft ramp 1 -> 0 over three flow pixels around the edge.
+			low[y*hueLW+x] = float32(min(max((float64(hueEdge)/hueScale+1.5-float64(x)-0.5)/3, 0), 1))
+		}
+	}
+	src = make([]float32, 3*w*h)
+	n := w * h
+	for i := range n {
+		if i%w < hueEdge {
+			src[i], src[n+i], src[2*n+i] = 0.6, 0.3, 0.3
+		} else {
+			src[i], src[n+i], src[2*n+i] = 0.3, 0.389, 0.3
+		}
+	}
+	return low, src
+}
+
 func TestRefineFollowsHueEdge(t *testing.T) {
 	dev := kernels.NewCPU(2)
-	const lw, lh, scale = 16, 8, 4
-	w, h := lw*scale, lh*scale
-	const edge = 30 // output column where the subject (red) ends
-	low := make([]float32, lw*lh)
-	for y := range lh {
-		for x := range lw {
-			// A soft ramp 1 -> 0 over three flow pixels around the edge.
-			low[y*lw+x] = float32(min(max((float64(edge)/scale+1.5-float64(x)-0.5)/3, 0), 1))
-		}
-	}
-	src := make([]float32, 3*w*h)
-	n := w * h
-	for y := range h {
-		for x := range w {
-			i := y*w + x
-			// Rec.709 luminance 0.364 on both sides.
-			if x < edge {
-				src[i], src[n+i], src[2*n+i] = 0.6, 0.3, 0.3
-			} else {
-				src[i], src[n+i], src[2*n+i] = 0.3, 0.389, 0.3
-			}
-		}
-	}
-	out, srcIm, lowIm := refineOnce(t, dev, w, h, lw, lh, low, src)
+	const w, h, lw, edge = hueW, hueH, hueLW, hueEdge
+	out, srcIm, lowIm := refineHueEdge(t, dev)
 	row := h / 2 * w
 	in, outside := out[row+edge-2], out[row+edge+1]
 	// The ramp falls by 0.25 over these 3 px; the edge's step is
@@ -221,24 +238,8 @@ func refineOnce(t *testing.T, dev kernels.Device, w, h, lw, lh int, low, src []f
 // default sharpens it at the hue edge of TestRefineFollowsHueEdge.
 func TestRefinerSetFilter(t *testing.T) {
 	dev := kernels.NewCPU(2)
-	const lw, lh, scale, edge = 16, 8, 4, 30
-	w, h := lw*scale, lh*scale
-	low := make([]float32, lw*lh)
-	for y := range lh {
-		for x := range lw {
-			low[y*lw+x] = float32(min(max((float64(edge)/scale+1.5-float64(x)-0.5)/3, 0), 1))
-		}
-	}
-	src := make([]float32, 3*w*h)
-	n := w * h
-	for i := range n {
-		if i%w < edge {
-			src[i], src[n+i], src[2*n+i] = 0.6, 0.3, 0.3
-		} else {
-			src[i], src[n+i], src[2*n+i] = 0.3, 0.389, 0.3
-		}
-	}
-	base, srcIm, lowIm := refineOnce(t, dev, w, h, lw, lh, low, src)
+	const w, h, lw, lh, edge = hueW, hueH, hueLW, hueLH, hueEdge
+	base, srcIm, lowIm := refineHueEdge(t, dev)
 	run := func(radius int, eps float32) []float32 {
 		r, err := NewRefiner(dev, w, h, lw, lh)
 		if err != nil {
