@@ -183,12 +183,10 @@ func bits(v float32) uint32 { return math.Float32bits(v) }
 // from 0 in tap order, as a scalar loop `var s float32; for j := range k
 // { s += k[j] * src[j][x] }` does (bit for bit: the vector loop adds in
 // the same order, with no fused multiply-add). Every src[j] must hold at
-// least len(o) values; len(src) must be len(k).
+// least len(o) values; len(src) must be at least len(k). src is not
+// changed.
 func SumTaps(o []float32, src [][]float32, k []float32) {
 	src = src[:len(k)]
-	for j := range src {
-		src[j] = src[j][:len(o)]
-	}
 	for x := sumTapsSIMD(o, src, k); x < len(o); x++ {
 		var s float32
 		for j, kv := range k {
