@@ -43,3 +43,45 @@ func TestContactReach(t *testing.T) {
 		t.Fatalf("the test's default case assumes DefaultContactReach >= 1/10, is %v", DefaultContactReach)
 	}
 }
+
+// TestCastShadowUnderHorizon: a subject 100 px tall lit from in front
+// and low (its near-field shadow would climb 145 px up the picture) casts
+// a shadow that recedes towards the horizon, half its height above its
+// ground line, and never crosses it; the shadow still reaches most of the
+// way there (beyond 30 px), and by its foot it is where the near-field
+// rule puts it.
+func TestCastShadowUnderHorizon(t *testing.T) {
+	const w, h = 300, 200
+	const top, yg = 40, 139
+	a := make([]float32, w*h)
+	for y := top; y <= yg; y++ {
+		for x := 140; x < 160; x++ {
+			a[y*w+x] = 1
+		}
+	}
+	q := &lookImages{castDark: 0.5, keyDir: [3]float32{-0.1, 0.2, 0.97}}
+	d := make([]float32, w*h)
+	q.shadowMap(d, a, w, h)
+	up := 0 // the highest shadow pixel's height over the ground line
+	for y := range h {
+		for x := range w {
+			if d[y*w+x] > 0 && a[y*w+x] < 0.5 {
+				up = max(up, yg-y)
+			}
+		}
+	}
+	const horizon = (yg - top + 1) / 2
+	if up >= horizon || up < 30 {
+		t.Errorf("the cast shadow climbs %d px over the ground line; want 30 to %d (the horizon)", up, horizon-1)
+	}
+	// Beside the subject's foot, 6 px up: the near field puts the points
+	// 4 to 5 px above the ground at 2 to 2.5 px right of the subject's
+	// right edge, nearly unchanged by the perspective (d/(d+7) = 0.88).
+	beside := false
+	for x := 160; x < 164; x++ {
+		beside = beside || d[(yg-6)*w+x] == 0.5
+	}
+	if !beside {
+		t.Errorf("no shadow beside the foot: %v", d[(yg-6)*w+160:][:4])
+	}
+}

@@ -30,10 +30,17 @@ import (
 // shadow (the ground's sky occluded under the feet) darkens a short band
 // under them, and the key light's cast shadow is the silhouette projected
 // on the ground plane away from the key: a point h pixels above the ground
-// line lands (-lx/ly, -(lz/ly)*groundFore) * h away. Its darkness is the
-// key's share of the ground's light, ly*(K-1) / (ly*(K-1) + 1) for a
-// key/fill ratio K. Subjects cut by the bottom of the frame have no
-// visible ground: no shadow.
+// line lands (-lx/ly, -(lz/ly)*groundFore) * h away near the feet. Where
+// the shadow falls away from the camera (up the picture) the ground
+// recedes: with the camera level at the subject's mid height, the horizon
+// is half the subject's height d above its ground line, and an offset
+// (ox, oy) of that near-field projection, oy = -u, lands at
+// (ox, -u) * d/(d+u): the perspective the near-field rule is the first
+// order of. A shadow then never crosses the horizon (before, a low key's
+// shadow could climb into the plate's sky). Its darkness is the key's
+// share of the ground's light, ly*(K-1) / (ly*(K-1) + 1) for a key/fill
+// ratio K. Subjects cut by the bottom of the frame have no visible
+// ground: no shadow.
 
 const (
 	// fgSigmaQ is the blur (pixels at a quarter of the low resolution) of the
@@ -263,6 +270,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 			sx := colour.Clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
 			sy := colour.Clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
 			steps := max(1, int(math.Ceil(math.Max(math.Abs(float64(sx)), math.Abs(float64(sy))))))
+			d := float32(math.Max(1, hs/2)) // the horizon over the ground line
 			for y := top; y <= yg; y++ {
 				for x := 0; x < w; x++ {
 					if a[y*w+x] < 0.5 {
@@ -273,8 +281,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 						// Fill the stretch between neighbouring
 						// heights so a long shadow has no holes.
 						t := hgt + float32(s)/float32(steps)
-						px := int(math.Round(float64(float32(x) + sx*t)))
-						py := int(math.Round(float64(float32(yg) + sy*t)))
+						px, py := castPoint(float32(x), float32(yg), sx*t, sy*t, d)
 						put(px, py, q.castDark)
 					}
 				}
@@ -284,6 +291,19 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 		sigma = float32(math.Max(0.7, hs/60+float64(1-colour.Clamp32(q.hardness, 0, 1))*hs/40))
 	}
 	return sigma
+}
+
+// castPoint is the pixel where the near-field cast offset (ox, oy) from
+// (x, yg) lands on a ground plane whose horizon is d pixels above yg:
+// offsets up the picture (oy < 0) are foreshortened by d/(d-oy), so that
+// they approach the horizon and never reach it; offsets down the picture
+// (towards the camera) stay as they are.
+func castPoint(x, yg, ox, oy, d float32) (int, int) {
+	if oy < 0 {
+		k := d / (d - oy)
+		ox, oy = ox*k, oy*k
+	}
+	return int(math.Round(float64(x + ox))), int(math.Round(float64(yg + oy)))
 }
 
 // EstimateForeground returns the foreground colours (planar linear RGB,
