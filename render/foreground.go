@@ -270,7 +270,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 			sx := colour.Clamp32(-l[0]/l[1], -maxShadowLen, maxShadowLen)
 			sy := colour.Clamp32(-l[2]/l[1]*groundFore, -maxShadowLen, maxShadowLen)
 			steps := max(1, int(math.Ceil(math.Max(math.Abs(float64(sx)), math.Abs(float64(sy))))))
-			d := float32(math.Max(1, hs/2)) // the horizon over the ground line
+			hz := float32(math.Max(1, hs/2)) // the horizon over the ground line
 			for y := top; y <= yg; y++ {
 				for x := 0; x < w; x++ {
 					if a[y*w+x] < 0.5 {
@@ -281,7 +281,7 @@ func (q *lookImages) shadowMap(d, a []float32, w, h int) float32 {
 						// Fill the stretch between neighbouring
 						// heights so a long shadow has no holes.
 						t := hgt + float32(s)/float32(steps)
-						px, py := castPoint(float32(x), float32(yg), sx*t, sy*t, d)
+						px, py := castPoint(float32(x), float32(yg), sx*t, sy*t, hz)
 						put(px, py, q.castDark)
 					}
 				}
