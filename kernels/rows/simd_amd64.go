@@ -397,7 +397,12 @@ func hlerpSIMD(o, r []float32, i0, i1 []int32, w0, w1 []float32) int {
 		if int(b)+lanes <= len(r) {
 			v = at(base(r), uintptr(b)*4)
 		} else {
-			v = archsimd.LoadFloat32x8SlicePart(r[b:]) // past r's end: zeros, never picked
+			// Past r's end: zeros, never picked. Copied to the stack
+			// rather than LoadFloat32x8SlicePart, whose pointer
+			// conversion the race detector's checkptr rejects.
+			var t [lanes]float32
+			copy(t[:], r[b:])
+			v = archsimd.LoadFloat32x8(&t)
 		}
 		B := archsimd.BroadcastInt32x8(b)
 		xo := uintptr(x) * 4
