@@ -171,7 +171,7 @@ func (p Plan) SetupMemoryLimit() int64 { return 2 * p.MemoryLimit() }
 // Plan.HeapBytes: per output pixel 24 bytes of float32 background images
 // and 1.5 of its YUV codes (0.75 more: its odd-parity chroma for a plate
 // moved by an odd whole offset, kernels.PlateCodes), plus the pooled
-// 8-bit frames (pooledPerPixel: 13.5 or 17.5); 16 more of float source and matte for select (video) and
+// 8-bit frames (pooledPerPixel: 11 to 17.5); 16 more of float source and matte for select (video) and
 // auto, whose matte is made on the device; plus lookup tables and
 // low-resolution images.
 const (
@@ -362,7 +362,7 @@ func (p *Pipeline) Run(ctx context.Context, j Job, outDir string) (Result, error
 	var plan Plan
 	if p.OnPlan != nil || p.OnRenderSetup != nil {
 		depth := stageDepth(copySource, copyAlpha, req.Foreground || req.OutputFormat == OutputEXR)
-		heap := int64((heapPerPixel+pooledPerPixel(depth))*float64(outW*outH)) + heapFixed
+		heap := int64((heapPerPixel+pooledPerPixel(depth, !copySource, !copyAlpha))*float64(outW*outH)) + heapFixed
 		if mode == job.AlphaAuto || mode == job.AlphaSelect && video {
 			heap += matte.PrepareBytes(md.Frames(), outW, outH) + int64(heapDevicePerPixel*outW*outH)
 		}

@@ -16,7 +16,8 @@ import (
 // and matte stream-copied, no foreground, no EXR) runs with two frames of
 // slack, and the plan's pooled bytes per pixel match the frames the lanes
 // of each depth can hold (YUV420P source and render 1.5 B, Gray8 matte
-// 1 B; half a byte of rounding).
+// 1 B; half a byte of rounding), with one input frame fewer for an input
+// that is stream-copied.
 func TestStageDepthPlan(t *testing.T) {
 	for _, tc := range []struct {
 		copySource, copyAlpha, more bool
@@ -33,14 +34,21 @@ func TestStageDepthPlan(t *testing.T) {
 		}
 	}
 	for _, d := range []int{2, 3} {
-		ln := newLanes(d)
-		held := 1.5*float64(cap(ln.srcPool)) + float64(cap(ln.alphaPool)) + 1.5*float64(cap(ln.outPool))
-		if got := pooledPerPixel(d); got != held+0.5 {
-			t.Errorf("depth %d: plan %.1f B a pixel of pooled frames, the lanes hold %.1f (+0.5)", d, got, held)
+		for _, enc := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			ln := newLanes(d, enc[0], enc[1])
+			held := 1.5*float64(cap(ln.srcPool)) + float64(cap(ln.alphaPool)) + 1.5*float64(cap(ln.outPool))
+			if got := pooledPerPixel(d, enc[0], enc[1]); got != held+0.5 {
+				t.Errorf("depth %d, encoded %v: plan %.1f B a pixel of pooled frames, the lanes hold %.1f (+0.5)", d, enc, got, held)
+			}
 		}
 	}
-	if pooledPerPixel(3)-pooledPerPixel(2) != 4 {
-		t.Errorf("depth 3 over depth 2: %.1f B a pixel, want 4", pooledPerPixel(3)-pooledPerPixel(2))
+	// A copied input keeps one frame fewer than one re-encoded: no frame of
+	// it waits for an encoder.
+	if got := pooledPerPixel(2, true, true) - pooledPerPixel(2, false, false); got != 2.5 {
+		t.Errorf("re-encoded inputs over copied ones: %.1f B a pixel, want 2.5", got)
+	}
+	if pooledPerPixel(3, true, true)-pooledPerPixel(2, true, true) != 4 {
+		t.Errorf("depth 3 over depth 2: %.1f B a pixel, want 4", pooledPerPixel(3, true, true)-pooledPerPixel(2, true, true))
 	}
 }
 

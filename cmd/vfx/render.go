@@ -324,6 +324,10 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		p.Progress, p.MatteProgress = logStep("render", p.Progress), logStep("matte", p.MatteProgress)
 		logDone = func() { logStep("done", nil)(1, 1) }
 	}
+	// One job per process: C frame buffers that FFmpeg and x264 free go
+	// back to the system (codec.MapLargeAllocations; where the C library
+	// is not glibc the job runs as before, with its default).
+	_ = codec.MapLargeAllocations()
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// One job per process: keep the Go heap near the job's live set
 		// instead of letting it grow to twice that before collecting;

@@ -285,6 +285,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	log := newJSONLogger(stderr)
 	defer func() { _ = log.Sync() }()
+	// Jobs one after another: C frame buffers freed by a job's codecs go
+	// back to the system instead of staying in glibc's heaps.
+	if err := codec.MapLargeAllocations(); err != nil {
+		log.Info("C allocator left at its defaults", zap.Error(err))
+	}
 	return runWorker(ctx, cfg, log)
 }
 
