@@ -72,6 +72,7 @@ func TestResizeAreaFrameMatchesChain(t *testing.T) {
 			{frame.RGB24, 3, 51, 29, 17, 11},
 			{frame.Gray8, 1, 64, 36, 24, 9},
 			{frame.Gray8, 1, 64, 48, 16, 12},
+			{frame.Gray8, 1, 100, 16, 25, 4}, // the 4x path: 3 blocks of 8 outputs and a tail of 1
 			{frame.Gray8, 1, 30, 20, 20, 10},
 			{frame.Gray8, 1, 33, 21, 33, 5},
 		} {
@@ -79,8 +80,7 @@ func TestResizeAreaFrameMatchesChain(t *testing.T) {
 				src := randCodes(t, tc.f, tc.w, tc.h, uint64(tc.w*tc.h))
 				if tc.f == frame.Gray8 {
 					// A matte's flat regions: blocks of code 0 and of
-					// code 255 (the 4x path's shortcuts) beside random
-					// ones.
+					// code 255 beside random ones.
 					for y := range tc.h {
 						for x := range tc.w {
 							switch (x/4 + 3*(y/4)) % 3 {

@@ -323,6 +323,44 @@ func gray8RowSIMD(o []float32, s []byte) int {
 	return n
 }
 
+// areaGray8Row4SIMD is AreaGray8Row4's vector loop: for eight outputs,
+// each of the four rows' 32 codes loaded as eight little-endian words,
+// byte j of each word (phase j of the output's four columns) shifted
+// down, converted and divided by 255 (gray8RowSIMD's exact conversion),
+// then summed in the scalar order: per phase over the rows, then
+// 0.0625*((s0+s2)+(s1+s3)). It returns how many outputs it did.
+func areaGray8Row4SIMD(o []float32, r0, r1, r2, r3 []byte) int {
+	if !simdOn {
+		return 0
+	}
+	m := len(o)
+	n := m &^ (lanes - 1)
+	r0, r1, r2, r3 = r0[:4*m], r1[:4*m], r2[:4*m], r3[:4*m]
+	K, Q := bcast(255), bcast(0.0625)
+	B := archsimd.BroadcastUint32x8(0xFF)
+	po := base(o)
+	p := [4]unsafe.Pointer{
+		unsafe.Pointer(unsafe.SliceData(r0)), unsafe.Pointer(unsafe.SliceData(r1)),
+		unsafe.Pointer(unsafe.SliceData(r2)), unsafe.Pointer(unsafe.SliceData(r3)),
+	}
+	conv := func(w archsimd.Uint32x8, j uint64) archsimd.Float32x8 {
+		return w.ShiftAllRight(8 * j).And(B).AsInt32x8().ConvertToFloat32().Div(K)
+	}
+	for x := uintptr(0); x < uintptr(n); x += lanes {
+		w0 := archsimd.LoadUint32x8((*[lanes]uint32)(unsafe.Add(p[0], 4*x)))
+		w1 := archsimd.LoadUint32x8((*[lanes]uint32)(unsafe.Add(p[1], 4*x)))
+		w2 := archsimd.LoadUint32x8((*[lanes]uint32)(unsafe.Add(p[2], 4*x)))
+		w3 := archsimd.LoadUint32x8((*[lanes]uint32)(unsafe.Add(p[3], 4*x)))
+		var s [4]archsimd.Float32x8
+		for j := range uint64(4) {
+			s[j] = conv(w0, j).Add(conv(w1, j)).Add(conv(w2, j)).Add(conv(w3, j))
+		}
+		put(Q.Mul(s[0].Add(s[2]).Add(s[1].Add(s[3]))), po, 4*x)
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
+}
+
 // base is the address of s's first value (nil for an empty or nil s):
 // the vector loops that read many rows index them with at and put, after
 // checking once that each row is long enough.
