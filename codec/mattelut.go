@@ -7,6 +7,7 @@ import (
 	"github.com/asticode/go-astiav"
 
 	"github.com/vfxrender/vfx/frame"
+	"github.com/vfxrender/vfx/internal/bytemap"
 )
 
 // lumaLUT is the swscale conversion of a limited-range yuv420p matte
@@ -164,10 +165,7 @@ func (d *Decoder) lutPlane(dst *frame.HostFrame, f *astiav.Frame, tab *[256]byte
 		out, os = d.gray[:w*h], w
 	}
 	for y := range h {
-		o, s := out[y*os:][:w], p[y*stride:][:w]
-		for x, c := range s {
-			o[x] = tab[c]
-		}
+		bytemap.Map(out[y*os:][:w], p[y*stride:][:w], tab)
 	}
 	if rot != 0 {
 		copyRotate(dst.Planes[0], dst.Strides[0], out, w, w, h, 1, 1, 0, rot)

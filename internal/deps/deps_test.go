@@ -23,7 +23,7 @@ var pixel = []string{"render", "matte", "kernels", "kernels/cpuref", "kernels/ro
 
 // library is the product code: every package but the command (which wires
 // `vfx bench` and may import bench), bench itself and the test helpers.
-var library = []string{"account", "api", "api/gen", "api/product", "client", "codec", "codec/exr", "dispatch", "frame", "infer", "internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt", "store", "web", "worker"}
+var library = []string{"account", "api", "api/gen", "api/product", "client", "codec", "codec/exr", "dispatch", "frame", "infer", "internal/bytemap", "internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc", "job", "kernels", "kernels/cpuref", "kernels/rows", "localfile", "matte", "media", "queue", "render", "render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt", "store", "web", "worker"}
 
 // renderParts are render's host-side parts, below it.
 var renderParts = []string{"render/backdrop", "render/camfit", "render/colour", "render/plate", "render/prompt"}
@@ -62,7 +62,7 @@ var rules = []struct {
 		"the look takes a matte as frames; it does not make one"},
 	{renderParts, []string{"render", "kernels", "matte", "codec", "infer"},
 		"the look's host-side parts (the prompt parser, the backdrop painter, colour helpers, the plate measures, the camera fit) are plain Go on host slices: no compute device, no FFmpeg"},
-	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/hugepage", "internal/resample", "internal/srgb", "internal/trunc"),
+	{[]string{"codec", "frame", "infer"}, others("codec", "codec/exr", "frame", "infer", "internal/bytemap", "internal/hugepage", "internal/resample", "internal/srgb", "internal/trunc"),
 		"FFmpeg, the pixel buffer and the network session are leaves the pipeline is built from (codec uses frame)"},
 	{[]string{"codec/exr"}, others("codec/exr", "frame", "internal/hugepage"),
 		"codec/exr is the OpenEXR format without FFmpeg (headers, chromaticities, the sRGB encoding): pure Go below codec"},
@@ -76,11 +76,11 @@ var rules = []struct {
 		"the job contract is pure Go: no cgo, no FFmpeg, no pipeline, so anything can import it"},
 	{[]string{"media"}, []string{"worker", "api", "dispatch", "render", "matte", "kernels", "infer"},
 		"the media checks probe with codec only; the API imports them"},
-	{[]string{"internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"),
+	{[]string{"internal/bytemap", "internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"}, others("internal/bytemap", "internal/hugepage", "internal/kvcas", "internal/resample", "internal/retry", "internal/srgb", "internal/trunc"),
 		"hugepage, kvcas, resample, retry, srgb and trunc are leaves every package may use"},
 	{[]string{"client"}, others("client", "job", "internal/retry", "internal/trunc"),
 		"client is a small Go client of the HTTP API with its own wire types: it links no server, pipeline or FFmpeg code"},
-	{[]string{"localfile"}, others("localfile", "codec", "codec/exr", "frame", "internal/hugepage", "internal/srgb", "internal/trunc"),
+	{[]string{"localfile"}, others("localfile", "codec", "codec/exr", "frame", "internal/bytemap", "internal/hugepage", "internal/srgb", "internal/trunc"),
 		"localfile readies a job's local input files with codec (FFmpeg) only: no API, no pipeline, no compute device"},
 	{[]string{"web"}, others("web"),
 		"the web page is static files served as they are: everything it shows comes from the API in the browser"},

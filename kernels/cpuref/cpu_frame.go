@@ -53,9 +53,10 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		return nil
 	}
 	if src.Format == frame.Gray8 && sw == 4*o.w && sh == 4*o.h && rows.Exact4(tx, o.w) && rows.Exact4(ty, o.h) {
+		lut := &d.lut.Gray8
 		d.parallel(o.h, BandRows(o.w), func(_, y0, y1 int) {
 			for y := y0; y < y1; y++ {
-				rows.AreaGray8Row4(o.pix[y*o.w:][:o.w], src, y)
+				rows.AreaGray8Row4(o.pix[y*o.w:][:o.w], src, y, lut)
 			}
 		})
 		return nil

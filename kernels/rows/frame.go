@@ -126,26 +126,40 @@ func AreaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut
 	}
 }
 
-// AreaGray8Row4 is AreaYUV4Row for a Gray8 frame read through the Gray8
-// table (code/255): output row y of an exact 4x area downsampling, bit
-// for bit GrayVtaps then htaps over LUTs.Gray8. float32(c)/255 is that
+// AreaGray8Row4 is AreaYUV4Row for a Gray8 frame through the Gray8 table
+// (lut must be LUTs.Gray8, code/255): output row y of an exact 4x area
+// downsampling, bit for bit GrayVtaps then htaps. float32(c)/255 is that
 // table's value for every code (TestGray8RowMatchesTable), so the vector
-// loop converts the codes without a table: eight outputs (32 codes of
+// loop converts the codes without the table: eight outputs (32 codes of
 // each of the four rows) at a time, the sums in the scalar loop's order.
-func AreaGray8Row4(o []float32, f *frame.HostFrame, y int) {
+// The scalar loop (the tail, or no AVX2) reads the table and takes blocks
+// of code 0 and of code 255 from constants.
+func AreaGray8Row4(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
 	n := len(o)
-	var r [4][]byte
-	for k := range r {
-		r[k] = f.Planes[0][(4*y+k)*f.Strides[0]:][:4*n]
-	}
-	x := areaGray8Row4SIMD(o, r[0], r[1], r[2], r[3])
-	r0, r1, r2, r3 := r[0], r[1], r[2], r[3]
-	for ; x < n; x++ {
+	r0 := f.Planes[0][(4*y)*f.Strides[0]:][:4*n]
+	r1 := f.Planes[0][(4*y+1)*f.Strides[0]:][:4*n]
+	r2 := f.Planes[0][(4*y+2)*f.Strides[0]:][:4*n]
+	r3 := f.Planes[0][(4*y+3)*f.Strides[0]:][:4*n]
+	l0, l1 := lut[0], lut[255]
+	z, s := ((l0+l0)+l0)+l0, ((l1+l1)+l1)+l1
+	zero := 0.0625 * ((z + z) + (z + z)) // a block of code 0 (background)
+	full := 0.0625 * ((s + s) + (s + s)) // a block of code 255 (subject)
+	for x := areaGray8Row4SIMD(o, r0, r1, r2, r3); x < n; x++ {
 		a, b, c, d := r0[4*x:][:4], r1[4*x:][:4], r2[4*x:][:4], r3[4*x:][:4]
-		var s [4]float32
-		for j := range s {
-			s[j] = ((float32(a[j])/255 + float32(b[j])/255) + float32(c[j])/255) + float32(d[j])/255
+		wa, wb := binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b)
+		wc, wd := binary.LittleEndian.Uint32(c), binary.LittleEndian.Uint32(d)
+		if wa|wb|wc|wd == 0 {
+			o[x] = zero
+			continue
 		}
-		o[x] = 0.0625 * ((s[0] + s[2]) + (s[1] + s[3]))
+		if wa&wb&wc&wd == 0xFFFFFFFF {
+			o[x] = full
+			continue
+		}
+		s0 := ((lut[a[0]] + lut[b[0]]) + lut[c[0]]) + lut[d[0]]
+		s1 := ((lut[a[1]] + lut[b[1]]) + lut[c[1]]) + lut[d[1]]
+		s2 := ((lut[a[2]] + lut[b[2]]) + lut[c[2]]) + lut[d[2]]
+		s3 := ((lut[a[3]] + lut[b[3]]) + lut[c[3]]) + lut[d[3]]
+		o[x] = 0.0625 * ((s0 + s2) + (s1 + s3))
 	}
 }
