@@ -56,7 +56,7 @@ func (d *CPU) ResizeAreaFrame(dst Image, src *frame.HostFrame) error {
 		lut := &d.lut.Gray8
 		d.parallel(o.h, BandRows(o.w), func(_, y0, y1 int) {
 			for y := y0; y < y1; y++ {
-				rows.AreaGray8Row4(o.pix[y*o.w:][:o.w], src, y, lut)
+				rows.AreaGray4Row(o.pix[y*o.w:][:o.w], src, y, lut)
 			}
 		})
 		return nil

@@ -126,7 +126,7 @@ func AreaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut
 	}
 }
 
-// AreaGray8Row4 is AreaYUV4Row for a Gray8 frame through the Gray8 table
+// AreaGray4Row is AreaYUV4Row for a Gray8 frame through the Gray8 table
 // (lut must be LUTs.Gray8, code/255): output row y of an exact 4x area
 // downsampling, bit for bit GrayVtaps then htaps. float32(c)/255 is that
 // table's value for every code (TestGray8RowMatchesTable), so the vector
@@ -134,7 +134,7 @@ func AreaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut
 // each of the four rows) at a time, the sums in the scalar loop's order.
 // The scalar loop (the tail, or no AVX2) reads the table and takes blocks
 // of code 0 and of code 255 from constants.
-func AreaGray8Row4(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
+func AreaGray4Row(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
 	n := len(o)
 	r0 := f.Planes[0][(4*y)*f.Strides[0]:][:4*n]
 	r1 := f.Planes[0][(4*y+1)*f.Strides[0]:][:4*n]
@@ -144,7 +144,7 @@ func AreaGray8Row4(o []float32, f *frame.HostFrame, y int, lut *[256]float32) {
 	z, s := ((l0+l0)+l0)+l0, ((l1+l1)+l1)+l1
 	zero := 0.0625 * ((z + z) + (z + z)) // a block of code 0 (background)
 	full := 0.0625 * ((s + s) + (s + s)) // a block of code 255 (subject)
-	for x := areaGray8Row4SIMD(o, r0, r1, r2, r3); x < n; x++ {
+	for x := areaGray4RowSIMD(o, r0, r1, r2, r3); x < n; x++ {
 		a, b, c, d := r0[4*x:][:4], r1[4*x:][:4], r2[4*x:][:4], r3[4*x:][:4]
 		wa, wb := binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b)
 		wc, wd := binary.LittleEndian.Uint32(c), binary.LittleEndian.Uint32(d)

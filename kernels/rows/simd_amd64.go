@@ -323,13 +323,13 @@ func gray8RowSIMD(o []float32, s []byte) int {
 	return n
 }
 
-// areaGray8Row4SIMD is AreaGray8Row4's vector loop: for eight outputs,
+// areaGray4RowSIMD is AreaGray4Row's vector loop: for eight outputs,
 // each of the four rows' 32 codes loaded as eight little-endian words,
 // byte j of each word (phase j of the output's four columns) shifted
 // down, converted and divided by 255 (gray8RowSIMD's exact conversion),
 // then summed in the scalar order: per phase over the rows, then
 // 0.0625*((s0+s2)+(s1+s3)). It returns how many outputs it did.
-func areaGray8Row4SIMD(o []float32, r0, r1, r2, r3 []byte) int {
+func areaGray4RowSIMD(o []float32, r0, r1, r2, r3 []byte) int {
 	if !simdOn {
 		return 0
 	}

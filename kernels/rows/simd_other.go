@@ -10,7 +10,7 @@ func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) int { r
 func scaleRowSIMD(o, c []float32, k float32) int                             { return 0 }
 func sumTapsSIMD(o []float32, src [][]float32, k []float32) int              { return 0 }
 func gray8RowSIMD(o []float32, s []byte) int                                 { return 0 }
-func areaGray8Row4SIMD(o []float32, r0, r1, r2, r3 []byte) int               { return 0 }
+func areaGray4RowSIMD(o []float32, r0, r1, r2, r3 []byte) int                { return 0 }
 func pairRowSIMD(o, a, b []float32, ki float32) int                          { return 0 }
 func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int               { return 0 }
 func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int                      { return 0 }
