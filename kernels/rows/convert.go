@@ -51,6 +51,169 @@ const (
 
 type yuvTab struct {
 	Y, RV, GU, GV, BU [256]int32
+	// vec is the same five tables in the vector loop's form (yuvVec).
+	vec yuvVec
+}
+
+// yuvVec writes each of a yuvTab's five tables T (Y, RV, GU, GV, BU, in
+// that order) as T[i] = i*slope + base + e[i], with e a byte: exact by
+// construction for every code (ok is false if some e does not fit in a
+// byte, and the vector loop then stays off). AVX-512 VBMI's byte permutes
+// look e up 64 codes at a time, where an int32 table needs a gather.
+type yuvVec struct {
+	ok          bool
+	slope, base [5]int32
+	e           [5][256]byte
+	poly        *eotfPoly
+}
+
+// split fills v from t's tables.
+func (v *yuvVec) split(t *yuvTab, p *eotfPoly) {
+	v.ok, v.poly = true, p
+	for k, tab := range [5]*[256]int32{&t.Y, &t.RV, &t.GU, &t.GV, &t.BU} {
+		s := int32(math.Round(float64(tab[255]-tab[0]) / 255))
+		lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+		for i, c := range tab {
+			d := c - int32(i)*s
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		if hi-lo > 255 {
+			v.ok = false
+			continue
+		}
+		v.slope[k], v.base[k] = s, lo
+		for i, c := range tab {
+			v.e[k][i] = byte(c - int32(i)*s - lo)
+		}
+	}
+}
+
+// The extended EOTF table's values (issue 33, session 31) are those of a
+// piecewise cubic in float32, so that a vector loop can compute them
+// where the table would need a gather (AVX-512 has one, but on this
+// project's CPUs it is slower than scalar loads). The table's index j
+// (R' = j/eotfFixN, clamped to [0, 1]) plus eotfSegBias, shifted right by
+// eotfSegShift, picks one of 32 segments (the last one, capped, runs to
+// R' = 1 inclusive); segment 2 starts at eotfKnee, the first index above
+// sRGB's linear toe (R' > 0.04045), so that segments 0 and 1 are the
+// linear toe and segments 2-31 the power curve, each least-squares fitted
+// on its own indices. Within 6e-8 of the exact EOTF (TestEOTFPoly: about
+// one float32 step near 1, and 1e-5 relative at the toe, where one step
+// of the index, 2^-14 in R', is 1.5e-3), monotonic, exactly 0 at R' = 0
+// and exactly 1 at R' = 1. Until session 31 the table held the exact
+// EOTF rounded to float32: the change moves linear values by at most
+// 6e-8, and 8-bit outputs by a code here and there (the look benchmark's
+// figures are the same).
+const (
+	eotfSegShift = 9
+	eotfSegs     = 32
+	eotfKnee     = 663 // first j with j/eotfFixN > 0.04045
+	eotfSegBias  = 2<<eotfSegShift - eotfKnee
+)
+
+// eotfPoly holds each segment's coefficients c0..c3 of
+// p(u) = ((c3*u + c2)*u + c1)*u + c0, u the index's offset in the segment.
+type eotfPoly [4][eotfSegs]float32
+
+// eotfSeg returns the segment of index j (0..eotfFixN) and j's offset in it.
+func eotfSeg(j int32) (seg, u int32) {
+	t := j + eotfSegBias
+	seg = min(t>>eotfSegShift, eotfSegs-1)
+	return seg, t - seg<<eotfSegShift
+}
+
+// at is the EOTF of R' = j/eotfFixN (j in 0..eotfFixN): the vector loop's
+// operations in its order, each rounded to float32 (no fused
+// multiply-add).
+func (p *eotfPoly) at(j int32) float32 {
+	s, ui := eotfSeg(j)
+	u := float32(ui)
+	v := float32(p[3][s] * u)
+	v = float32(v + p[2][s])
+	v = float32(v * u)
+	v = float32(v + p[1][s])
+	v = float32(v * u)
+	return float32(v + p[0][s])
+}
+
+// newEOTFPoly fits the segments.
+func newEOTFPoly() *eotfPoly {
+	p := new(eotfPoly)
+	// The toe: R' / 12.92, as a line in the offset t = j + bias (segment 0
+	// starts at t = bias, segment 1 at t = 1<<eotfSegShift), with j = 0
+	// giving exactly 0.
+	slope := float32(1 / (12.92 * eotfFixN))
+	p[1][0], p[1][1] = slope, slope
+	p[0][0] = -float32(float32(eotfSegBias) * slope)
+	p[0][1] = float32(float32(1<<eotfSegShift-eotfSegBias) * slope)
+	for s := 2; s < eotfSegs; s++ {
+		j0 := int32(s<<eotfSegShift - eotfSegBias)
+		w := int32(1<<eotfSegShift - 1)
+		if s == eotfSegs-1 {
+			w = eotfFixN - j0
+		}
+		// Least squares of the cubic in v = u/w over the segment's
+		// indices (normal equations in float64), then back to u.
+		var ata [4][4]float64
+		var atb [4]float64
+		for u := int32(0); u <= w; u++ {
+			v := float64(u) / float64(w)
+			f := srgb.ToLinear(float64(j0+u) / eotfFixN)
+			pw := [4]float64{1, v, v * v, v * v * v}
+			for a := range 4 {
+				atb[a] += pw[a] * f
+				for b := range 4 {
+					ata[a][b] += pw[a] * pw[b]
+				}
+			}
+		}
+		c := solve4(ata, atb)
+		sc := 1.0
+		for k := range 4 {
+			p[k][s] = float32(c[k] / sc)
+			sc *= float64(w)
+		}
+	}
+	// R' = 1 gives exactly 1: nudge the last segment's constant.
+	for range 64 {
+		v := p.at(eotfFixN)
+		if v == 1 {
+			break
+		}
+		p[0][eotfSegs-1] = math.Nextafter32(p[0][eotfSegs-1], float32(math.Copysign(1, float64(1-v))))
+	}
+	return p
+}
+
+// solve4 solves a x = b (4x4, symmetric positive definite) by Gaussian
+// elimination with partial pivoting.
+func solve4(a [4][4]float64, b [4]float64) [4]float64 {
+	for c := range 4 {
+		piv := c
+		for r := c + 1; r < 4; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
+				piv = r
+			}
+		}
+		a[c], a[piv] = a[piv], a[c]
+		b[c], b[piv] = b[piv], b[c]
+		for r := c + 1; r < 4; r++ {
+			f := a[r][c] / a[c][c]
+			for k := c; k < 4; k++ {
+				a[r][k] -= f * a[c][k]
+			}
+			b[r] -= f * b[c]
+		}
+	}
+	var x [4]float64
+	for r := 3; r >= 0; r-- {
+		s := b[r]
+		for k := r + 1; k < 4; k++ {
+			s -= a[r][k] * x[k]
+		}
+		x[r] = s / a[r][r]
+	}
+	return x
 }
 
 // YUVOut holds the float RGB->YUV coefficients of one matrix and range,
@@ -75,6 +238,8 @@ type LUTs struct {
 	CodeThr [256]float32
 	YUVIn   [2][2]yuvTab // [bt709][fullRange]
 	YUVOut  [2][2]YUVOut
+	// eotfPoly defines EOTFExt's values (see eotfSeg).
+	eotfPoly *eotfPoly
 }
 
 // matrixK returns Kr and Kb of a colour space.
@@ -92,9 +257,9 @@ func NewLUTs() *LUTs {
 		t.EOTF8[i] = float32(srgb.ToLinear(float64(i) / 255))
 		t.Gray8[i] = float32(float64(i) / 255)
 	}
+	t.eotfPoly = newEOTFPoly()
 	for i := range t.EOTFExt {
-		r := float64(i-eotfExtOff) / eotfFixN
-		t.EOTFExt[i] = float32(srgb.ToLinear(max(0, min(r, 1))))
+		t.EOTFExt[i] = t.eotfPoly.at(int32(max(0, min(i-eotfExtOff, eotfFixN))))
 	}
 	// The code threshold is stored as the smallest float32 >= the exact
 	// value, so that v >= codeThr[k] decides exactly for every float32 v.
@@ -156,6 +321,7 @@ func NewLUTs() *LUTs {
 				in.GV[i] = int32(math.Round(-2 * kr * (1 - kr) / kg * c * scale))
 				in.BU[i] = int32(math.Round(2 * (1 - kb) * c * scale))
 			}
+			in.vec.split(in, t.eotfPoly)
 			out := &t.YUVOut[cs][full]
 			out.Y0 = float32(yoff + 0.5)
 			out.YR, out.YG, out.YB = float32(ys*kr), float32(ys*kg), float32(ys*kb)
@@ -215,7 +381,7 @@ func YUVRow(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab, lut *[eotfExtSiz
 	gr, br, yr = gr[:w], br[:w], yr[:w]
 	cw := len(ur)
 	vr = vr[:cw]
-	for cx := 0; cx < w>>1 && cx < cw; cx++ {
+	for cx := yuvRowSIMD(ro, gr, br, yr, ur, vr, t) / 2; cx < w>>1 && cx < cw; cx++ {
 		u, v := ur[cx], vr[cx]
 		cr := t.RV[v]
 		cg := t.GU[u] + t.GV[v]

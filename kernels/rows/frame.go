@@ -97,7 +97,7 @@ func AreaYUV4Row(ro, gr, br []float32, f *frame.HostFrame, y int, t *yuvTab, lut
 	ur1 := f.Planes[1][(2*y+1)*f.Strides[1]:][:2*n]
 	vr1 := f.Planes[2][(2*y+1)*f.Strides[2]:][:2*n]
 	y0, y1, y2, y3 := yr[0], yr[1], yr[2], yr[3]
-	for x := range ro {
+	for x := areaYUV4RowSIMD(ro, gr, br, &yr, ur0, vr0, ur1, vr1, t); x < n; x++ {
 		// Chroma of the left and right pixel pairs, upper and lower
 		// chroma rows.
 		cx := 2 * x

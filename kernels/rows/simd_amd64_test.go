@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/vfxrender/vfx/frame"
 )
 
 // withScalar runs f with the vector loops off (simdOn false), then
@@ -235,4 +237,129 @@ func BenchmarkDots(b *testing.B) {
 	for b.Loop() {
 		Dots(out, q, keys)
 	}
+}
+
+// TestAreaYUV4RowSIMD checks AreaYUV4Row's AVX-512 loop bit for bit
+// against the scalar loop (the EOTF table's lookups), for both matrices
+// and ranges, at widths of whole 16-output blocks and with tails, on
+// random codes, on the extreme codes and on strides wider than the rows.
+func TestAreaYUV4RowSIMD(t *testing.T) {
+	if !simdOn || !vbmiOn {
+		t.Skip("no AVX-512 VBMI here: AreaYUV4Row runs its scalar loop only")
+	}
+	lt := NewLUTs()
+	rng := newRNG(33)
+	for _, ow := range []int{16, 17, 34, 47, 480} {
+		for _, fill := range []string{"random", "0", "255", "alternate"} {
+			w, h := 4*ow, 8
+			f := &frame.HostFrame{Format: frame.YUV420P, Width: w, Height: h, Strides: [3]int{w + 32, w/2 + 16, w/2 + 16}}
+			for p := range 3 {
+				ph := h
+				if p > 0 {
+					ph = h / 2
+				}
+				f.Planes[p] = make([]byte, f.Strides[p]*ph)
+				for i := range f.Planes[p] {
+					switch fill {
+					case "random":
+						f.Planes[p][i] = byte(rng.IntN(256))
+					case "0":
+					case "255":
+						f.Planes[p][i] = 255
+					default:
+						f.Planes[p][i] = byte(255 * ((i + p) % 2))
+					}
+				}
+			}
+			for cs := range 2 {
+				for full := range 2 {
+					tb := &lt.YUVIn[cs][full]
+					for y := range h / 4 {
+						var got, want [3][]float32
+						for c := range 3 {
+							got[c], want[c] = make([]float32, ow), make([]float32, ow)
+						}
+						AreaYUV4Row(got[0], got[1], got[2], f, y, tb, &lt.EOTFExt)
+						withScalar(func() { AreaYUV4Row(want[0], want[1], want[2], f, y, tb, &lt.EOTFExt) })
+						for c := range 3 {
+							for x := range ow {
+								if math.Float32bits(got[c][x]) != math.Float32bits(want[c][x]) {
+									t.Fatalf("width %d %s cs %d full %d row %d channel %d x %d: %g, scalar %g",
+										ow, fill, cs, full, y, c, x, got[c][x], want[c][x])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestYUVRowSIMD checks YUVRow's AVX-512 loop bit for bit against the
+// scalar loop, for both matrices and ranges, at widths around its 64-pixel
+// blocks (odd ones included) and with chroma rows longer than needed.
+func TestYUVRowSIMD(t *testing.T) {
+	if !simdOn || !vbmiOn {
+		t.Skip("no AVX-512 VBMI here: YUVRow runs its scalar loop only")
+	}
+	lt := NewLUTs()
+	rng := newRNG(34)
+	for _, w := range []int{63, 64, 65, 127, 128, 130, 1920, 1921} {
+		cw := (w + 1) / 2
+		yr, ur, vr := make([]byte, w), make([]byte, cw+5), make([]byte, cw+5)
+		for _, b := range [][]byte{yr, ur, vr} {
+			for i := range b {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		yr[0], ur[0], vr[0] = 0, 255, 0 // the extreme sums
+		yr[1], ur[1], vr[1] = 255, 0, 255
+		for cs := range 2 {
+			for full := range 2 {
+				tb := &lt.YUVIn[cs][full]
+				var got, want [3][]float32
+				for c := range 3 {
+					got[c], want[c] = make([]float32, w), make([]float32, w)
+				}
+				YUVRow(got[0], got[1], got[2], yr, ur[:cw], vr[:cw], tb, &lt.EOTFExt)
+				withScalar(func() { YUVRow(want[0], want[1], want[2], yr, ur[:cw], vr[:cw], tb, &lt.EOTFExt) })
+				for c := range 3 {
+					for x := range w {
+						if math.Float32bits(got[c][x]) != math.Float32bits(want[c][x]) {
+							t.Fatalf("width %d cs %d full %d channel %d x %d: %g, scalar %g", w, cs, full, c, x, got[c][x], want[c][x])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkYUVRow1080 is one 1080p row of YUV420P to linear RGB, with the
+// AVX-512 loop (where the CPU has it) and with the scalar loop (the
+// table).
+func BenchmarkYUVRow1080(b *testing.B) {
+	lt := NewLUTs()
+	rng := newRNG(35)
+	yr, ur, vr := make([]byte, 1920), make([]byte, 960), make([]byte, 960)
+	for _, s := range [][]byte{yr, ur, vr} {
+		for i := range s {
+			s[i] = byte(rng.IntN(256))
+		}
+	}
+	r, g, bl := make([]float32, 1920), make([]float32, 1920), make([]float32, 1920)
+	tb := &lt.YUVIn[1][0]
+	b.Run("vector", func(b *testing.B) {
+		for b.Loop() {
+			YUVRow(r, g, bl, yr, ur, vr, tb, &lt.EOTFExt)
+		}
+	})
+	b.Run("scalar", func(b *testing.B) {
+		withScalar(func() {
+			for b.Loop() {
+				YUVRow(r, g, bl, yr, ur, vr, tb, &lt.EOTFExt)
+			}
+		})
+	})
 }

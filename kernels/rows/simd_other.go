@@ -10,11 +10,15 @@ func shEvalSIMD(outs [][]float32, nx, ny, nz []float32, cf [][9]float32) int { r
 func scaleRowSIMD(o, c []float32, k float32) int                             { return 0 }
 func sumTapsSIMD(o []float32, src [][]float32, k []float32) int              { return 0 }
 func gray8RowSIMD(o []float32, s []byte) int                                 { return 0 }
-func areaGray4RowSIMD(o []float32, r0, r1, r2, r3 []byte) int                { return 0 }
-func pairRowSIMD(o, a, b []float32, ki float32) int                          { return 0 }
-func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int               { return 0 }
-func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int                      { return 0 }
-func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int   { return 0 }
+func areaYUV4RowSIMD(ro, gr, br []float32, yr *[4][]byte, ur0, vr0, ur1, vr1 []byte, t *yuvTab) int {
+	return 0
+}
+func yuvRowSIMD(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab) int    { return 0 }
+func areaGray4RowSIMD(o []float32, r0, r1, r2, r3 []byte) int              { return 0 }
+func pairRowSIMD(o, a, b []float32, ki float32) int                        { return 0 }
+func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int             { return 0 }
+func lerpRowSIMD(o, a, b []float32, w0, w1 float32) int                    { return 0 }
+func taps4RowSIMD(t, r0, r1, r2, r3 []float32, w0, w1, w2, w3 float32) int { return 0 }
 
 func gainRowsSIMD(kind int, q, s, g0, g1 []float32, w0, w1, maxV float32, al, b, wf, bb []float32) int {
 	return 0

@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"github.com/vfxrender/vfx/internal/srgb"
 	"math"
 	"testing"
 
@@ -95,5 +96,58 @@ func TestConversionTableInvariants(t *testing.T) {
 	}
 	if worst > 2.5e-4 {
 		t.Errorf("OETF bucket error %g > 2.5e-4", worst)
+	}
+}
+
+// TestEOTFPoly checks the extended EOTF table's piecewise cubic: within
+// 1e-7 (about 1.5 float32 steps near 1) of the exact sRGB EOTF at every
+// index, monotonic, exactly 0 at
+// R' = 0 and 1 at R' = 1, and each table entry is the cubic's value.
+func TestEOTFPoly(t *testing.T) {
+	lt := NewLUTs()
+	worst, at, ulps := 0.0, 0, 0.0
+	prev := float32(-1)
+	for j := range int32(eotfFixN + 1) {
+		v := lt.eotfPoly.at(j)
+		if v < prev {
+			t.Fatalf("not monotonic at j %d: %g after %g", j, v, prev)
+		}
+		prev = v
+		x := srgb.ToLinear(float64(j) / eotfFixN)
+		e := math.Abs(float64(v) - x)
+		if e > worst {
+			worst, at = e, int(j)
+		}
+		if x > 0 {
+			step := float64(math.Nextafter32(float32(x), 2) - float32(x))
+			ulps = max(ulps, e/step)
+		}
+		if lt.EOTFExt[eotfExtOff+j] != v {
+			t.Fatalf("table entry %d = %g, the cubic gives %g", j, lt.EOTFExt[eotfExtOff+j], v)
+		}
+	}
+	t.Logf("worst error %.3g at j %d; at most %.2f float32 steps", worst, at, ulps)
+	if worst > 1e-7 {
+		t.Errorf("worst error %.3g (at j %d) > 1e-7", worst, at)
+	}
+	if lt.eotfPoly.at(0) != 0 || lt.eotfPoly.at(eotfFixN) != 1 {
+		t.Errorf("ends %g, %g: want exactly 0 and 1", lt.eotfPoly.at(0), lt.eotfPoly.at(eotfFixN))
+	}
+	// The vector loop's form of the YUV tables is exact for every code.
+	for cs := range 2 {
+		for full := range 2 {
+			tb := &lt.YUVIn[cs][full]
+			v := &tb.vec
+			if !v.ok {
+				t.Fatalf("%d/%d: a table's correction does not fit in a byte", cs, full)
+			}
+			for k, tab := range [5]*[256]int32{&tb.Y, &tb.RV, &tb.GU, &tb.GV, &tb.BU} {
+				for i, c := range tab {
+					if got := int32(i)*v.slope[k] + v.base[k] + int32(v.e[k][i]); got != c {
+						t.Fatalf("%d/%d table %d code %d: %d, want %d", cs, full, k, i, got, c)
+					}
+				}
+			}
+		}
 	}
 }
