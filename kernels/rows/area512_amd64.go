@@ -7,9 +7,10 @@ import (
 	"unsafe"
 )
 
-// vbmiOn reports whether AreaYUV4Row's AVX-512 loop runs (the CPU has
-// AVX-512 with VBMI's byte permutes, and AVX2 loops are on). Set once at
-// package initialisation; tests turn it off with the other vector loops.
+// vbmiOn reports whether the AVX-512 loops of AreaYUV4Row and YUVRow run
+// (the CPU has AVX-512 with VBMI's byte permutes; they also need simdOn,
+// the AVX2 loops' switch). Set once at package initialisation; tests turn
+// them off with the other vector loops.
 var vbmiOn = archsimd.X86.AVX512() && archsimd.X86.AVX512VBMI()
 
 // byteTab is a 256-entry byte table as four 64-byte vectors.
@@ -51,7 +52,9 @@ func newEOTF512(p *eotfPoly) (k eotf512) {
 }
 
 // at is EOTFExt[extIdx(s)] for 16 fixed-point sums: eotfPoly.at's
-// operations in its order.
+// operations in its order. Its clamp is the table's wrap for every sum the
+// YUV tables make (their indices stay inside the table:
+// TestConversionTableInvariants).
 func (k *eotf512) at(s archsimd.Int32x16) archsimd.Float32x16 {
 	t := s.ShiftAllRight(yuvFrac).Add(k.TK).Max(k.TLO).Min(k.THI)
 	seg := t.ShiftAllRight(eotfSegShift).Min(k.S31)
