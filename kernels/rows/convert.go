@@ -216,6 +216,90 @@ func solve4(a [4][4]float64, b [4]float64) [4]float64 {
 	return x
 }
 
+// The OETF's bucket values (OETFB) are defined by a piecewise function of
+// the bucket k that a vector loop computes (oetfPoly.at), as the EOTF's
+// are by eotfPoly: the toe, k below toe (every bucket whose midpoint is at
+// most 0.0031308, bucket 0 included), is 12.92 times the bucket's midpoint
+// in float32 (7e-41 for bucket 0: no code moves); from there to 1 each half
+// octave (512 buckets, oetfSegShift) is a cubic in k's offset in it, least
+// squares on the exact OETF of the midpoints, stored at k>>oetfSegShift
+// modulo oetfSegs (the half octaves from 2^-9 to 1 are 18 distinct
+// places); 1.0's bucket, the first of its half octave, is that segment's
+// constant 1.
+const (
+	oetfSegShift = 9
+	oetfSegs     = 32 // the permute's table
+	oetfSegMask  = oetfSegs - 1
+	oetfToeSlope = float32(12.92)
+)
+
+// oetfPoly holds the cubics' coefficients c0..c3 by place, and the first
+// bucket on the power curve.
+type oetfPoly struct {
+	c   [4][oetfSegs]float32
+	toe int32
+}
+
+// oetfMid is bucket k's midpoint (its float32 bits k<<obShift plus half a
+// bucket).
+func oetfMid(k int32) float32 {
+	return math.Float32frombits(uint32(k)<<obShift | 1<<(obShift-1))
+}
+
+// at is OETFB[k] for k in [0, obN): the vector loop's operations in its
+// order, each rounded to float32 (no fused multiply-add).
+func (p *oetfPoly) at(k int32) float32 {
+	if k < p.toe {
+		return float32(oetfToeSlope * oetfMid(k))
+	}
+	s := k >> oetfSegShift & oetfSegMask
+	u := float32(k & (1<<oetfSegShift - 1))
+	v := float32(p.c[3][s] * u)
+	v = float32(v + p.c[2][s])
+	v = float32(v * u)
+	v = float32(v + p.c[1][s])
+	v = float32(v * u)
+	return float32(v + p.c[0][s])
+}
+
+// newOETFPoly fits the segments.
+func newOETFPoly() *oetfPoly {
+	p := new(oetfPoly)
+	for float64(oetfMid(p.toe)) <= 0.0031308 {
+		p.toe++
+	}
+	const w = 1<<oetfSegShift - 1
+	for k0 := p.toe &^ w; k0 < obN-1; k0 += w + 1 {
+		// Least squares of the cubic in v = u/w over the segment's
+		// buckets on the power curve (normal equations in float64), then
+		// back to u.
+		var ata [4][4]float64
+		var atb [4]float64
+		for k := max(k0, p.toe); k <= k0+w && k < obN-1; k++ {
+			v := float64(k-k0) / w
+			f := srgb.FromLinear(float64(oetfMid(k)))
+			pw := [4]float64{1, v, v * v, v * v * v}
+			for a := range 4 {
+				atb[a] += pw[a] * f
+				for b := range 4 {
+					ata[a][b] += pw[a] * pw[b]
+				}
+			}
+		}
+		c := solve4(ata, atb)
+		s := k0 >> oetfSegShift & oetfSegMask
+		sc := 1.0
+		for k := range 4 {
+			p.c[k][s] = float32(c[k] / sc)
+			sc *= w
+		}
+	}
+	// 1.0's bucket starts its half octave: the constant 1.
+	s := (obN - 1) >> oetfSegShift & oetfSegMask
+	p.c[0][s], p.c[1][s], p.c[2][s], p.c[3][s] = 1, 0, 0, 0
+	return p
+}
+
 // YUVOut holds the float RGB->YUV coefficients of one matrix and range,
 // with the rounding offset (+0.5) folded into the constants.
 type YUVOut struct {
@@ -223,6 +307,9 @@ type YUVOut struct {
 	C0             float32
 	UR, UG, UB     float32
 	VR, VG, VB     float32
+	// poly defines the OETF table's values (oetfPoly), for the vector
+	// loop of YUVOutRows.
+	poly *oetfPoly
 }
 
 // LUTs are the conversion tables of Upload and Download (sRGB curves,
@@ -273,17 +360,10 @@ func NewLUTs() *LUTs {
 	}
 	t.CodeThr[255] = float32(math.Inf(1))
 	code := uint8(0)
+	op := newOETFPoly()
 	for k := range obN {
 		lo := math.Float32frombits(uint32(k << obShift))
-		mid := math.Float32frombits(uint32(k<<obShift + 1<<(obShift-1)))
-		switch {
-		case k == 0:
-			t.OETFB[k] = 0
-		case k == obN-1:
-			t.OETFB[k] = 1
-		default:
-			t.OETFB[k] = float32(srgb.FromLinear(float64(mid)))
-		}
+		t.OETFB[k] = op.at(int32(k))
 		for code < 255 && lo >= t.CodeThr[code] {
 			code++
 		}
@@ -323,6 +403,7 @@ func NewLUTs() *LUTs {
 			}
 			in.vec.split(in, t.eotfPoly)
 			out := &t.YUVOut[cs][full]
+			out.poly = op
 			out.Y0 = float32(yoff + 0.5)
 			out.YR, out.YG, out.YB = float32(ys*kr), float32(ys*kg), float32(ys*kb)
 			out.C0 = 128.5
@@ -493,7 +574,7 @@ func YUVOutRows(k *YUVOut, ob *[obuSize]float32, ya, yb, uo, vo []byte, ra, ga, 
 	ga, ba, rb, gb, bb = ga[:w], ba[:w], rb[:w], gb[:w], bb[:w]
 	cw := len(uo)
 	vo = vo[:cw]
-	for cx := 0; cx < w>>1 && cx < cw; cx++ {
+	for cx := yuvOutRowsSIMD(k, ya, yb, uo, vo, ra, ga, ba, rb, gb, bb) / 2; cx < w>>1 && cx < cw; cx++ {
 		x := 2 * cx
 		r0, g0, b0 := ob[obu(ra[x])], ob[obu(ga[x])], ob[obu(ba[x])]
 		r1, g1, b1 := ob[obu(ra[x+1])], ob[obu(ga[x+1])], ob[obu(ba[x+1])]

@@ -363,3 +363,86 @@ func BenchmarkYUVRow1080(b *testing.B) {
 		})
 	})
 }
+
+// TestYUVOutRowsSIMD checks YUVOutRows' vector loop against its scalar
+// loop (the OETF table) bit for bit: both matrices and ranges, widths
+// around the vector's 32 columns, odd widths, a chroma row shorter than
+// the pixels', and values spread over every octave, below 0, above 1,
+// infinities and NaN.
+func TestYUVOutRowsSIMD(t *testing.T) {
+	if !simdOn || !vbmiOn {
+		t.Skip("no AVX-512 VBMI here: YUVOutRows runs its scalar loop only")
+	}
+	lt := NewLUTs()
+	rng := newRNG(36)
+	special := []float32{0, 1, -0.0, -1, 2, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		0.0031308, 0.003, 0.0032, 1e-30, 1e-40, math.Nextafter32(1, 0), math.Nextafter32(1, 2), 0.5}
+	for _, w := range []int{31, 32, 33, 63, 64, 66, 1920, 1921} {
+		cw := (w + 1) / 2
+		for _, short := range []int{0, 17} {
+			var in [6][]float32
+			for c := range in {
+				in[c] = make([]float32, w)
+				for x := range in[c] {
+					switch rng.IntN(4) {
+					case 0:
+						in[c][x] = special[rng.IntN(len(special))]
+					case 1:
+						in[c][x] = float32(rng.Float64()) // linear, mostly bright
+					default:
+						in[c][x] = float32(math.Exp2(-20 * rng.Float64())) // every octave down to 2^-20
+					}
+				}
+			}
+			ncw := max(0, cw-short)
+			for cs := range 2 {
+				for full := range 2 {
+					k := &lt.YUVOut[cs][full]
+					var got, want [4][]byte
+					for i := range got {
+						n := w
+						if i >= 2 {
+							n = ncw
+						}
+						got[i], want[i] = make([]byte, n), make([]byte, n)
+					}
+					YUVOutRows(k, &lt.OETFU, got[0], got[1], got[2], got[3], in[0], in[1], in[2], in[3], in[4], in[5])
+					withScalar(func() {
+						YUVOutRows(k, &lt.OETFU, want[0], want[1], want[2], want[3], in[0], in[1], in[2], in[3], in[4], in[5])
+					})
+					for i := range got {
+						for x := range got[i] {
+							if got[i][x] != want[i][x] {
+								t.Fatalf("width %d chroma %d cs %d full %d plane %d x %d: %d, scalar %d", w, ncw, cs, full, i, x, got[i][x], want[i][x])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkYUVOutRows1080 is one 1080p row pair of linear RGB to YUV420P
+// codes, with the AVX-512 loop (where the CPU has it) and with the scalar
+// loop (the table).
+func BenchmarkYUVOutRows1080(b *testing.B) {
+	lt := NewLUTs()
+	rng := newRNG(37)
+	var in [6][]float32
+	for c := range in {
+		in[c] = make([]float32, 1920)
+		for x := range in[c] {
+			in[c][x] = float32(math.Exp2(-8 * rng.Float64()))
+		}
+	}
+	ya, yb, u, v := make([]byte, 1920), make([]byte, 1920), make([]byte, 960), make([]byte, 960)
+	k := &lt.YUVOut[1][0]
+	run := func(b *testing.B) {
+		for b.Loop() {
+			YUVOutRows(k, &lt.OETFU, ya, yb, u, v, in[0], in[1], in[2], in[3], in[4], in[5])
+		}
+	}
+	b.Run("vector", run)
+	b.Run("scalar", func(b *testing.B) { withScalar(func() { run(b) }) })
+}

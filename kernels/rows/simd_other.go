@@ -13,7 +13,10 @@ func gray8RowSIMD(o []float32, s []byte) int                                 { r
 func areaYUV4RowSIMD(ro, gr, br []float32, yr *[4][]byte, ur0, vr0, ur1, vr1 []byte, t *yuvTab) int {
 	return 0
 }
-func yuvRowSIMD(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab) int    { return 0 }
+func yuvRowSIMD(ro, gr, br []float32, yr, ur, vr []byte, t *yuvTab) int { return 0 }
+func yuvOutRowsSIMD(k *YUVOut, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []float32) int {
+	return 0
+}
 func areaGray4RowSIMD(o []float32, r0, r1, r2, r3 []byte) int              { return 0 }
 func pairRowSIMD(o, a, b []float32, ki float32) int                        { return 0 }
 func pair2RowSIMD(o, a, b, c, e []float32, ki, kj float32) int             { return 0 }

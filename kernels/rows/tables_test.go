@@ -151,3 +151,46 @@ func TestEOTFPoly(t *testing.T) {
 		}
 	}
 }
+
+// TestOETFPoly checks the OETF buckets' piecewise definition (oetfPoly)
+// against the exact OETF of each bucket's midpoint (what the table held
+// before it), its ends, its order, and that the table holds its values.
+func TestOETFPoly(t *testing.T) {
+	lt := NewLUTs()
+	p := lt.YUVOut[0][0].poly
+	if p == nil {
+		t.Fatal("YUVOut has no oetfPoly")
+	}
+	worst, at := 0.0, 0
+	prev, drops := float32(-1), 0
+	for k := range int32(obN) {
+		v := p.at(k)
+		if lt.OETFB[k] != v {
+			t.Fatalf("table entry %d = %g, the definition gives %g", k, lt.OETFB[k], v)
+		}
+		if v < prev {
+			drops++
+		}
+		prev = v
+		if k == obN-1 {
+			continue
+		}
+		e := math.Abs(float64(v) - srgb.FromLinear(float64(oetfMid(k))))
+		if e > worst {
+			worst, at = e, int(k)
+		}
+	}
+	t.Logf("worst error %.3g at bucket %d (linear %g); %d steps down", worst, at, oetfMid(int32(at)), drops)
+	// A code is 1/255 (4e-3): the buckets' own width is up to 2.5e-4.
+	if worst > 2e-5 {
+		t.Errorf("worst error %.3g (at bucket %d) > 2e-5", worst, at)
+	}
+	if drops != 0 {
+		t.Errorf("%d buckets below the one before", drops)
+	}
+	// Bucket 0 is the toe's 12.92 times its midpoint, a denormal that
+	// moves no code; 1.0's bucket is exactly 1.
+	if v := p.at(0); !(v >= 0 && v < 1e-39) || p.at(obN-1) != 1 {
+		t.Errorf("ends %g, %g: want about 0 and exactly 1", v, p.at(obN-1))
+	}
+}
