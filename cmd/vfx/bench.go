@@ -46,7 +46,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	n := fs.Int("frames", 240, "frames")
 	seed := fs.Uint64("seed", 1, "texture seed (fixture)")
 	preset := fs.String("preset", "veryfast,medium", "x264 presets, comma-separated: each is compared in turn (ffmpeg)")
-	crf := fs.Int("crf", 18, "x264 CRF (ffmpeg)")
+	crf := fs.Int("crf", 18, "x264 CRF 1..51, given to both (ffmpeg)")
 	rounds := fs.Int("rounds", 1, "alternating rounds, best kept (ffmpeg)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options given to both (ffmpeg)")
 	fixtures := fs.String("fixtures", strings.Join(bench.FixtureNames(), ","), "fixtures, comma-separated: synthetic (a clean matte) and the photo fixtures (soft, noisy x264 mattes over plates panned over photographs; they need `apt-get install mate-backgrounds`) (ffmpeg)")
@@ -73,6 +73,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if strings.TrimSpace(p) == "" {
 				return usageError{fmt.Sprintf("bench ffmpeg: empty preset in --preset %q", *preset)}
 			}
+		}
+		if *crf < 1 || *crf > 51 {
+			// vfx render takes 1..51: ffmpeg's lossless --crf 0 would not be the same job.
+			return usageError{fmt.Sprintf("bench ffmpeg: --crf %d: want 1..51", *crf)}
 		}
 		names := strings.Split(*fixtures, ",")
 		for i, f := range names {

@@ -94,3 +94,40 @@ func TestRenderCLIBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderCLICRF checks --crf at its edges: 1 and 51 render, 0 and 52
+// are refused as usage errors before any input is read (0 used to give
+// CRF 18 without a word, where x264's own 0 is lossless).
+func TestRenderCLICRF(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := bench.WriteFixture(context.Background(), filepath.Join(dir, "in"), bench.FixtureOptions{Width: 64, Height: 48, Frames: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(crf string) []string {
+		return []string{"render", "--type", "video", "--source", fx.Source, "--alpha-mode", "custom", "--alpha", fx.Matte,
+			"--prompt", "blue rim light", "--preset", "ultrafast", "--crf", crf, "--out", filepath.Join(dir, "out-"+crf)}
+	}
+	for _, crf := range []string{"1", "51"} {
+		if code, _, stderr := runCLI(args(crf)...); code != 0 {
+			t.Errorf("--crf %s: exit %d: %s", crf, code, stderr)
+		}
+		opts, err := os.ReadFile(filepath.Join(dir, "out-"+crf, "render.mp4"))
+		if err != nil || !bytes.Contains(opts, []byte("crf="+crf+".0")) {
+			t.Errorf("--crf %s: render.mp4's x264 options do not say crf=%s.0 (%v)", crf, crf, err)
+		}
+	}
+	for _, crf := range []string{"0", "52", "-1"} {
+		code, _, stderr := runCLI(args(crf)...)
+		if code != 2 || !strings.Contains(stderr, "--crf "+crf+": want 1..51") {
+			t.Errorf("--crf %s: exit %d, stderr %q: want a usage error", crf, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out-"+crf)); err == nil {
+			t.Errorf("--crf %s: an output folder was made", crf)
+		}
+	}
+	code, _, stderr := runCLI("bench", "ffmpeg", "--crf", "0", "--out", filepath.Join(dir, "bench"))
+	if code != 2 || !strings.Contains(stderr, "--crf 0: want 1..51") {
+		t.Errorf("bench ffmpeg --crf 0: exit %d, stderr %q: want a usage error", code, stderr)
+	}
+}

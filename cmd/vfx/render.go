@@ -67,7 +67,7 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	seed := fs.Int64("seed", -1, "seed 0..4294967295 (default: random)")
 	maxRes := fs.Int("max-resolution", 1080, "shorter side of the output: 720 or 1080 (never upscaled)")
 	preset := fs.String("preset", worker.DefaultPreset, "x264 preset of the render and source videos (ultrafast..veryslow)")
-	crf := fs.Int("crf", worker.DefaultCRF, "x264 constant rate factor 0..51 (lower is better; 18 is visually lossless)")
+	crf := fs.Int("crf", worker.DefaultCRF, "x264 constant rate factor 1..51 (lower is better; 18 is visually lossless; --x264-params qp=0 is lossless)")
 	x264Params := fs.String("x264-params", worker.DefaultX264Params, "libx264 options for the render video (key=value:...); rc-lookahead=40 restores the medium preset's lookahead")
 	out := fs.String("out", "out", "output folder for render, source and alpha")
 	workers := fs.Int("workers", 0, "CPU compute threads (0 = all cores)")
@@ -122,6 +122,11 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		X264Params:    *x264Params,
 		StartFrame:    *startFrame,
 		EXRColorSpace: *exrSpace,
+	}
+	if *crf < 1 || *crf > 51 {
+		// x264's own --crf 0 is lossless; the encoder took 0 as its
+		// default, so --crf 0 gave CRF 18 without a word.
+		return usageError{fmt.Sprintf("--crf %d: want 1..51 (for a lossless render: --x264-params qp=0)", *crf)}
 	}
 	if *startFrame < 1 {
 		return usageError{fmt.Sprintf("--start-frame %d: want at least 1", *startFrame)}

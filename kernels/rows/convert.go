@@ -21,8 +21,9 @@ import (
 // Download: a linear value is mapped to R' by a table indexed by its
 // float32 bit pattern (clamped to [0, 1]) shifted right by 13, i.e.
 // buckets of relative width 2^-10; the bucket value is the OETF of the
-// bucket midpoint (0 for bucket 0, so black stays 0): error below 2.5e-4
-// in R' (0.06 code). Only the buckets of values above about 2^-16 are ever
+// bucket midpoint, in the piecewise form of oetfPoly (within 1.5e-5 of it;
+// a denormal for bucket 0, so black's codes stay): error below 2.5e-4 in
+// R' (0.06 code). Only the buckets of values above about 2^-16 are ever
 // hot (16K entries); the rest of the table is there so that the index
 // needs no lower clamp. RGB24 codes are exact (round to nearest of the
 // exact OETF): the table gives the code at the bottom of the bucket and one
