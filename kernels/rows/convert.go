@@ -153,26 +153,9 @@ func newEOTFPoly() *eotfPoly {
 		if s == eotfSegs-1 {
 			w = eotfFixN - j0
 		}
-		// Least squares of the cubic in v = u/w over the segment's
-		// indices (normal equations in float64), then back to u.
-		var ata [4][4]float64
-		var atb [4]float64
-		for u := int32(0); u <= w; u++ {
-			v := float64(u) / float64(w)
-			f := srgb.ToLinear(float64(j0+u) / eotfFixN)
-			pw := [4]float64{1, v, v * v, v * v * v}
-			for a := range 4 {
-				atb[a] += pw[a] * f
-				for b := range 4 {
-					ata[a][b] += pw[a] * pw[b]
-				}
-			}
-		}
-		c := solve4(ata, atb)
-		sc := 1.0
+		c := cubicFit(0, w, w, func(u int32) float64 { return srgb.ToLinear(float64(j0+u) / eotfFixN) })
 		for k := range 4 {
-			p[k][s] = float32(c[k] / sc)
-			sc *= float64(w)
+			p[k][s] = c[k]
 		}
 	}
 	// R' = 1 gives exactly 1: nudge the last segment's constant.
@@ -184,6 +167,32 @@ func newEOTFPoly() *eotfPoly {
 		p[0][eotfSegs-1] = math.Nextafter32(p[0][eotfSegs-1], float32(math.Copysign(1, float64(1-v))))
 	}
 	return p
+}
+
+// cubicFit returns the least-squares cubic in v = u/w of f over the
+// offsets u in [u0, u1] (normal equations in float64), as the float32
+// coefficients c0..c3 of u itself.
+func cubicFit(u0, u1, w int32, f func(u int32) float64) (c [4]float32) {
+	var ata [4][4]float64
+	var atb [4]float64
+	for u := u0; u <= u1; u++ {
+		v := float64(u) / float64(w)
+		fu := f(u)
+		pw := [4]float64{1, v, v * v, v * v * v}
+		for a := range 4 {
+			atb[a] += pw[a] * fu
+			for b := range 4 {
+				ata[a][b] += pw[a] * pw[b]
+			}
+		}
+	}
+	x := solve4(ata, atb)
+	sc := 1.0
+	for k := range 4 {
+		c[k] = float32(x[k] / sc)
+		sc *= float64(w)
+	}
+	return c
 }
 
 // solve4 solves a x = b (4x4, symmetric positive definite) by Gaussian
@@ -271,28 +280,13 @@ func newOETFPoly() *oetfPoly {
 	}
 	const w = 1<<oetfSegShift - 1
 	for k0 := p.toe &^ w; k0 < obN-1; k0 += w + 1 {
-		// Least squares of the cubic in v = u/w over the segment's
-		// buckets on the power curve (normal equations in float64), then
-		// back to u.
-		var ata [4][4]float64
-		var atb [4]float64
-		for k := max(k0, p.toe); k <= k0+w && k < obN-1; k++ {
-			v := float64(k-k0) / w
-			f := srgb.FromLinear(float64(oetfMid(k)))
-			pw := [4]float64{1, v, v * v, v * v * v}
-			for a := range 4 {
-				atb[a] += pw[a] * f
-				for b := range 4 {
-					ata[a][b] += pw[a] * pw[b]
-				}
-			}
-		}
-		c := solve4(ata, atb)
+		// The segment's buckets on the power curve.
+		c := cubicFit(max(k0, p.toe)-k0, min(k0+w, obN-2)-k0, w, func(u int32) float64 {
+			return srgb.FromLinear(float64(oetfMid(k0 + u)))
+		})
 		s := k0 >> oetfSegShift & oetfSegMask
-		sc := 1.0
 		for k := range 4 {
-			p.c[k][s] = float32(c[k] / sc)
-			sc *= w
+			p.c[k][s] = c[k]
 		}
 	}
 	// 1.0's bucket starts its half octave: the constant 1.
