@@ -7,10 +7,11 @@ import (
 	"unsafe"
 )
 
-// vbmiOn reports whether the AVX-512 loops of AreaYUV4Row and YUVRow run
-// (the CPU has AVX-512 with VBMI's byte permutes; they also need simdOn,
-// the AVX2 loops' switch). Set once at package initialisation; tests turn
-// them off with the other vector loops.
+// vbmiOn reports whether the AVX-512 loops of AreaYUV4Row, YUVRow and
+// YUVOutRows run (the CPU has AVX-512 with VBMI's byte permutes, which the
+// first two use; YUVOutRows needs only AVX-512F but shares the one switch;
+// all also need simdOn, the AVX2 loops' switch). Set once at package
+// initialisation; tests turn them off with the other vector loops.
 var vbmiOn = archsimd.X86.AVX512() && archsimd.X86.AVX512VBMI()
 
 // byteTab is a 256-entry byte table as four 64-byte vectors.

@@ -42,9 +42,10 @@ func (k *oetf512) at(v archsimd.Float32x16) archsimd.Float32x16 {
 	c1 := k.P1a.ConcatPermute(k.P1b, i)
 	c0 := k.P0a.ConcatPermute(k.P0b, i)
 	y := c3.Mul(u).Add(c2).Mul(u).Add(c1).Mul(u).Add(c0)
-	// The toe from the bucket's midpoint. (bits &^ (1<<obShift-1) | Md,
-	// written so, compiles to a VPTERNLOGD with a memory operand that Go
-	// 1.26's assembler refuses.) x.Merge(y, m) is x where m holds, else y.
+	// The toe from the bucket's midpoint, kk<<obShift | Md. (Written as
+	// bits &^ (1<<obShift-1) | Md it compiles to a VPTERNLOGD with a
+	// memory operand that Go 1.26's assembler refuses.) x.Merge(y, m) is x
+	// where m holds, else y.
 	mid := kk.ShiftAllLeft(obShift).Or(k.Md).AsFloat32x16()
 	return k.Toe.Mul(mid).Merge(y, kk.Less(k.KToe))
 }
@@ -95,8 +96,8 @@ func (o *yuvOut512) mean(q *quad) archsimd.Float32x16 {
 	return a0.Add(a1).Add(b0).Add(b1).Mul(o.Q)
 }
 
-// code stores 16 truncated codes (min(int32(v), max); v >= 0) at p.
-func code(v archsimd.Float32x16, max archsimd.Int32x16, p unsafe.Pointer) {
+// storeCodes stores 16 truncated codes (min(int32(v), max); v >= 0) at p.
+func storeCodes(v archsimd.Float32x16, max archsimd.Int32x16, p unsafe.Pointer) {
 	v.ConvertToInt32().Min(max).TruncateToInt8().Store((*[16]int8)(p))
 }
 
@@ -139,12 +140,12 @@ func yuvOutRowsSIMD(k *YUVOut, ya, yb, uo, vo []byte, ra, ga, ba, rb, gb, bb []f
 		lb, lbh = lb.Add(o.YB.Mul(b.blo)), lbh.Add(o.YB.Mul(b.bhi))
 		m = o.mean(&b)
 		u, v = u.Add(o.UB.Mul(m)), v.Add(o.VB.Mul(m))
-		code(la, o.Max, unsafe.Add(pya, x))
-		code(lah, o.Max, unsafe.Add(pya, x+16))
-		code(lb, o.Max, unsafe.Add(pyb, x))
-		code(lbh, o.Max, unsafe.Add(pyb, x+16))
-		code(u, o.Max, unsafe.Add(pu, x/2))
-		code(v, o.Max, unsafe.Add(pv, x/2))
+		storeCodes(la, o.Max, unsafe.Add(pya, x))
+		storeCodes(lah, o.Max, unsafe.Add(pya, x+16))
+		storeCodes(lb, o.Max, unsafe.Add(pyb, x))
+		storeCodes(lbh, o.Max, unsafe.Add(pyb, x+16))
+		storeCodes(u, o.Max, unsafe.Add(pu, x/2))
+		storeCodes(v, o.Max, unsafe.Add(pv, x/2))
 	}
 	archsimd.ClearAVXUpperBits()
 	return n
