@@ -121,9 +121,27 @@ type RealMatteConfig struct {
 	// guided filter radius and regulariser (matte.Refiner.SetFilter).
 	RefineRadius int
 	RefineEps    float32
+	// FlowLevels, FlowIterations and FlowWindow, when positive, replace
+	// the flow's pyramid levels, solver steps per level and box radius
+	// (matte.FlowOptions) in select's and auto's propagation.
+	FlowLevels, FlowIterations, FlowWindow int
 	// Fit, when set, collects the fusion's and gap fill's features with
 	// the true mattes (select, select-mid and auto) for FitFusion.
 	Fit *FitData
+}
+
+// flow is o with the configuration's flow settings in place.
+func (cfg RealMatteConfig) flow(o matte.FlowOptions) matte.FlowOptions {
+	if cfg.FlowLevels > 0 {
+		o.Levels = cfg.FlowLevels
+	}
+	if cfg.FlowIterations > 0 {
+		o.Iterations = cfg.FlowIterations
+	}
+	if cfg.FlowWindow > 0 {
+		o.Window = cfg.FlowWindow
+	}
+	return o
 }
 
 // netOptions are the fusion options of a run of mode on a clip, with the
@@ -414,6 +432,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 		return r, nil
 	case AutoVideo:
 		ao := matte.DefaultAutoOptions()
+		ao.Select.Flow = cfg.flow(ao.Select.Flow)
 		ao.Select.Net = p.netOptions(dev, cfg, mode, nil)
 		ao.Binary = !cfg.Soft
 		plan, err := matte.PlanAuto(ctx, dev, p.low, view, p.fw, p.fh, ao)
@@ -439,6 +458,7 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 			return r, err
 		}
 		so := matte.DefaultSelectOptions()
+		so.Flow = cfg.flow(so.Flow)
 		var picked map[int][]float32 // net-select: the object's regions per network frame
 		var trace func(matte.FuseTrace)
 		if mode == NetSelect || (mode == SelectFirst && slices.Contains(cfg.Modes, NetSelect)) {

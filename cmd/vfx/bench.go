@@ -142,6 +142,10 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	memRegions := fs.Bool("memory-regions", true, "select's memory model keeps or vetoes the network's regions whole (matte.NetOptions.MemRegions); false: pixel by pixel")
 	refineRadius := fs.Int("refine-radius", 0, "the refiner's guided filter window radius in flow pixels (0 = the default, 2)")
 	refineEps := fs.Float64("refine-eps", 0, "the refiner's guided filter regulariser (0 = the default, 2e-4)")
+	flowLevels := fs.Int("flow-levels", 0, "the flow's pyramid levels, 1..8 (0 = the default, matte.DefaultFlowOptions)")
+	flowIterations := fs.Int("flow-iterations", 0, "the flow's solver steps per pyramid level, 1..32 (0 = the default)")
+	flowWindow := fs.Int("flow-window", 0, "the box radius (flow pixels) of the flow's local systems, 1..16 (0 = the default)")
+	baseline := fs.String("baseline", "", "the saved output of an earlier vfx bench matte run: under each table, each mode's change against it over the clips both ran (mean and median change of J, the clips up and down by 0.005 or more, and the mean without the clip that moved most)")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
@@ -171,8 +175,28 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *refineRadius < 0 || !(*refineEps >= 0) {
 		return usageError{fmt.Sprintf("bench matte: --refine-radius %d, --refine-eps %v: want 0 (the default) or positive", *refineRadius, *refineEps)}
 	}
+	for _, f := range []struct {
+		name   string
+		v, top int
+	}{{"flow-levels", *flowLevels, 8}, {"flow-iterations", *flowIterations, 32}, {"flow-window", *flowWindow, 16}} {
+		if f.v < 0 || f.v > f.top {
+			return usageError{fmt.Sprintf("bench matte: --%s %d: want 0 (the default) or 1..%d", f.name, f.v, f.top)}
+		}
+	}
 	if *fitTrees < 0 || *fitTrees > maxFitTrees {
 		return usageError{fmt.Sprintf("bench matte: --fit-trees %d: want 0..%d", *fitTrees, maxFitTrees)}
+	}
+	var base []bench.MatteRow
+	if *baseline != "" {
+		f, err := os.Open(*baseline)
+		if err != nil {
+			return usageError{fmt.Sprintf("bench matte: --baseline: %v", err)}
+		}
+		base, err = bench.ParseMatteRows(f)
+		f.Close()
+		if err != nil {
+			return usageError{fmt.Sprintf("bench matte: --baseline %s: %v", *baseline, err)}
+		}
 	}
 	var netOpts *matte.NetOptions
 	switch *fusion {
@@ -284,7 +308,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.BinaryLevel = float32(*binaryLevel)
 		netOpts = &o
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, RefineRadius: *refineRadius, RefineEps: float32(*refineEps), CropArea: *cropArea, CropMargin: *cropMargin}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, RefineRadius: *refineRadius, RefineEps: float32(*refineEps), FlowLevels: *flowLevels, FlowIterations: *flowIterations, FlowWindow: *flowWindow, CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}, Trees: *fitTrees}
 		for _, st := range strings.Split(*fitSteps, ",") {
@@ -406,6 +430,9 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				s.Interior, s.Half, fps, float64(s.NetRuns)/float64(s.Frames), s.CropRuns, s.BelowCopy)
 		}
 		printSelectOnNet(stdout, rs)
+		if base != nil {
+			printBaseline(stdout, *baseline, bench.CompareMatteRows(base, rs))
+		}
 	}
 	if cfg.Fit != nil {
 		// One model on every clip run (FILE), and, when the run holds
@@ -494,6 +521,19 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // clipNames lists the base names of clip folders, comma-separated.
+// printBaseline prints each mode's change against the --baseline run.
+func printBaseline(w io.Writer, file string, ds []bench.MatteDelta) {
+	if len(ds) == 0 {
+		fmt.Fprintf(w, "against %s: no clip and mode in common\n", file)
+		return
+	}
+	fmt.Fprintf(w, "against %s (clips up / down: J moved by %.3f or more):\n", file, bench.DeltaStep)
+	fmt.Fprintf(w, "%-10s %5s %7s %7s %9s %4s %5s  %s\n", "mode", "clips", "dJ", "dF", "median dJ", "up", "down", "moved most (dJ); mean dJ of the others")
+	for _, d := range ds {
+		fmt.Fprintf(w, "%-10s %5d %+7.3f %+7.3f %+9.3f %4d %5d  %s (%+.3f); %+.3f\n", d.Mode, d.Clips, d.DJ, d.DF, d.MedianDJ, d.Up, d.Down, d.Top, d.TopDJ, d.DJWithoutTop)
+	}
+}
+
 func clipNames(dirs []string) string {
 	var n []string
 	for _, d := range dirs {

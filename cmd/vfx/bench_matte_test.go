@@ -4,16 +4,26 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestBenchMatteFlagEdges: --fit-trees, --binary-level and the refiner's at their
-// limits. A value just inside gets past the flags to the dataset (here a
+// TestBenchMatteFlagEdges: --fit-trees, --binary-level, the refiner's, the
+// flow's and --baseline at their limits. A value just inside gets past the flags to the dataset (here a
 // folder that does not exist); one just outside is a usage error.
 func TestBenchMatteFlagEdges(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "no-dataset")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-dataset")
+	good, empty := filepath.Join(dir, "base.txt"), filepath.Join(dir, "empty.txt")
+	row := "bear               select        A  0.957  0.965  +0.007     0.41  0.655    0.14    0.12      82      14.4     0\n"
+	if err := os.WriteFile(good, []byte("clip mode fold J F\n"+row), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("means over 30 clips\nselect        30  0.849  0.826  +0.042     3.04  0.290    5.99    2.52      16.7     0.27      0  []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		ok   bool
@@ -30,6 +40,14 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		{[]string{"--refine-radius", "-1"}, false},
 		{[]string{"--refine-eps", "-1e-9"}, false},
 		{[]string{"--refine-eps", "NaN"}, false},
+		{[]string{"--flow-levels", "8", "--flow-iterations", "32", "--flow-window", "16"}, true},
+		{[]string{"--flow-levels", "9"}, false},
+		{[]string{"--flow-iterations", "33"}, false},
+		{[]string{"--flow-window", "17"}, false},
+		{[]string{"--flow-window", "-1"}, false},
+		{[]string{"--baseline", good}, true},
+		{[]string{"--baseline", empty}, false},
+		{[]string{"--baseline", filepath.Join(dir, "none.txt")}, false},
 	} {
 		err := benchMatte(context.Background(), append([]string{"--dataset", missing}, c.args...), io.Discard, io.Discard)
 		var ue usageError
