@@ -180,3 +180,65 @@ func TestSnapperBinaryLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestFuseMemRefind: where the carried shape is lost (no region of the
+// network's map near it) and the rescue finds nothing, MemRefind takes a
+// region away from it whose mean memory P(object) is at least one half;
+// not below one half, not with MemRefind off, and not where a region of
+// the network's map still holds the shape.
+func TestFuseMemRefind(t *testing.T) {
+	const w, h = 40, 20
+	inB := func(x, y int) bool { return x >= 25 && x < 33 && y >= 6 && y < 14 }
+	run := func(refind, held bool, memP float32) float32 {
+		net := make([]float32, w*h)
+		shape := make([]float32, w*h)
+		prop := make([]float32, w*h)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				i := y*w + x
+				net[i] = 0.1
+				if x >= 3 && x < 7 && y >= 8 && y < 12 { // the carried shape (on a bush)
+					shape[i], prop[i] = 1, 0.9
+					if held {
+						net[i] = 0.9
+					}
+				}
+				if inB(x, y) { // the object, moved on
+					net[i] = 0.9
+				}
+			}
+		}
+		o := HandNetOptions()
+		o.MemRegions, o.MemRefind = true, refind
+		f := newNetFuser(w, h, o)
+		f.trust, f.tPos = 1, 1
+		f.sweepArea = 64 // the object was as large earlier in the sweep
+		f.mem = &memory{}
+		f.frame, f.moutFrame = 8, 8
+		f.mout = make([]float32, w*h)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				if inB(x, y) {
+					f.mout[y*w+x] = memP
+				}
+			}
+		}
+		out := make([]float32, w*h)
+		f.fuse(out, prop, shape, net, nil)
+		return out[10*w+29]
+	}
+	for _, c := range []struct {
+		refind, held bool
+		memP         float32
+		taken        bool
+	}{
+		{true, false, 0.5, true},
+		{true, false, 0.49, false},
+		{false, false, 0.9, false},
+		{true, true, 0.9, false},
+	} {
+		if got := run(c.refind, c.held, c.memP); (got >= 0.5) != c.taken {
+			t.Errorf("refind %v, shape held %v, memory %.2f: the moved object's matte %.3f, want taken %v", c.refind, c.held, c.memP, got, c.taken)
+		}
+	}
+}

@@ -105,6 +105,12 @@ type NetOptions struct {
 	// the model, the model's values the rest; outside every region the
 	// model's (memRegions).
 	MemRegions bool
+	// MemRefind, with MemRegions, takes a region of the network's map
+	// that lies away from the carried shape as the object's when the
+	// memory model's mean P(object) over it is at least one half: the
+	// object re-found by its features where motion carried the shape off
+	// it (onto a bush it passed in front of).
+	MemRefind bool
 	// RegionTrace, when set, receives MemRegions' region features on
 	// every frame the network ran on (select with memory weights).
 	RegionTrace func(RegionTrace)
@@ -164,15 +170,16 @@ type netFuser struct {
 	colour []float32
 	// mem is select's memory of the object (nil: none); feat the feature
 	// map of the frame being fused, reads and mphi scratch.
-	mem   *memory
-	feat  FeatureMap
-	reads [][]float32
-	mphi  []float32
-	mout  []float32 // MemRegions: the model's map
-	msum  []float64 // MemRegions: each region's sum of it
-	nsum  []float64 // MemRegions: each region's sum of the network's map
-	csum  []int     // MemRegions: each region's pixels inside the carried matte
-	rphi  []float32 // MemRegions: the regions' features (region k at k-1)
+	mem       *memory
+	feat      FeatureMap
+	reads     [][]float32
+	mphi      []float32
+	mout      []float32 // MemRegions: the model's map
+	msum      []float64 // MemRegions: each region's sum of it
+	nsum      []float64 // MemRegions: each region's sum of the network's map
+	csum      []int     // MemRegions: each region's pixels inside the carried matte
+	rphi      []float32 // MemRegions: the regions' features (region k at k-1)
+	moutFrame int       // the frame mout was made on (-1: none yet; MemRefind)
 	// sweepArea is the largest fused matte (pixels >= 0.5) on the network
 	// frames of this sweep so far (see fuse); 0 at a sweep's start.
 	sweepArea int
@@ -261,7 +268,7 @@ func (f *netFuser) memRemember(out []float32) {
 }
 
 func newNetFuser(w, h int, o NetOptions) *netFuser {
-	return &netFuser{o: o, w: w, h: h, trust: -1, lab: make([]int32, w*h), dist: make([]float32, w*h)}
+	return &netFuser{o: o, w: w, h: h, trust: -1, moutFrame: -1, lab: make([]int32, w*h), dist: make([]float32, w*h)}
 }
 
 func logit(p float32) float32 {
@@ -506,6 +513,7 @@ func (f *netFuser) ramp(v float64) float64 {
 // (scooter-gray at k=2: J 0.12 without this, 0.29 with it).
 func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	sel, reach, shapeArea := f.selection(net, shape)
+	canRefind := !f.all && f.o.MemRefind && f.mem != nil && f.moutFrame == f.frame && len(f.mout) == len(net)
 	if f.all && flow != nil {
 		f.stillRegions(sel, flow)
 	}
@@ -528,7 +536,7 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 		// nothing was lost (swing: the girl and the swing's frame in one
 		// region; J 0.46 with a rescue on such frames, 0.75 without).
 		lost := float64(cov+merged) < 0.3*float64(shapeArea)
-		if lost && f.rescue(sel, shape) {
+		if lost && (f.rescue(sel, shape) || (canRefind && f.refind(sel))) {
 			tNeg = 1 // the carried shape was wrong: the network's negatives hold
 		}
 	} else if !f.all {
@@ -620,6 +628,27 @@ func (f *netFuser) fuse(dst, prop, shape, net, flow []float32) {
 	f.gate(dst, net, shape, sel, shapeArea, tPos, tNeg)
 	f.remember(dst, sel)
 	f.noteArea(dst)
+}
+
+// refind makes each region of sel that is another object's the object's
+// when the memory model's mean P(object) over it (mout, this frame's) is
+// at least one half (NetOptions.MemRefind), and reports whether it made
+// any. fuse asks it only where the carried shape is lost and the rescue
+// found nothing.
+func (f *netFuser) refind(sel []regionKind) bool {
+	found := false
+	sum := make([]float64, len(sel))
+	for i, l := range f.lab {
+		if l != 0 {
+			sum[l] += float64(f.mout[i])
+		}
+	}
+	for l := 1; l < len(sel); l++ {
+		if sel[l] == regionOther && 2*sum[l] >= float64(f.area[l]) {
+			sel[l], found = regionObject, true
+		}
+	}
+	return found
 }
 
 // noteArea keeps the largest fused matte of the sweep (sweepArea).

@@ -60,6 +60,7 @@ func (f *netFuser) memRegions(nmap, prop []float32, wt []float64, far float32) {
 		f.mout = make([]float32, len(nmap))
 	}
 	out := f.mout[:len(nmap)]
+	f.moutFrame = f.frame
 	f.msum = append(f.msum[:0], make([]float64, n+1)...)
 	f.nsum = append(f.nsum[:0], make([]float64, n+1)...)
 	f.csum = append(f.csum[:0], make([]int, n+1)...)

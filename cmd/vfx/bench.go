@@ -146,6 +146,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	flowIterations := fs.Int("flow-iterations", 0, "the flow's solver steps per pyramid level, 1..32 (0 = the default)")
 	flowWindow := fs.Int("flow-window", 0, "the box radius (flow pixels) of the flow's local systems, 1..16 (0 = the default)")
 	baseline := fs.String("baseline", "", "the saved output of an earlier vfx bench matte run: under each table, each mode's change against it over the clips both ran (mean and median change of J, the clips up and down by 0.005 or more, and the mean without the clip that moved most)")
+	memRefind := fs.String("memory-refind", "", "on: select takes a region of the network's map away from the carried shape as the object's where the memory model's mean P(object) over it is at least one half (matte.NetOptions.MemRefind); off: never (the default)")
 	memRecent := fs.Bool("memory-recent", false, "select's memory keeps the last frame the network ran on beside the keyframe (matte.NetOptions.MemRecent)")
 	fillFeatures := fs.Bool("fill-features", false, "with --cache: only run the network for its feature maps (infer.Card.Features) on the frames the schedule runs it on (and the middle frame), keep them in the cache and stop")
 	mf := modelFlags(fs, &env{get: os.Getenv})
@@ -298,10 +299,16 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			keep[filepath.Base(dirs[i])] = true
 		}
 	}
-	if *memRecent || !*memRegions || *binaryLevel != 0 {
+	if *memRefind != "" && *memRefind != "on" && *memRefind != "off" {
+		return usageError{fmt.Sprintf("bench matte: --memory-refind %q: want on or off", *memRefind)}
+	}
+	if *memRecent || !*memRegions || *binaryLevel != 0 || *memRefind != "" {
 		o := matte.DefaultNetOptions()
 		if netOpts != nil {
 			o = *netOpts
+		}
+		if *memRefind != "" {
+			o.MemRefind = *memRefind == "on"
 		}
 		o.MemRecent = *memRecent
 		o.MemRegions = *memRegions

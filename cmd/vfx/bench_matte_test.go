@@ -11,7 +11,7 @@ import (
 )
 
 // TestBenchMatteFlagEdges: --fit-trees, --binary-level, the refiner's, the
-// flow's and --baseline at their limits. A value just inside gets past the flags to the dataset (here a
+// flow's, --memory-refind and --baseline at their limits. A value just inside gets past the flags to the dataset (here a
 // folder that does not exist); one just outside is a usage error.
 func TestBenchMatteFlagEdges(t *testing.T) {
 	dir := t.TempDir()
@@ -45,6 +45,9 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		{[]string{"--flow-iterations", "33"}, false},
 		{[]string{"--flow-window", "17"}, false},
 		{[]string{"--flow-window", "-1"}, false},
+		{[]string{"--memory-refind", "on"}, true},
+		{[]string{"--memory-refind", "off"}, true},
+		{[]string{"--memory-refind", "yes"}, false},
 		{[]string{"--baseline", good}, true},
 		{[]string{"--baseline", empty}, false},
 		{[]string{"--baseline", filepath.Join(dir, "none.txt")}, false},
