@@ -184,6 +184,9 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageError{fmt.Sprintf("bench matte: --%s %d: want 0 (the default) or 1..%d", f.name, f.v, f.top)}
 		}
 	}
+	if *memRefind != "" && *memRefind != "on" && *memRefind != "off" {
+		return usageError{fmt.Sprintf("bench matte: --memory-refind %q: want on or off", *memRefind)}
+	}
 	if *fitTrees < 0 || *fitTrees > maxFitTrees {
 		return usageError{fmt.Sprintf("bench matte: --fit-trees %d: want 0..%d", *fitTrees, maxFitTrees)}
 	}
@@ -298,9 +301,6 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, i := range []int{0, len(dirs) / 3, 2 * len(dirs) / 3, len(dirs) - 1} {
 			keep[filepath.Base(dirs[i])] = true
 		}
-	}
-	if *memRefind != "" && *memRefind != "on" && *memRefind != "off" {
-		return usageError{fmt.Sprintf("bench matte: --memory-refind %q: want on or off", *memRefind)}
 	}
 	if *memRecent || !*memRegions || *binaryLevel != 0 || *memRefind != "" {
 		o := matte.DefaultNetOptions()

@@ -11,7 +11,8 @@ import (
 )
 
 // TestBenchMatteFlagEdges: --fit-trees, --binary-level, the refiner's, the
-// flow's, --memory-refind and --baseline at their limits. A value just inside gets past the flags to the dataset (here a
+// flow's, --memory-refind and --baseline at their limits. A value just
+// inside gets past the flags to the dataset (here a
 // folder that does not exist); one just outside is a usage error.
 func TestBenchMatteFlagEdges(t *testing.T) {
 	dir := t.TempDir()
