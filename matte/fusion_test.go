@@ -104,23 +104,15 @@ func TestTreesMargin(t *testing.T) {
 // object region, another object and background.
 func TestFuseModelMatchesHandRule(t *testing.T) {
 	const w, h = 40, 20
-	net := make([]float32, w*h)
-	shape := make([]float32, w*h)
-	prop := make([]float32, w*h)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			i := y*w + x
-			prop[i] = 0.3
-			switch {
-			case x >= 5 && x < 15 && y >= 5 && y < 15:
-				net[i], shape[i], prop[i] = 0.9, 1, 0.8 // the object
-			case x >= 25 && x < 35 && y >= 5 && y < 15:
-				net[i] = 0.8 // another object
-			default:
-				net[i] = 0.1
-			}
+	net, shape, prop := fuseInputs(w, h, func(x, y int) (float32, float32, float32) {
+		switch {
+		case x >= 5 && x < 15 && y >= 5 && y < 15:
+			return 0.9, 1, 0.8 // the object
+		case x >= 25 && x < 35 && y >= 5 && y < 15:
+			return 0.8, 0, 0.3 // another object
 		}
-	}
+		return 0.1, 0, 0.3
+	})
 	hand := HandNetOptions()
 	var got FuseTrace
 	hand.Trace = func(t FuseTrace) { got = t; got.Features = append([]float32(nil), t.Features...) }
@@ -190,24 +182,18 @@ func TestFuseMemRefind(t *testing.T) {
 	const w, h = 40, 20
 	inB := func(x, y int) bool { return x >= 25 && x < 33 && y >= 6 && y < 14 }
 	run := func(refind, held bool, memP float32) float32 {
-		net := make([]float32, w*h)
-		shape := make([]float32, w*h)
-		prop := make([]float32, w*h)
-		for y := 0; y < h; y++ {
-			for x := 0; x < w; x++ {
-				i := y*w + x
-				net[i] = 0.1
-				if x >= 3 && x < 7 && y >= 8 && y < 12 { // the carried shape (on a bush)
-					shape[i], prop[i] = 1, 0.9
-					if held {
-						net[i] = 0.9
-					}
+		net, shape, prop := fuseInputs(w, h, func(x, y int) (float32, float32, float32) {
+			switch {
+			case inB(x, y): // the object, moved on
+				return 0.9, 0, 0
+			case x >= 3 && x < 7 && y >= 8 && y < 12: // the carried shape (on a bush)
+				if held {
+					return 0.9, 1, 0.9
 				}
-				if inB(x, y) { // the object, moved on
-					net[i] = 0.9
-				}
+				return 0.1, 1, 0.9
 			}
-		}
+			return 0.1, 0, 0
+		})
 		o := HandNetOptions()
 		o.MemRegions, o.MemRefind = true, refind
 		f := newNetFuser(w, h, o)
@@ -241,4 +227,17 @@ func TestFuseMemRefind(t *testing.T) {
 			t.Errorf("refind %v, shape held %v, memory %.2f: the moved object's matte %.3f, want taken %v", c.refind, c.held, c.memP, got, c.taken)
 		}
 	}
+}
+
+// fuseInputs makes the network's map, the carried shape and the carried
+// matte of a w x h frame from each pixel's three values.
+func fuseInputs(w, h int, at func(x, y int) (net, shape, prop float32)) (net, shape, prop []float32) {
+	net, shape, prop = make([]float32, w*h), make([]float32, w*h), make([]float32, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i := y*w + x
+			net[i], shape[i], prop[i] = at(x, y)
+		}
+	}
+	return net, shape, prop
 }
