@@ -105,11 +105,14 @@ type NetOptions struct {
 	// the model, the model's values the rest; outside every region the
 	// model's (memRegions).
 	MemRegions bool
-	// MemRefind, with MemRegions, takes a region of the network's map
-	// that lies away from the carried shape as the object's when the
-	// memory model's mean P(object) over it is at least one half: the
-	// object re-found by its features where motion carried the shape off
-	// it (onto a bush it passed in front of).
+	// MemRefind, with MemRegions, on a frame where the carried shape is
+	// lost (the network's regions near it cover under 0.3 of it) and the
+	// rescue finds nothing, takes each region of the network's map whose
+	// mean memory-model P(object) is at least one half as the object's:
+	// the object re-found by its features where motion carried the shape
+	// off it (onto a bush it passed in front of). Off by default: the
+	// frozen encoder's features do not tell one instance from another
+	// (a parked scooter taken; docs/mattes.md, session 33).
 	MemRefind bool
 	// RegionTrace, when set, receives MemRegions' region features on
 	// every frame the network ran on (select with memory weights).

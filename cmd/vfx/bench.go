@@ -527,7 +527,6 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// clipNames lists the base names of clip folders, comma-separated.
 // printBaseline prints each mode's change against the --baseline run.
 func printBaseline(w io.Writer, file string, ds []bench.MatteDelta) {
 	if len(ds) == 0 {
@@ -541,6 +540,7 @@ func printBaseline(w io.Writer, file string, ds []bench.MatteDelta) {
 	}
 }
 
+// clipNames lists the base names of clip folders, comma-separated.
 func clipNames(dirs []string) string {
 	var n []string
 	for _, d := range dirs {
