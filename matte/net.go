@@ -111,8 +111,9 @@ type NetOptions struct {
 	// mean memory-model P(object) is at least one half as the object's:
 	// the object re-found by its features where motion carried the shape
 	// off it (onto a bush it passed in front of). Off by default: the
-	// frozen encoder's features do not tell one instance from another
-	// (a parked scooter taken; docs/mattes.md, session 33).
+	// frozen encoder's coarse features score small scraps of the scene as
+	// the object too (scooter-gray lost its rider; docs/mattes.md,
+	// session 33).
 	MemRefind bool
 	// RegionTrace, when set, receives MemRegions' region features on
 	// every frame the network ran on (select with memory weights).
