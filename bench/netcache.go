@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	le "encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -44,8 +45,13 @@ type NetCache struct {
 	Crops     int
 	// FeatRuns counts the runs made for features (not read from disk).
 	FeatRuns int
-	mem      map[string][]float32
-	feat     map[string]infer.Features
+	// WithFeatures makes Map, where it runs the network (a
+	// FeatureSegmenter), keep that run's feature map too, as Features
+	// would (in memory and on disk), so that a mode that reads both (the
+	// memory of select) pays one run a frame, not two.
+	WithFeatures bool
+	mem          map[string][]float32
+	feat         map[string]infer.Features
 }
 
 // Features returns the network's feature map of frame i of clip (the
@@ -58,13 +64,11 @@ func (c *NetCache) Features(ctx context.Context, clip Clip, i int) (infer.Featur
 	if f, ok := c.feat[id]; ok {
 		return f, nil
 	}
-	if c.feat == nil {
-		c.feat = map[string]infer.Features{}
-	}
-	path := ""
 	if c.Dir != "" {
-		path = filepath.Join(c.Dir, c.Key, id+".f32")
-		if f, err := readFeatures(path); err == nil {
+		if f, err := readFeatures(filepath.Join(c.Dir, c.Key, id+".f32")); err == nil {
+			if c.feat == nil {
+				c.feat = map[string]infer.Features{}
+			}
 			c.feat[id] = f
 			return f, nil
 		}
@@ -85,13 +89,7 @@ func (c *NetCache) Features(ctx context.Context, clip Clip, i int) (infer.Featur
 	}
 	c.Spent += time.Since(t0)
 	c.FeatRuns++
-	c.feat[id] = f
-	if path != "" {
-		if err := writeFeatures(path, f); err != nil {
-			return infer.Features{}, err
-		}
-	}
-	return f, nil
+	return f, c.keepFeatures(id, f)
 }
 
 func readFeatures(path string) (infer.Features, error) {
@@ -169,8 +167,31 @@ func (c *NetCache) Map(ctx context.Context, clip Clip, i int) ([]float32, error)
 		if err := clip.Load(i, rgb, nil); err != nil {
 			return err
 		}
-		return c.Net.Segment(ctx, rgb, w, h, m)
+		fs, ok := c.Net.(FeatureSegmenter)
+		if !c.WithFeatures || !ok {
+			return c.Net.Segment(ctx, rgb, w, h, m)
+		}
+		f, err := fs.SegmentFeatures(ctx, rgb, w, h, m)
+		if errors.Is(err, infer.ErrNoFeatures) {
+			return c.Net.Segment(ctx, rgb, w, h, m)
+		}
+		if err != nil {
+			return err
+		}
+		return c.keepFeatures(fmt.Sprintf("%s/feat/%05d", clip.Name(), i), f)
 	})
+}
+
+// keepFeatures keeps feature map id in memory and, with Dir, on disk.
+func (c *NetCache) keepFeatures(id string, f infer.Features) error {
+	if c.feat == nil {
+		c.feat = map[string]infer.Features{}
+	}
+	c.feat[id] = f
+	if c.Dir == "" {
+		return nil
+	}
+	return writeFeatures(filepath.Join(c.Dir, c.Key, id+".f32"), f)
 }
 
 // cached returns the map id (w x h) from memory, else from Dir, else

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"testing"
+
+	"github.com/vfxrender/vfx/infer"
 )
 
 // gradClip is a 40x30 clip whose red rises with x, green with y and blue
@@ -84,5 +86,64 @@ func TestNetCacheCropMap(t *testing.T) {
 	}
 	if nc.Runs != 1 || nc.CropRuns != crops {
 		t.Errorf("Map twice: %d runs, %d crop runs (want 1, %d)", nc.Runs, nc.CropRuns, crops)
+	}
+}
+
+// featSeg is redSeg that also gives a one-plane feature map (the green
+// at 4x3), counting its runs of each kind.
+type featSeg struct{ plain, feat int }
+
+func (s *featSeg) Segment(_ context.Context, rgb []float32, w, h int, dst []float32) error {
+	s.plain++
+	copy(dst, rgb[:w*h])
+	return nil
+}
+
+func (s *featSeg) SegmentFeatures(_ context.Context, rgb []float32, w, h int, dst []float32) (infer.Features, error) {
+	s.feat++
+	copy(dst, rgb[:w*h])
+	f := infer.Features{W: 4, H: 3, C: 1, Data: make([]float32, 12)}
+	for k := range f.Data {
+		f.Data[k] = rgb[w*h+(k/4)*(h/3)*w+(k%4)*(w/4)]
+	}
+	return f, nil
+}
+
+// TestNetCacheWithFeatures: with WithFeatures, Map's run keeps its
+// features, so a frame costs one run for both, and a new cache reads both
+// from disk; without it, Features runs the network again.
+func TestNetCacheWithFeatures(t *testing.T) {
+	ctx := context.Background()
+	for _, with := range []bool{true, false} {
+		dir := t.TempDir()
+		seg := &featSeg{}
+		nc := &NetCache{Net: seg, Dir: dir, Key: "m", WithFeatures: with}
+		m, err := nc.Map(ctx, gradClip{}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := nc.Features(ctx, gradClip{}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := seg.plain + seg.feat
+		if want := map[bool]int{true: 1, false: 2}[with]; runs != want || nc.Runs != 1 {
+			t.Errorf("WithFeatures %v: %d network runs (%d plain, %d with features), Runs %d: want %d and 1", with, runs, seg.plain, seg.feat, nc.Runs, want)
+		}
+		if m[39] != 1 || f.W != 4 || f.H != 3 || f.C != 1 || f.Data[11] != float32(20)/29 {
+			t.Errorf("WithFeatures %v: map %v, features %+v", with, m[39], f)
+		}
+		seg2 := &featSeg{}
+		nc2 := &NetCache{Net: seg2, Dir: dir, Key: "m", WithFeatures: with}
+		f2, err := nc2.Features(ctx, gradClip{}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc2.Map(ctx, gradClip{}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if seg2.plain+seg2.feat != 0 || f2.Data[11] != f.Data[11] {
+			t.Errorf("WithFeatures %v, from disk: %d runs, features %v (was %v)", with, seg2.plain+seg2.feat, f2.Data[11], f.Data[11])
+		}
 	}
 }

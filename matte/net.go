@@ -39,6 +39,12 @@ var (
 	DefaultGPUSchedule = Schedule{Every: 1}
 )
 
+// MaxEvery is the largest step of the fixed schedule a job may ask for
+// (`vfx render --model-every`): a bound, not advice; the longer the
+// gap, the further the carried matte drifts from a network frame (the
+// steps measured are 1, 2 and 4: docs/mattes.md, Schedule).
+const MaxEvery = 16
+
 // Runs reports whether the fixed schedule runs the network on frame i of
 // n with keyframe key (key < 0: none); Plan gives the motion schedule's
 // frames.

@@ -263,6 +263,11 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dev := kernels.NewCPU(*workers)
 	defer dev.Close()
 	nc := &bench.NetCache{Net: net, Dir: *cache, Key: card.Name + "-" + card.SHA256[:12]}
+	for _, m := range ms {
+		// select's memory reads the features of the frames whose maps it
+		// fuses: one run gives both.
+		nc.WithFeatures = nc.WithFeatures || m == bench.SelectFirst || m == bench.SelectMiddle || m == bench.SelectInverse
+	}
 	if *fillFeatures {
 		sched := matte.Schedule{Every: *every}
 		for _, d := range dirs {

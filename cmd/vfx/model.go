@@ -20,6 +20,9 @@ import (
 type modelOpts struct {
 	dir, card, provider *string
 	threads, size       *int
+	// every is --model-every (nil where the command has no such flag:
+	// bench matte has its own --every).
+	every *int
 	// features loads the built-in card with its feature output
 	// (infer.ISNetFeatures) even when no memory weights ship (the bench).
 	features bool
@@ -35,13 +38,34 @@ func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
 	}
 }
 
-// schedule is the network's schedule: matte.DefaultGPUSchedule with the
-// CUDA provider, else matte.DefaultCPUSchedule.
-func (m *modelOpts) schedule() matte.Schedule {
-	if *m.provider == string(infer.CUDA) {
-		return matte.DefaultGPUSchedule
+// everyFlag adds --model-every [VFX_MODEL_EVERY] (vfx render, worker,
+// serve): how often the network runs on a select or auto video.
+func (m *modelOpts) everyFlag(fs *flag.FlagSet, e *env) {
+	m.every = fs.Int("model-every", e.int("VFX_MODEL_EVERY", 0), fmt.Sprintf("run the segmentation network on every k-th frame of a select or auto video, 1..%d, carrying the matte between by motion (0 = the provider's default: every %d frames on cpu, every %d on cuda; smaller costs a network run a frame more and is not always better: docs/mattes.md, Schedule) [VFX_MODEL_EVERY]",
+		matte.MaxEvery, matte.DefaultCPUSchedule.Every, matte.DefaultGPUSchedule.Every))
+}
+
+// check refuses flag values the model cannot run with before any work
+// starts (a usage error).
+func (m *modelOpts) check() error {
+	if m.every != nil && (*m.every < 0 || *m.every > matte.MaxEvery) {
+		return usageError{fmt.Sprintf("--model-every %d: want 1..%d, or 0 for the provider's default", *m.every, matte.MaxEvery)}
 	}
-	return matte.DefaultCPUSchedule
+	return nil
+}
+
+// schedule is the network's schedule: matte.DefaultGPUSchedule with the
+// CUDA provider, else matte.DefaultCPUSchedule; --model-every sets its
+// step.
+func (m *modelOpts) schedule() matte.Schedule {
+	s := matte.DefaultCPUSchedule
+	if *m.provider == string(infer.CUDA) {
+		s = matte.DefaultGPUSchedule
+	}
+	if m.every != nil && *m.every > 0 {
+		s.Every = *m.every
+	}
+	return s
 }
 
 // load opens the runtime and the model; close releases them.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,12 +86,20 @@ func cmdRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	progressLog := fs.String("progress-log", "", "write the job's progress timeline to this file: one line per step, \"<seconds> <matte|render> <done> <total>\", and \"<seconds> done 1 1\" at the end")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the job to this file")
-	mo := modelFlags(fs, &env{get: os.Getenv})
+	menv := &env{get: os.Getenv}
+	mo := modelFlags(fs, menv)
+	mo.everyFlag(fs, menv)
 	memProfile := fs.String("memprofile", "", "write a Go heap profile (allocations) at the end of the job to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := checkBackend(*backend, *gpu); err != nil {
+		return err
+	}
+	if len(menv.errs) > 0 {
+		return usageError{errors.Join(menv.errs...).Error()}
+	}
+	if err := mo.check(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

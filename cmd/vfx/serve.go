@@ -59,6 +59,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	e := &env{get: getenv}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	mo := modelFlags(fs, e)
+	mo.everyFlag(fs, e)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", e.str("VFX_LISTEN", "127.0.0.1:8080"), "HTTP listen address of the API [VFX_LISTEN]")
 	baseURL := fs.String("base-url", e.str("VFX_BASE_URL", ""), "public base URL of the API, used in signed file URLs; empty means http://<listen address> [VFX_BASE_URL]")
@@ -88,6 +89,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 		adminToken: *admin, allowPrivateNetworks: *private, allowHTTPCallbacks: *httpHooks, concurrency: *concurrency,
 		cpuWorkers: *cpuWorkers, backend: *backend, gpu: *gpu, drain: *drain, preset: *preset, devEmail: *devEmail}
 	if err := checkBackend(cfg.backend, cfg.gpu); err != nil {
+		return cfg, err
+	}
+	if err := mo.check(); err != nil {
 		return cfg, err
 	}
 	switch {

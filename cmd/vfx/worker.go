@@ -149,6 +149,7 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 	e := &env{get: getenv}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	mo := modelFlags(fs, e)
+	mo.everyFlag(fs, e)
 	fs.SetOutput(stderr)
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -221,6 +222,9 @@ func parseWorkerFlags(args []string, stderr io.Writer, getenv func(string) strin
 		return cfg, usageError{fmt.Sprintf("--max-job-duration %s: want at least 1s", *maxJob)}
 	}
 	if err := checkBackend(cfg.backend, cfg.gpu); err != nil {
+		return cfg, err
+	}
+	if err := mo.check(); err != nil {
 		return cfg, err
 	}
 	if err := checkPreset(cfg.preset); err != nil {

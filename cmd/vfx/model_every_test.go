@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vfxrender/vfx/matte"
+)
+
+// TestModelEvery: --model-every (VFX_MODEL_EVERY) sets the network's
+// step for select and auto videos in worker, serve and render; 0 keeps
+// the provider's default, 1 and matte.MaxEvery are taken, -1 and
+// MaxEvery+1 are usage errors before any work.
+func TestModelEvery(t *testing.T) {
+	over := fmt.Sprint(matte.MaxEvery + 1)
+	parsers := map[string]func(args []string, env map[string]string) (*modelOpts, error){
+		"worker": func(args []string, env map[string]string) (*modelOpts, error) {
+			cfg, err := parseWorkerFlags(args, io.Discard, envMap(env))
+			return cfg.model, err
+		},
+		"serve": func(args []string, env map[string]string) (*modelOpts, error) {
+			cfg, err := parseServeFlags(args, io.Discard, envMap(env))
+			return cfg.model, err
+		},
+	}
+	for name, parse := range parsers {
+		for _, c := range []struct {
+			args []string
+			env  map[string]string
+			want int
+		}{
+			{nil, nil, matte.DefaultCPUSchedule.Every},
+			{[]string{"--model-every", "0"}, nil, matte.DefaultCPUSchedule.Every},
+			{[]string{"--model-every", "1"}, nil, 1},
+			{[]string{"--model-every", fmt.Sprint(matte.MaxEvery)}, nil, matte.MaxEvery},
+			{nil, map[string]string{"VFX_MODEL_EVERY": "2"}, 2},
+			{[]string{"--model-every", "3"}, map[string]string{"VFX_MODEL_EVERY": "2"}, 3},
+			{[]string{"--model-every", "2", "--model-provider", "cuda"}, nil, 2},
+			{[]string{"--model-provider", "cuda"}, nil, matte.DefaultGPUSchedule.Every},
+		} {
+			mo, err := parse(c.args, c.env)
+			if err != nil {
+				t.Errorf("%s %v %v: %v", name, c.args, c.env, err)
+				continue
+			}
+			if got := mo.schedule().Every; got != c.want {
+				t.Errorf("%s %v %v: every %d, want %d", name, c.args, c.env, got, c.want)
+			}
+		}
+		for _, c := range []struct {
+			args []string
+			env  map[string]string
+			want string
+		}{
+			{[]string{"--model-every", "-1"}, nil, "--model-every -1: want 1.."},
+			{[]string{"--model-every", over}, nil, "--model-every " + over + ": want 1.."},
+			{nil, map[string]string{"VFX_MODEL_EVERY": over}, "--model-every " + over},
+			{nil, map[string]string{"VFX_MODEL_EVERY": "often"}, "VFX_MODEL_EVERY"},
+		} {
+			_, err := parse(c.args, c.env)
+			var ue usageError
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+				t.Errorf("%s %v %v: error %v, want a usage error mentioning %q", name, c.args, c.env, err, c.want)
+			}
+		}
+	}
+
+	// vfx render refuses it before reading the source (the file does
+	// not exist, so any other order would fail differently) and writes
+	// nothing.
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	for _, v := range []string{"-1", over} {
+		code, _, stderr := runCLI("render", "--source", filepath.Join(dir, "missing.mp4"), "--type", "video", "--alpha-mode", "auto",
+			"--prompt", "night", "--out", out, "--model-every", v)
+		if code != 2 || !strings.Contains(stderr, "--model-every "+v+": want 1..") {
+			t.Errorf("render --model-every %s: exit %d, stderr %q: want a usage error", v, code, stderr)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was written by a refused render", out)
+	}
+}
