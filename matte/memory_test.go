@@ -647,6 +647,11 @@ func TestMemoryBytes(t *testing.T) {
 	if got, want := MemoryBytes(10, Schedule{Every: 1}), int64(12*memFeatureBytes); got != want {
 		t.Errorf("10 frames, every frame: %d bytes, want %d", got, want)
 	}
+	// The memory is select's: a schedule with its own step for select
+	// counts that step's frames.
+	if got, want := MemoryBytes(240, Schedule{Every: 1, SelectEvery: 4}), int64(62*memFeatureBytes); got != want {
+		t.Errorf("240 frames, auto every frame, select every 4th: %d bytes, want %d", got, want)
+	}
 	if got := MemoryBytes(0, Schedule{Every: 4}); got != 0 {
 		t.Errorf("no frames: %d bytes", got)
 	}

@@ -103,7 +103,7 @@ func MemoryBytes(frames int, s Schedule) int64 {
 	if s.Every < 1 {
 		s = DefaultCPUSchedule // as Prepare
 	}
-	every := s.Every
+	every := s.ForSelect().Every
 	// The frames the schedule picks, the last frame and the keyframe.
 	return int64((frames+every-1)/every+2) * memFeatureBytes
 }
@@ -141,6 +141,7 @@ func Prepare(ctx context.Context, dev kernels.Device, src Source, o PrepareOptio
 	key := -1
 	if o.Keyframe != nil {
 		key = o.Keyframe.Index
+		o.Schedule = o.Schedule.ForSelect()
 	}
 	fw, fh := FlowSize(o.Width, o.Height, DefaultFlowShort)
 	pr := &progress{fn: o.Progress, total: 2 * max(o.Frames, 1)}

@@ -178,6 +178,34 @@ func TestPrepareAuto(t *testing.T) {
 	}
 }
 
+// TestPrepareSelectEvery: a schedule with its own step for select
+// (Schedule.SelectEvery, as DefaultGPUSchedule has) runs select's network
+// on that step and auto's on Every.
+func TestPrepareSelectEvery(t *testing.T) {
+	dev := kernels.NewCPU(2)
+	defer dev.Close()
+	sched := Schedule{Every: 1, SelectEvery: 4}
+	src, net := newDiskSource(dev, 9)
+	m, err := Prepare(context.Background(), dev, src, PrepareOptions{Width: 96, Height: 64, Net: net, Schedule: sched, Frames: 9,
+		Keyframe: &Keyframe{Index: 0, Read: func(context.Context, int, int) ([]float32, error) { return src.c.truth(0), nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if want := []int{0, 4, 8}; !slices.Equal(net.runs, want) {
+		t.Errorf("select: network ran on %v, want %v", net.runs, want)
+	}
+	src, net = newDiskSource(dev, 9)
+	m, err = Prepare(context.Background(), dev, src, PrepareOptions{Width: 96, Height: 64, Net: net, Schedule: sched, Frames: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(net.runs, want) {
+		t.Errorf("auto: network ran on %v, want %v", net.runs, want)
+	}
+}
+
 func TestPrepareRefusals(t *testing.T) {
 	dev := kernels.NewCPU(2)
 	defer dev.Close()

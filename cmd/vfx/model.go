@@ -41,8 +41,9 @@ func modelFlags(fs *flag.FlagSet, e *env) *modelOpts {
 // everyFlag adds --model-every [VFX_MODEL_EVERY] (vfx render, worker,
 // serve): how often the network runs on a select or auto video.
 func (m *modelOpts) everyFlag(fs *flag.FlagSet, e *env) {
-	m.every = fs.Int("model-every", e.int("VFX_MODEL_EVERY", 0), fmt.Sprintf("run the segmentation network on every k-th frame of a select or auto video, 1..%d, carrying the matte between by motion (0 = the provider's default: every %d frames on cpu, every %d on cuda; smaller costs a network run a frame more and is not always better: docs/mattes.md, Schedule) [VFX_MODEL_EVERY]",
-		matte.MaxEvery, matte.DefaultCPUSchedule.Every, matte.DefaultGPUSchedule.Every))
+	g := matte.DefaultGPUSchedule
+	m.every = fs.Int("model-every", e.int("VFX_MODEL_EVERY", 0), fmt.Sprintf("run the segmentation network on every k-th frame of a select or auto video, 1..%d, carrying the matte between by motion (0 = the provider's default: every %d frames on cpu; on cuda every %d for auto, every %d for select). A smaller step runs the network more often (on a CPU about 1-1.7 s a run) and helps auto, not select: docs/mattes.md, Schedule [VFX_MODEL_EVERY]",
+		matte.MaxEvery, matte.DefaultCPUSchedule.Every, g.Every, g.ForSelect().Every))
 }
 
 // check refuses flag values the model cannot run with before any work
@@ -63,7 +64,7 @@ func (m *modelOpts) schedule() matte.Schedule {
 		s = matte.DefaultGPUSchedule
 	}
 	if m.every != nil && *m.every > 0 {
-		s.Every = *m.every
+		s.Every, s.SelectEvery = *m.every, 0
 	}
 	return s
 }

@@ -48,8 +48,19 @@ func TestModelEvery(t *testing.T) {
 				t.Errorf("%s %v %v: %v", name, c.args, c.env, err)
 				continue
 			}
-			if got := mo.schedule().Every; got != c.want {
-				t.Errorf("%s %v %v: every %d, want %d", name, c.args, c.env, got, c.want)
+			s := mo.schedule()
+			// The flag sets both modes' step; without it each mode keeps
+			// the provider's default.
+			wantSel := c.want
+			if mo.every == nil || *mo.every == 0 {
+				def := matte.DefaultCPUSchedule
+				if *mo.provider == "cuda" {
+					def = matte.DefaultGPUSchedule
+				}
+				wantSel = def.ForSelect().Every
+			}
+			if s.Every != c.want || s.ForSelect().Every != wantSel {
+				t.Errorf("%s %v %v: every %d (select %d), want %d (select %d)", name, c.args, c.env, s.Every, s.ForSelect().Every, c.want, wantSel)
 			}
 		}
 		for _, c := range []struct {
