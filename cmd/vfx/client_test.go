@@ -30,6 +30,15 @@ type testServer struct {
 	url, devKey, devAccount string
 }
 
+// serveStartTimeout bounds how long a test waits for `vfx serve` to
+// print its listening line. serve loads the segmentation model (the fp32
+// rewrite and ONNX Runtime's session) before it listens: seconds alone,
+// but about 30 s on two cores shared with the other packages' tests
+// (`make test` runs them in parallel; a CI run failed TestWebPage at a
+// 30 s bound with the model loaded 70 ms before it). A bound, not a speed
+// test.
+const serveStartTimeout = 2 * time.Minute
+
 // startServe runs `vfx serve` until the test ends and returns its address
 // and the development key and account it prints; extra flags follow the
 // test's own.
@@ -60,7 +69,7 @@ func startServe(t *testing.T, extra ...string) testServer {
 	})
 	urlRe := regexp.MustCompile(`listening on (http://\S+)`)
 	devRe := regexp.MustCompile(`development account (\S+) .*\n(?:.*\n)*api key \(shown once\): (\S+)`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(serveStartTimeout)
 	for !urlRe.MatchString(out.String()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no listening line: %s\n%s", out.String(), errOut.String())

@@ -28,7 +28,7 @@ func TestServeReadyz(t *testing.T) {
 		}
 	}()
 	urlRe := regexp.MustCompile(`listening on (http://\S+)`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(serveStartTimeout)
 	for !urlRe.MatchString(out.String()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no listening line: %s\n%s", out.String(), errOut.String())

@@ -70,7 +70,7 @@ func TestServe(t *testing.T) {
 	}()
 	urlRe := regexp.MustCompile(`listening on (http://\S+)`)
 	keyRe := regexp.MustCompile(`api key \(shown once\): (\S+)`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(serveStartTimeout)
 	for !urlRe.MatchString(out.String()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no listening line: %s\n%s", out.String(), errOut.String())

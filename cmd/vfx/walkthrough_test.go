@@ -51,7 +51,7 @@ func startServeForDoc(t *testing.T) *servedVFX {
 		}
 	})
 	re := regexp.MustCompile(`(?m)^development account (\S+) .*\n(?:.*\n)*vfx serve listening on (\S+)\napi key \(shown once\): (\S+)\n`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(serveStartTimeout)
 	for {
 		if m := re.FindStringSubmatch(s.out.String()); m != nil {
 			s.account, s.url, s.key = m[1], m[2], m[3]
