@@ -148,10 +148,17 @@ func BenchmarkJobVideoSelect2_7MP240(b *testing.B) {
 }
 
 // BenchmarkJobVideoSelect480p is a 240-frame 854x480 select job, whole
-// (decode, the network every 4th frame, propagation, render, three
-// encodes). The bound is 120 s a job on 2 cores.
+// (decode, the network on select's schedule, every 4th frame on the CPU,
+// propagation, render, three encodes). The bound is 120 s a job
+// on 2 cores.
 func BenchmarkJobVideoSelect480p(b *testing.B) {
 	benchJobMode(b, "video", "select", 854, 480, 240, "medium")
+}
+
+// BenchmarkJobVideoAuto480p is a 240-frame 854x480 auto job, whole (decode,
+// the network on its schedule, propagation, render, three encodes).
+func BenchmarkJobVideoAuto480p(b *testing.B) {
+	benchJobMode(b, "video", "auto", 854, 480, 240, "medium")
 }
 
 // BenchmarkDecodeFixture1080p decodes the fixture video (H.264 1080p).

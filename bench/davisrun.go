@@ -376,7 +376,11 @@ func (p *prepared) runMode(ctx context.Context, dev kernels.Device, cfg RealMatt
 	if mode == NetSelect && p.picked != nil {
 		return p.scoreNetSelect(ctx, cfg, r, p.picked, truth)
 	}
-	plan, err := p.runs(ctx, dev, cfg.Schedule, key)
+	sched := cfg.Schedule
+	if key >= 0 {
+		sched = sched.ForSelect() // a select job's step (matte.Schedule.SelectEvery)
+	}
+	plan, err := p.runs(ctx, dev, sched, key)
 	if err != nil {
 		return r, err
 	}

@@ -80,7 +80,7 @@ func checkSelectOnNet(t *testing.T, rs []ClipResult, n int) {
 	}
 	var frames []int
 	for i := 1; i < n; i++ {
-		if matte.DefaultCPUSchedule.Runs(i, n, 0) {
+		if matte.DefaultCPUSchedule.ForSelect().Runs(i, n, 0) {
 			frames = append(frames, i)
 		}
 	}

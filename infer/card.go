@@ -2,6 +2,7 @@ package infer
 
 import (
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,22 @@ type Card struct {
 	// description of each place of the picture, read by the matte's
 	// memory (matte/memory.go).
 	Features string `json:"features,omitempty"`
+	// Int8, when set, runs the model in 8 bits on the CPU provider
+	// (QuantizeGraph with these calibrated ranges; Load). nil runs fp32.
+	Int8 *Int8 `json:"int8,omitempty"`
+}
+
+// Int8 is a model's calibration for 8-bit inference: each activation's
+// range, with how it was measured and the command that measured it
+// (Calibrate; `vfx bench calibrate`).
+type Int8 struct {
+	// Percentile is the share of each activation's values inside its
+	// range on every calibration picture (the rest are clipped).
+	Percentile float64 `json:"percentile"`
+	// Pictures says which pictures were run; FittedBy the command.
+	Pictures string `json:"pictures"`
+	FittedBy string `json:"fitted_by"`
+	Ranges   Ranges `json:"ranges"`
 }
 
 // At returns the card for running the model at size x size: the same
@@ -99,7 +116,20 @@ func ISNetIMGLY() Card {
 		// Its decoder upsamples to constant sizes (checked by ScaleGraph
 		// at load, and by TestScaledModel against the full-size output).
 		Scalable: true,
+		Int8:     isnetInt8(),
 	}
+}
+
+//go:embed isnet-int8.json
+var isnetInt8JSON []byte
+
+// isnetInt8 is the built-in IS-Net card's calibration (isnet-int8.json).
+func isnetInt8() *Int8 {
+	var q Int8
+	if err := json.Unmarshal(isnetInt8JSON, &q); err != nil {
+		panic(err) // embedded; TestISNetInt8 reads it
+	}
+	return &q
 }
 
 // Validate checks that a card is complete.

@@ -47,6 +47,7 @@ func TestFloat32Model(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	c := ISNetIMGLY()
+	c.Int8 = nil // fp32 (TestQuantizedModel compares the 8-bit graph)
 	wide, err := rt.Load(ctx, c)
 	if err != nil {
 		t.Fatal(err)

@@ -32,14 +32,7 @@ func (m *Model) segment(ctx context.Context, rgb []float32, w, h int, dst []floa
 		return fmt.Errorf("%w: %dx%d picture with %d values and a %d-value output", ErrShape, w, h, len(rgb), len(dst))
 	}
 	n := c.Width * c.Height
-	in := make([]float32, 3*n)
-	for ch := 0; ch < 3; ch++ {
-		Resize(in[ch*n:(ch+1)*n], c.Width, c.Height, rgb[ch*w*h:(ch+1)*w*h], w, h)
-		mean, scale := c.Mean[ch], c.Scale[ch]
-		for i, v := range in[ch*n : (ch+1)*n] {
-			in[ch*n+i] = (v*255 - mean) / scale
-		}
-	}
+	in := c.input(rgb, w, h)
 	out := make([]float32, n)
 	var err error
 	if feat != nil {
@@ -63,4 +56,19 @@ func (m *Model) segment(ctx context.Context, rgb []float32, w, h int, dst []floa
 // (resample.Bilinear).
 func Resize(dst []float32, dw, dh int, src []float32, sw, sh int) {
 	resample.Bilinear(dst, dw, dh, src, sw, sh)
+}
+
+// input is the network's input for a picture (planar RGB in [0,1], w x h):
+// resized to the card's size and normalised by its Mean and Scale.
+func (c Card) input(rgb []float32, w, h int) []float32 {
+	n := c.Width * c.Height
+	in := make([]float32, 3*n)
+	for ch := 0; ch < 3; ch++ {
+		Resize(in[ch*n:(ch+1)*n], c.Width, c.Height, rgb[ch*w*h:(ch+1)*w*h], w, h)
+		mean, scale := c.Mean[ch], c.Scale[ch]
+		for i, v := range in[ch*n : (ch+1)*n] {
+			in[ch*n+i] = (v*255 - mean) / scale
+		}
+	}
+	return in
 }

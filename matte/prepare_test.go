@@ -295,7 +295,8 @@ func TestReadClipFeaturesMemory(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		src, rn := newDiskSource(dev, 10)
 		net := &featRedNet{redNet: rn}
-		l, err := readClip(ctx, dev, src, 96, 64, net, DefaultCPUSchedule, 5, clipKeeps{features: keep}, func() {})
+		// A select job's schedule, as Prepare gives readClip (every 4th).
+		l, err := readClip(ctx, dev, src, 96, 64, net, DefaultCPUSchedule.ForSelect(), 5, clipKeeps{features: keep}, func() {})
 		if err != nil {
 			t.Fatal(err)
 		}

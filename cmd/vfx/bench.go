@@ -27,7 +27,7 @@ const maxFitTrees = 1000
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"want a subcommand: fixture, ffmpeg, matte, look or passes"}
+		return usageError{"want a subcommand: fixture, ffmpeg, matte, calibrate, look or passes"}
 	}
 	if args[0] == "passes" {
 		return benchPasses(ctx, args[1:], stdout, stderr)
@@ -37,6 +37,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if args[0] == "look" {
 		return benchLook(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "calibrate" {
+		return benchCalibrate(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -120,7 +123,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dataset := fs.String("dataset", "", "dataset folder: NAME/source.mp4 + NAME/masks/NNNNN.png per clip (required), e.g. ../shared/datasets/davis2016-train")
 	clips := fs.String("clips", "", "comma-separated clip names (default: every clip)")
 	modes := fs.String("modes", "all", "comma-separated modes: select, select-mid, select-inv, auto, auto-still, or all")
-	every := fs.Int("every", matte.DefaultCPUSchedule.Every, "run the network on every k-th frame (1 = every frame), propagating between")
+	every := fs.Int("every", 0, "run the network on every k-th frame (1 = every frame) in every mode, propagating between (0 = vfx's cpu default, matte.DefaultCPUSchedule: its own step for auto and for select)")
 	motion := fs.Float64("motion", matte.DefaultCPUSchedule.Motion, "the motion schedule: the share (0-1) of each frame's step between network runs that follows the picture's change (0 = the fixed schedule, every --every-th frame)")
 	cache := fs.String("cache", "", "folder to keep the network's maps in, so that later runs skip the network (default: none)")
 	sheet := fs.String("sheet", "", "write a contact sheet PNG of a few clips (first mode) to this file")
@@ -154,6 +157,9 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := mf.check(); err != nil {
+		return err
+	}
 	if *dataset == "" {
 		return usageError{"bench matte: --dataset is required"}
 	}
@@ -164,8 +170,13 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if *every < 1 {
-		return usageError{"bench matte: --every must be at least 1"}
+	if *every < 0 {
+		return usageError{"bench matte: --every must be at least 1, or 0 for the cpu default"}
+	}
+	schedule := matte.Schedule{Every: *every, Motion: *motion}
+	if *every == 0 {
+		schedule = matte.DefaultCPUSchedule
+		schedule.Motion = *motion
 	}
 	if *fold != "" && bench.FoldClips(*fold) == nil {
 		return usageError{fmt.Sprintf("bench matte: --fold %q: want A or B", *fold)}
@@ -262,14 +273,18 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer closeNet()
 	dev := kernels.NewCPU(*workers)
 	defer dev.Close()
-	nc := &bench.NetCache{Net: net, Dir: *cache, Key: card.Name + "-" + card.SHA256[:12]}
+	key := card.Name + "-" + card.SHA256[:12]
+	if net.Int8() {
+		key += "-int8"
+	}
+	nc := &bench.NetCache{Net: net, Dir: *cache, Key: key}
 	for _, m := range ms {
 		// select's memory reads the features of the frames whose maps it
 		// fuses: one run gives both.
 		nc.WithFeatures = nc.WithFeatures || m == bench.SelectFirst || m == bench.SelectMiddle || m == bench.SelectInverse
 	}
 	if *fillFeatures {
-		sched := matte.Schedule{Every: *every}
+		sched := schedule.ForSelect()
 		for _, d := range dirs {
 			clip, err := bench.OpenDAVISVideo(ctx, d)
 			if err != nil {
@@ -320,7 +335,7 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.BinaryLevel = float32(*binaryLevel)
 		netOpts = &o
 	}
-	cfg := bench.RealMatteConfig{Modes: ms, Schedule: matte.Schedule{Every: *every, Motion: *motion}, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, RefineRadius: *refineRadius, RefineEps: float32(*refineEps), FlowLevels: *flowLevels, FlowIterations: *flowIterations, FlowWindow: *flowWindow, CropArea: *cropArea, CropMargin: *cropMargin}
+	cfg := bench.RealMatteConfig{Modes: ms, Schedule: schedule, Net: nc, Keep: keep, NetOptions: netOpts, SelectBand: float32(*band), Soft: *softBand, RefineRadius: *refineRadius, RefineEps: float32(*refineEps), FlowLevels: *flowLevels, FlowIterations: *flowIterations, FlowWindow: *flowWindow, CropArea: *cropArea, CropMargin: *cropMargin}
 	if *fit != "" {
 		cfg.Fit = &bench.FitData{Stride: 4, Steps: map[string]bool{}, Trees: *fitTrees}
 		for _, st := range strings.Split(*fitSteps, ",") {
@@ -363,12 +378,19 @@ func benchMatte(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cfg.Fit.GateSigns[k] = sign
 		}
 	}
-	sched := fmt.Sprintf("network every %d frame(s)", *every)
-	if *motion > 0 {
-		sched = fmt.Sprintf("network on as many frames as every %d, placed by motion %.2f", *every, *motion)
+	sched := fmt.Sprintf("network every %d frame(s)", schedule.Every)
+	if sel := schedule.ForSelect().Every; sel != schedule.Every {
+		sched = fmt.Sprintf("network every %d frame(s), select's every %d", schedule.Every, sel)
 	}
-	fmt.Fprintf(stdout, "model %s (%s), %s, %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
-		card.Name, card.Licence, sched, len(dirs), *dataset)
+	if *motion > 0 {
+		sched = fmt.Sprintf("network on as many frames as every %d (select's %d), placed by motion %.2f", schedule.Every, schedule.ForSelect().Every, *motion)
+	}
+	prec := "fp32"
+	if net.Int8() {
+		prec = "8-bit"
+	}
+	fmt.Fprintf(stdout, "model %s (%s, %s), %s, %d clips from %s (DAVIS protocol: first and last frame left out of each clip's means)\n",
+		card.Name, card.Licence, prec, sched, len(dirs), *dataset)
 	fmt.Fprintf(stdout, "%-18s %-10s %4s %6s %6s %7s %8s %6s %7s %7s %7s %9s %5s\n", "clip", "mode", "fold", "J", "F", "decay", "flicker%", "copyJ", "inner%", "half%", "frames", "matte f/s", "crops")
 	var all []bench.ClipResult
 	var rows [][]bench.SheetTile

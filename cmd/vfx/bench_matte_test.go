@@ -49,6 +49,12 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		{[]string{"--memory-refind", "on"}, true},
 		{[]string{"--memory-refind", "off"}, true},
 		{[]string{"--memory-refind", "yes"}, false},
+		{[]string{"--every", "0"}, true},
+		{[]string{"--every", "1"}, true},
+		{[]string{"--every", "-1"}, false},
+		{[]string{"--model-precision", "fp32"}, true},
+		{[]string{"--model-precision", "int8"}, true},
+		{[]string{"--model-precision", "fp16"}, false},
 		{[]string{"--baseline", good}, true},
 		{[]string{"--baseline", empty}, false},
 		{[]string{"--baseline", filepath.Join(dir, "none.txt")}, false},
@@ -63,5 +69,51 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		case !c.ok && !errors.As(err, &ue):
 			t.Errorf("%v: %v, want a usage error", c.args, err)
 		}
+	}
+}
+
+// TestBenchCalibrateFlagEdges: --per-clip, --percentile and --fold at
+// their limits; the required flags. A value just inside gets past the
+// flags to the dataset (a folder that does not exist); one just outside
+// is a usage error.
+func TestBenchCalibrateFlagEdges(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-dataset")
+	out := filepath.Join(dir, "int8.json")
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--per-clip", "1"}, true},
+		{[]string{"--per-clip", "8"}, true},
+		{[]string{"--per-clip", "0"}, false},
+		{[]string{"--per-clip", "9"}, false},
+		{[]string{"--percentile", "1"}, true},
+		{[]string{"--percentile", "0.5001"}, true},
+		{[]string{"--percentile", "0.5"}, false},
+		{[]string{"--percentile", "1.0001"}, false},
+		{[]string{"--fold", "B"}, true},
+		{[]string{"--fold", "C"}, false},
+		{[]string{"--model-provider", "cuda"}, false},
+	} {
+		err := benchCalibrate(context.Background(), append([]string{"--dataset", missing, "--out", out}, c.args...), io.Discard, io.Discard)
+		var ue usageError
+		switch {
+		case err == nil:
+			t.Errorf("%v: no error with a missing dataset", c.args)
+		case c.ok && (errors.As(err, &ue) || !strings.Contains(err.Error(), "no-dataset")):
+			t.Errorf("%v: %v, want the flags accepted and the missing dataset refused", c.args, err)
+		case !c.ok && !errors.As(err, &ue):
+			t.Errorf("%v: %v, want a usage error", c.args, err)
+		}
+	}
+	for _, args := range [][]string{{"--dataset", missing}, {"--out", out}} {
+		var ue usageError
+		if err := benchCalibrate(context.Background(), args, io.Discard, io.Discard); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error (--dataset and --out are required)", args, err)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written by refused runs", out)
 	}
 }

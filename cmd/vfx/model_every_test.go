@@ -72,6 +72,8 @@ func TestModelEvery(t *testing.T) {
 			{[]string{"--model-every", over}, nil, "--model-every " + over + ": want 1.."},
 			{nil, map[string]string{"VFX_MODEL_EVERY": over}, "--model-every " + over},
 			{nil, map[string]string{"VFX_MODEL_EVERY": "often"}, "VFX_MODEL_EVERY"},
+			{[]string{"--model-precision", "fp16"}, nil, `--model-precision "fp16": want int8 or fp32`},
+			{nil, map[string]string{"VFX_MODEL_PRECISION": "int4"}, `--model-precision "int4"`},
 		} {
 			_, err := parse(c.args, c.env)
 			var ue usageError

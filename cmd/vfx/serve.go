@@ -263,7 +263,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout io.Writer, log *zap.L
 		return fmt.Errorf("serve: segmentation model: %w", err)
 	}
 	defer closeNet()
-	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence))
+	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence), zap.Bool("int8", net.Int8()))
 	go warmModel(ctx, log, net)
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {

@@ -400,7 +400,8 @@ func runWorker(ctx context.Context, cfg workerConfig, base *zap.Logger) error {
 	}
 	defer closeNet()
 	log.Info("segmentation model loaded", zap.String("model", card.Name), zap.String("licence", card.Licence),
-		zap.String("provider", *cfg.model.provider), zap.Int("network_every", cfg.model.schedule().Every), zap.Int("network_every_select", cfg.model.schedule().ForSelect().Every))
+		zap.String("provider", *cfg.model.provider), zap.Int("network_every", cfg.model.schedule().Every), zap.Int("network_every_select", cfg.model.schedule().ForSelect().Every),
+		zap.Bool("int8", net.Int8()))
 	go warmModel(ctx, log, net)
 	dev, err := openBackend(cfg.backend, cfg.gpu, cfg.cpuWorkers)
 	if err != nil {

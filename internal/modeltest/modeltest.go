@@ -26,6 +26,11 @@ var loaded = sync.OnceValues(func() (*infer.Model, error) {
 	if matte.MemoryShipped() {
 		card.Features = infer.ISNetFeatures
 	}
+	// VFX_MODEL_PRECISION=fp32 runs the fp32 graph, as vfx does
+	// (--model-precision): benchmarks compare the two that way.
+	if os.Getenv("VFX_MODEL_PRECISION") == "fp32" {
+		card.Int8 = nil
+	}
 	return rt.Load(context.Background(), card)
 })
 
