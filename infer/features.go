@@ -82,19 +82,9 @@ func addFeatureOutput(g []byte, tensor string) ([]byte, bool, error) {
 	node = protowire.AppendTag(node, nodeOpType, protowire.BytesType)
 	node = protowire.AppendString(node, "Cast")
 	node = appendBytesField(node, nodeAttribute, to)
-	// The graph output: name and a float tensor type of unstated shape.
-	var tt []byte
-	tt = protowire.AppendTag(tt, typeElemType, protowire.VarintType)
-	tt = protowire.AppendVarint(tt, onnxFloat)
-	var typ []byte
-	typ = appendBytesField(typ, typeTensor, tt)
-	var vi []byte
-	vi = protowire.AppendTag(vi, valueName, protowire.BytesType)
-	vi = protowire.AppendString(vi, FeatureOutput)
-	vi = appendBytesField(vi, valueType, typ)
 	out := append([]byte(nil), g...)
 	out = appendBytesField(out, graphNode, node)
-	out = appendBytesField(out, graphOutput, vi)
+	out = appendBytesField(out, graphOutput, floatValueInfo(FeatureOutput))
 	return out, true, nil
 }
 

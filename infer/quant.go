@@ -71,19 +71,16 @@ func parseGraphParts(g []byte) (*graphParts, error) {
 			}
 			p.inits[name] = in
 			p.initOrd = append(p.initOrd, name)
-		case graphOutput:
+		case graphOutput, graphInput:
 			name, err := valueInfoName(val)
 			if err != nil {
 				return err
 			}
-			p.outputs[name] = true
-			p.fields = append(p.fields, raw)
-		case graphInput:
-			name, err := valueInfoName(val)
-			if err != nil {
-				return err
+			if f == graphOutput {
+				p.outputs[name] = true
+			} else {
+				p.inputs = append(p.inputs, name)
 			}
-			p.inputs = append(p.inputs, name)
 			p.fields = append(p.fields, raw)
 		default:
 			p.fields = append(p.fields, raw)
@@ -234,6 +231,8 @@ func AddOutputs(model []byte, names []string) ([]byte, error) {
 	})
 }
 
+// floatValueInfo is a graph output's ValueInfo: its name and a float
+// tensor type of unstated shape.
 func floatValueInfo(name string) []byte {
 	var tt []byte
 	tt = protowire.AppendTag(tt, typeElemType, protowire.VarintType)

@@ -59,16 +59,23 @@ func TestBenchMatteFlagEdges(t *testing.T) {
 		{[]string{"--baseline", empty}, false},
 		{[]string{"--baseline", filepath.Join(dir, "none.txt")}, false},
 	} {
-		err := benchMatte(context.Background(), append([]string{"--dataset", missing}, c.args...), io.Discard, io.Discard)
-		var ue usageError
-		switch {
-		case err == nil:
-			t.Errorf("%v: no error with a missing dataset", c.args)
-		case c.ok && (errors.As(err, &ue) || !strings.Contains(err.Error(), "no-dataset")):
-			t.Errorf("%v: %v, want the flags accepted and the missing dataset refused", c.args, err)
-		case !c.ok && !errors.As(err, &ue):
-			t.Errorf("%v: %v, want a usage error", c.args, err)
-		}
+		checkFlagEdge(t, c.args, c.ok, benchMatte(context.Background(), append([]string{"--dataset", missing}, c.args...), io.Discard, io.Discard))
+	}
+}
+
+// checkFlagEdge: flags that are accepted (ok) get past the flags to the
+// dataset, a folder named no-dataset that does not exist; others are a
+// usage error.
+func checkFlagEdge(t *testing.T, args []string, ok bool, err error) {
+	t.Helper()
+	var ue usageError
+	switch {
+	case err == nil:
+		t.Errorf("%v: no error with a missing dataset", args)
+	case ok && (errors.As(err, &ue) || !strings.Contains(err.Error(), "no-dataset")):
+		t.Errorf("%v: %v, want the flags accepted and the missing dataset refused", args, err)
+	case !ok && !errors.As(err, &ue):
+		t.Errorf("%v: %v, want a usage error", args, err)
 	}
 }
 
@@ -96,16 +103,7 @@ func TestBenchCalibrateFlagEdges(t *testing.T) {
 		{[]string{"--fold", "C"}, false},
 		{[]string{"--model-provider", "cuda"}, false},
 	} {
-		err := benchCalibrate(context.Background(), append([]string{"--dataset", missing, "--out", out}, c.args...), io.Discard, io.Discard)
-		var ue usageError
-		switch {
-		case err == nil:
-			t.Errorf("%v: no error with a missing dataset", c.args)
-		case c.ok && (errors.As(err, &ue) || !strings.Contains(err.Error(), "no-dataset")):
-			t.Errorf("%v: %v, want the flags accepted and the missing dataset refused", c.args, err)
-		case !c.ok && !errors.As(err, &ue):
-			t.Errorf("%v: %v, want a usage error", c.args, err)
-		}
+		checkFlagEdge(t, c.args, c.ok, benchCalibrate(context.Background(), append([]string{"--dataset", missing, "--out", out}, c.args...), io.Discard, io.Discard))
 	}
 	for _, args := range [][]string{{"--dataset", missing}, {"--out", out}} {
 		var ue usageError
