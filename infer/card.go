@@ -52,6 +52,9 @@ type Card struct {
 	Features string `json:"features,omitempty"`
 	// Int8, when set, runs the model in 8 bits on the CPU provider
 	// (QuantizeGraph with these calibrated ranges; Load). nil runs fp32.
+	// `vfx bench calibrate --model-card FILE --out OUT` measures it for a
+	// card of another model (OUT's object goes here); a graph whose Convs
+	// read from ops QuantizeGraph does not quantize is refused at load.
 	Int8 *Int8 `json:"int8,omitempty"`
 }
 
@@ -127,7 +130,7 @@ var isnetInt8JSON []byte
 func isnetInt8() *Int8 {
 	var q Int8
 	if err := json.Unmarshal(isnetInt8JSON, &q); err != nil {
-		panic(err) // embedded; TestISNetInt8 reads it
+		panic(err) // embedded; TestQuantizedModel and TestCalibrate read it
 	}
 	return &q
 }

@@ -138,6 +138,14 @@ func printModel(w io.Writer, getenv func(string) string) {
 	}
 	fmt.Fprintf(w, "segmentation model: %s, licence %s, from %s: %s (%s)\n", card.Name, card.Licence, card.Source,
 		state(filepath.Join(dir, card.File)), filepath.Join(dir, card.File))
+	prec := "fp32 on cpu (its card has no 8-bit calibration)"
+	if card.Int8 != nil {
+		prec = fmt.Sprintf("8-bit on cpu (%d calibrated ranges; VFX_MODEL_PRECISION=fp32 for fp32), fp16 on cuda", len(card.Int8.Ranges))
+	}
+	if e.str("VFX_MODEL_PRECISION", "int8") == "fp32" {
+		prec = "fp32 on cpu (VFX_MODEL_PRECISION=fp32)"
+	}
+	fmt.Fprintf(w, "segmentation arithmetic: %s\n", prec)
 	fmt.Fprintf(w, "onnx runtime: %s, licence MIT: %s\n", filepath.Join(dir, infer.LibraryFile), state(filepath.Join(dir, infer.LibraryFile)))
 }
 

@@ -99,3 +99,22 @@ func TestModelEvery(t *testing.T) {
 		t.Errorf("%s was written by a refused render", out)
 	}
 }
+
+// TestPrintModelPrecision: vfx version says in which arithmetic the
+// network runs: 8 bits on the CPU for the built-in card, fp32 when
+// VFX_MODEL_PRECISION says so.
+func TestPrintModelPrecision(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "segmentation arithmetic: 8-bit on cpu ("},
+		{map[string]string{"VFX_MODEL_PRECISION": "fp32"}, "segmentation arithmetic: fp32 on cpu (VFX_MODEL_PRECISION=fp32)"},
+	} {
+		var b strings.Builder
+		printModel(&b, envMap(c.env))
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("env %v: %q, want a line with %q", c.env, b.String(), c.want)
+		}
+	}
+}
