@@ -24,15 +24,7 @@ func (r *Runtime) Calibrate(ctx context.Context, c Card, pct float64, n int, pic
 	if err != nil {
 		return nil, err
 	}
-	if c.Native != 0 {
-		if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
-			return nil, err
-		}
-	}
-	if data, err = Float32Graph(data); err != nil {
-		return nil, err
-	}
-	if data, err = PruneGraph(data, c.Output); err != nil {
+	if data, _, err = c.graph(data, false, true, []string{c.Output}); err != nil {
 		return nil, err
 	}
 	names, err := CalibrationTensors(data)
@@ -45,17 +37,11 @@ func (r *Runtime) Calibrate(ctx context.Context, c Card, pct float64, n int, pic
 	if data, err = AddOutputs(data, names); err != nil {
 		return nil, err
 	}
-	so, err := ort.NewSessionOptions()
+	so, err := sessionOptions(r.o.Threads)
 	if err != nil {
-		return nil, fmt.Errorf("infer: session options: %w", err)
+		return nil, err
 	}
 	defer so.Destroy()
-	if err := so.SetIntraOpNumThreads(r.o.Threads); err != nil {
-		return nil, err
-	}
-	if err := so.SetMemPattern(false); err != nil {
-		return nil, err
-	}
 	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input}, append([]string{c.Output}, names...), so)
 	if err != nil {
 		return nil, fmt.Errorf("infer: calibrate %s: session: %w", c.Name, err)

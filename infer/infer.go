@@ -184,28 +184,11 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	so, err := ort.NewSessionOptions()
+	so, err := sessionOptions(r.o.Threads)
 	if err != nil {
-		return nil, fmt.Errorf("infer: session options: %w", err)
+		return nil, err
 	}
 	defer so.Destroy()
-	if err := so.SetIntraOpNumThreads(r.o.Threads); err != nil {
-		return nil, fmt.Errorf("infer: threads: %w", err)
-	}
-	if err := so.SetInterOpNumThreads(1); err != nil {
-		return nil, fmt.Errorf("infer: threads: %w", err)
-	}
-	// Worker threads that spin between ops waste a shared node's cores
-	// (and slow a loaded machine by an order of magnitude): let them sleep.
-	// No memory pattern: it plans one block for every activation of a
-	// run, and IS-Net's peak RSS is then 2.45 GB against 1.53 GB without
-	// it, at the same speed (BenchmarkSegmentISNet).
-	if err := so.SetMemPattern(false); err != nil {
-		return nil, fmt.Errorf("infer: memory pattern: %w", err)
-	}
-	if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
-		return nil, fmt.Errorf("infer: spinning: %w", err)
-	}
 	// The CPU arena stays on: without it every op maps and unmaps its
 	// activations, which cost 20x the run time in system calls here.
 	if r.o.Provider == CUDA {
@@ -228,27 +211,9 @@ func (r *Runtime) Load(ctx context.Context, c Card) (*Model, error) {
 		// err is the function's: the session's error below is checked
 		// after the if (a := here shadowed it, and a failed session of a
 		// rescaled graph went unnoticed).
-		if rescale {
-			if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
-				return nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
-			}
-		}
-		if feat {
-			if data, err = AddFeatureOutput(data, c.Features); err != nil {
-				return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
-			}
-		}
-		orig := data
-		if widen {
-			if data, err = Float32Graph(data); err != nil {
-				return nil, fmt.Errorf("infer: model %s in fp32: %w", c.Name, err)
-			}
-			// Only the outputs a run fetches are computed (ONNX Runtime
-			// runs every node otherwise: IS-Net's five unused side
-			// outputs cost about 5%).
-			if data, err = PruneGraph(data, outs...); err != nil {
-				return nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
-			}
+		var orig []byte
+		if data, orig, err = c.graph(data, feat, widen, outs); err != nil {
+			return nil, err
 		}
 		if quant {
 			q, qerr := QuantizeGraph(data, c.Int8.Ranges)
@@ -373,4 +338,55 @@ func (m *Model) Warm(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sessionOptions are the options of every session: threads intra-op
+// threads (0 = all cores), one inter-op thread, no spinning and no memory
+// pattern. The caller destroys them.
+func sessionOptions(threads int) (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("infer: session options: %w", err)
+	}
+	// Worker threads that spin between ops waste a shared node's cores
+	// (and slow a loaded machine by an order of magnitude): let them sleep.
+	// No memory pattern: it plans one block for every activation of a
+	// run, and IS-Net's peak RSS is then 2.45 GB against 1.53 GB without
+	// it, at the same speed (BenchmarkSegmentISNet).
+	err = errors.Join(so.SetIntraOpNumThreads(threads), so.SetInterOpNumThreads(1), so.SetMemPattern(false),
+		so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"))
+	if err != nil {
+		so.Destroy()
+		return nil, fmt.Errorf("infer: session options: %w", err)
+	}
+	return so, nil
+}
+
+// graph is c's model file data rewritten as the session runs it:
+// rescaled when the card runs at another size (Card.At), with the
+// feature output when feat, and, when widen (the CPU provider), in fp32
+// (Float32Graph) with only the outputs outs (PruneGraph: ONNX Runtime
+// runs every node otherwise, and IS-Net's five unused side outputs cost
+// about 5%). orig is the graph before the fp32 rewrite.
+func (c Card) graph(data []byte, feat, widen bool, outs []string) (out, orig []byte, err error) {
+	if c.Native != 0 {
+		if data, err = ScaleGraph(data, c.Width, c.Native); err != nil {
+			return nil, nil, fmt.Errorf("infer: model %s at %d: %w", c.Name, c.Width, err)
+		}
+	}
+	if feat {
+		if data, err = AddFeatureOutput(data, c.Features); err != nil {
+			return nil, nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
+		}
+	}
+	orig = data
+	if widen {
+		if data, err = Float32Graph(data); err != nil {
+			return nil, nil, fmt.Errorf("infer: model %s in fp32: %w", c.Name, err)
+		}
+		if data, err = PruneGraph(data, outs...); err != nil {
+			return nil, nil, fmt.Errorf("infer: model %s: %w", c.Name, err)
+		}
+	}
+	return data, orig, nil
 }

@@ -474,15 +474,7 @@ func castToFloat(node []byte) bool {
 
 // rewriteNodeIO is a node with its inputs and outputs replaced.
 func rewriteNodeIO(node []byte, in, out []string) []byte {
-	var b []byte
-	for _, s := range in {
-		b = protowire.AppendTag(b, nodeInput, protowire.BytesType)
-		b = protowire.AppendString(b, s)
-	}
-	for _, s := range out {
-		b = protowire.AppendTag(b, nodeOutput, protowire.BytesType)
-		b = protowire.AppendString(b, s)
-	}
+	b := appendIO(nil, in, out)
 	_ = eachField(node, func(f protowire.Number, raw, val []byte) error {
 		if f != nodeInput && f != nodeOutput {
 			b = append(b, raw...)
@@ -492,10 +484,8 @@ func rewriteNodeIO(node []byte, in, out []string) []byte {
 	return b
 }
 
-// makeNode is a node of op with inputs and outputs; axis, when set, is
-// an "axis" attribute (DequantizeLinear's per-channel axis).
-func makeNode(op string, in, out []string, axis int64, withAxis bool) []byte {
-	var b []byte
+// appendIO appends a node's input and output fields.
+func appendIO(b []byte, in, out []string) []byte {
 	for _, s := range in {
 		b = protowire.AppendTag(b, nodeInput, protowire.BytesType)
 		b = protowire.AppendString(b, s)
@@ -504,6 +494,13 @@ func makeNode(op string, in, out []string, axis int64, withAxis bool) []byte {
 		b = protowire.AppendTag(b, nodeOutput, protowire.BytesType)
 		b = protowire.AppendString(b, s)
 	}
+	return b
+}
+
+// makeNode is a node of op with inputs and outputs; axis, when set, is
+// an "axis" attribute (DequantizeLinear's per-channel axis).
+func makeNode(op string, in, out []string, axis int64, withAxis bool) []byte {
+	b := appendIO(nil, in, out)
 	b = protowire.AppendTag(b, nodeName, protowire.BytesType)
 	b = protowire.AppendString(b, out[0]+"/"+op)
 	b = protowire.AppendTag(b, nodeOpType, protowire.BytesType)

@@ -74,10 +74,13 @@ func benchCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer rt.Close()
 	var names []string
+	var clip *bench.DAVISVideo // the clip of the last picture: its frames are asked for in turn
 	picture := func(i int) ([]float32, int, int, error) {
-		clip, err := bench.OpenDAVISVideo(ctx, clips[i / *perClip])
-		if err != nil {
-			return nil, 0, 0, err
+		if i%*perClip == 0 {
+			var err error
+			if clip, err = bench.OpenDAVISVideo(ctx, clips[i / *perClip]); err != nil {
+				return nil, 0, 0, err
+			}
 		}
 		w, h := clip.Size()
 		k := (i%*perClip + 1) * clip.Len() / (*perClip + 1)
