@@ -70,6 +70,10 @@ var commandHelp = map[string]cmdHelp{
 		synopsis: "vfx bench matte [flags]",
 		example:  `vfx bench matte --dataset ../shared/datasets/davis2016-train --clips bear,soccerball --cache out/netcache --sheet out/matte-sheet.png`,
 	},
+	"bench calibrate": {
+		synopsis: "vfx bench calibrate --dataset DIR --out FILE [flags]",
+		example:  `vfx bench calibrate --dataset ../shared/datasets/davis2016-train --fold A --per-clip 2 --out infer/isnet-int8.json`,
+	},
 	"bench passes": {
 		synopsis: "vfx bench passes --dir DIR [flags]",
 		example:  `vfx bench passes --dir out/shot --frame 1001 --out out/shot-passes.png`,

@@ -28,6 +28,7 @@ usage:
   vfx bench fixture [flags]   write sample media with an exact matte
   vfx bench ffmpeg [flags]    time vfx render against the ffmpeg command line
   vfx bench matte [flags]     score select on a DAVIS-layout folder of frames and masks (J, F)
+  vfx bench calibrate [flags] measure the network's activation ranges for its 8-bit graph (infer/isnet-int8.json)
   vfx selftest [flags]        render a small job on the backend and compare it with the CPU reference
   vfx probe [--timeout D] URL GET a health endpoint; exit 0 on 2xx (container health checks)
   vfx version                 print the version

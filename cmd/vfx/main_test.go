@@ -40,7 +40,7 @@ func TestUsageListsCommands(t *testing.T) {
 		t.Fatalf("vfx -h: exit %d", code)
 	}
 	for _, c := range []string{"serve", "api", "worker", "submit", "jobs", "admin", "render",
-		"bench fixture", "bench ffmpeg", "bench matte", "selftest", "probe", "version"} {
+		"bench fixture", "bench ffmpeg", "bench matte", "bench calibrate", "selftest", "probe", "version"} {
 		if !strings.Contains(out, "\n  vfx "+c+" ") {
 			t.Errorf("vfx -h does not list %q:\n%s", "vfx "+c, out)
 		}
