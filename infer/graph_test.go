@@ -83,14 +83,7 @@ func TestScaledModel(t *testing.T) {
 			}
 		}
 	}
-	a, b := make([]float32, w*h), make([]float32, w*h)
-	if err := full.Segment(ctx, rgb, w, h, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := half.Segment(ctx, rgb, w, h, b); err != nil {
-		t.Fatal(err)
-	}
-	j, _, fg := agreement(a, b)
+	j, _, fg := agreement(segmentBoth(ctx, t, full, half, rgb, w, h))
 	if fg < w*h/20 {
 		t.Fatalf("native run found %d object pixels of %d: the scene has no salient object for this test", fg, w*h)
 	}

@@ -26,6 +26,19 @@ func scene(w, h int) []float32 {
 	return rgb
 }
 
+// segmentBoth returns the maps of models a and b of the same picture.
+func segmentBoth(ctx context.Context, t *testing.T, a, b *Model, rgb []float32, w, h int) ([]float32, []float32) {
+	t.Helper()
+	ma, mb := make([]float32, w*h), make([]float32, w*h)
+	if err := a.Segment(ctx, rgb, w, h, ma); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Segment(ctx, rgb, w, h, mb); err != nil {
+		t.Fatal(err)
+	}
+	return ma, mb
+}
+
 // agreement is the IoU of two maps' 0.5 masks, the mean absolute
 // difference of their values and the first map's object pixels.
 func agreement(a, b []float32) (iou, mean float64, fg int) {
@@ -77,14 +90,7 @@ func TestQuantizedModel(t *testing.T) {
 	}
 	w, h := 320, 180
 	rgb := scene(w, h)
-	a, b := make([]float32, w*h), make([]float32, w*h)
-	if err := f.Segment(ctx, rgb, w, h, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Segment(ctx, rgb, w, h, b); err != nil {
-		t.Fatal(err)
-	}
-	iou, mean, fg := agreement(a, b)
+	iou, mean, fg := agreement(segmentBoth(ctx, t, f, q, rgb, w, h))
 	t.Logf("fp32 %d object pixels; 8-bit agrees at IoU %.4f, mean difference %.4f", fg, iou, mean)
 	if fg < w*h/20 {
 		t.Fatalf("fp32 found %d object pixels of %d: no salient object for this test", fg, w*h)
@@ -207,14 +213,7 @@ func TestCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	a, b := make([]float32, w*h), make([]float32, w*h)
-	if err := f.Segment(ctx, rgb, w, h, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Segment(ctx, rgb, w, h, b); err != nil {
-		t.Fatal(err)
-	}
-	iou, mean, fg := agreement(a, b)
+	iou, mean, fg := agreement(segmentBoth(ctx, t, f, q, rgb, w, h))
 	t.Logf("at 256, calibrated on the picture itself: fp32 %d object pixels, IoU %.4f, mean difference %.4f", fg, iou, mean)
 	if fg == 0 || iou < 0.9 {
 		t.Errorf("8-bit at 256 against fp32: IoU %.4f with %d object pixels", iou, fg)
